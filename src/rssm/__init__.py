@@ -1,0 +1,36 @@
+"""rssm: the Randomized Submanifold Subgradient Method on the Stiefel manifold.
+
+Quick use::
+
+    import rssm
+    prob = rssm.problems.DPCP.synthetic(seed=0)
+    res = rssm.minimize(prob, prob.initial_point(), method="rssm", n_blocks=5,
+                        max_iter=2000, seed=0)
+    print(res)
+"""
+
+from rssm import blocks, problems, stepsizes, stiefel, stopping
+from rssm.blocks import Partition
+from rssm.problem import Oracle, Problem
+from rssm.solvers import METHODS, minimize
+from rssm.stopping import Progress, StopReason
+from rssm.trace import Result
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "minimize",
+    "METHODS",
+    "Problem",
+    "Oracle",
+    "Partition",
+    "Result",
+    "StopReason",
+    "Progress",
+    "problems",
+    "stepsizes",
+    "stiefel",
+    "blocks",
+    "stopping",
+    "__version__",
+]

@@ -1,0 +1,116 @@
+"""Input checks shared by every public entry point.
+
+Each check raises ``TypeError`` for a wrong kind of object and ``ValueError`` for a
+wrong value, and the message names the argument and what is allowed.
+
+Accepted array dtypes are real numeric ones (bool excluded): int, unsigned and float of
+any width. They are converted to float64; float32 input is upcast (never kept), so
+every computation in rssm runs in float64.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+
+def as_float_matrix(
+    value: Any,
+    name: str,
+    *,
+    shape: tuple[int | None, int | None] | None = None,
+    allow_empty: bool = False,
+    copy: bool = False,
+) -> np.ndarray:
+    """Convert ``value`` to a finite 2-D float64 array or raise a clear error."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a 2-D array of real numbers, got {type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and similar
+        raise TypeError(f"{name} must be a 2-D array of real numbers: {exc}") from None
+    if arr.dtype == object or arr.dtype.kind not in "iuf":
+        kind = {"c": "complex", "b": "bool", "O": "object", "U": "str", "S": "bytes"}.get(
+            arr.dtype.kind, str(arr.dtype)
+        )
+        raise TypeError(
+            f"{name} must hold real numbers (int or float dtypes, converted to float64), "
+            f"got dtype {arr.dtype} ({kind})"
+        )
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got an array with shape {arr.shape}")
+    if not allow_empty and arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if shape is not None:
+        for axis, want in enumerate(shape):
+            if want is not None and arr.shape[axis] != want:
+                raise ValueError(
+                    f"{name} has shape {arr.shape}, expected "
+                    f"{tuple('any' if s is None else s for s in shape)}"
+                )
+    out = np.array(arr, dtype=np.float64, copy=True, order="C") if copy else np.ascontiguousarray(
+        arr, dtype=np.float64
+    )
+    if not np.all(np.isfinite(out)):
+        bad = int(np.size(out) - np.count_nonzero(np.isfinite(out)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite entries; all entries must be finite")
+    return out
+
+
+def as_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Check that ``value`` is an integer within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def as_positive_float(value: Any, name: str, *, allow_zero: bool = False, upper: float | None = None,
+                      upper_inclusive: bool = True) -> float:
+    """Check that ``value`` is a finite real number > 0 (or >= 0), optionally bounded."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+    if upper is not None and (value > upper or (value == upper and not upper_inclusive)):
+        raise ValueError(f"{name} must be {'<=' if upper_inclusive else '<'} {upper}, got {value}")
+    return value
+
+
+def check_generator(rng: Any, name: str = "rng") -> np.random.Generator:
+    """Check that ``rng`` is a ``numpy.random.Generator``."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def make_rng(seed: Any, name: str = "seed") -> np.random.Generator:
+    """Turn ``seed`` (None, a non-negative int, or a Generator) into a Generator."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None:
+        return np.random.default_rng()
+    if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(
+            f"{name} must be None, a non-negative integer or a numpy.random.Generator, "
+            f"got {seed!r} ({type(seed).__name__})"
+        )
+    if seed < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {seed}")
+    return np.random.default_rng(int(seed))

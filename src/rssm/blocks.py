@@ -1,0 +1,235 @@
+"""Column partitions and block-pair selection rules for RSSM.
+
+A partition C = {C_1, ..., C_l} of the p columns (Section 3.2, before Algorithm
+``alg-RSSM``). At every iteration RSSM picks an unordered pair {i, j} of blocks and updates
+the columns C_ij = C_i U C_j. The paper draws the pair uniformly at random; the remark after
+Algorithm ``alg-RSSM`` mentions cyclic and other rules, which are provided here as peers.
+
+Column sets are stored as tuples of slices (contiguous runs), so the solver and the
+oracles address them without fancy-index copies when blocks are contiguous (the default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import abc
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rssm._validation import as_int, check_generator
+
+__all__ = [
+    "ColumnSet",
+    "Partition",
+    "PairSelector",
+    "UniformPairs",
+    "CyclicPairs",
+    "ShuffledPairs",
+    "make_selector",
+    "SELECTION_RULES",
+]
+
+
+def _runs(idx: np.ndarray) -> tuple[slice, ...]:
+    """Split a sorted index array into maximal contiguous runs, as slices."""
+    if idx.size == 0:
+        return ()
+    breaks = np.flatnonzero(np.diff(idx) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [idx.size]))
+    return tuple(slice(int(idx[s]), int(idx[e - 1]) + 1) for s, e in zip(starts, ends))
+
+
+@dataclass(frozen=True)
+class ColumnSet:
+    """A set of columns C, as sorted indices and as contiguous runs (slices).
+
+    Attributes
+    ----------
+    index : ndarray of int
+        The sorted column indices.
+    runs : tuple of slice
+        The same columns as maximal contiguous runs.
+    blocks : tuple of int
+        The block numbers the set is the union of.
+    """
+
+    index: np.ndarray
+    runs: tuple[slice, ...]
+    blocks: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        """Number of columns |C|."""
+        return int(self.index.size)
+
+    @property
+    def selector(self) -> slice | np.ndarray:
+        """A slice when C is one contiguous run (views, no copies), else the index array."""
+        return self.runs[0] if len(self.runs) == 1 else self.index
+
+
+class Partition:
+    """A partition of the columns [p] into l >= 2 non-empty blocks.
+
+    Parameters
+    ----------
+    blocks : sequence of sequences of int
+        The blocks C_1, ..., C_l; together they must contain each of 0..p-1 exactly once.
+    p : int, optional
+        Number of columns; inferred when omitted.
+    """
+
+    def __init__(self, blocks: Sequence[Sequence[int]], p: int | None = None):
+        if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Sequence):
+            raise TypeError("partition must be a sequence of column-index sequences")
+        arrs = []
+        for b, block in enumerate(blocks):
+            try:
+                a = np.asarray(block)
+            except Exception:
+                raise TypeError(f"partition block {b} is not a sequence of integers") from None
+            if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+                raise TypeError(f"partition block {b} must be a 1-D sequence of integers, got {block!r}")
+            if a.size == 0:
+                raise ValueError(f"partition block {b} is empty; every block needs at least one column")
+            arrs.append(np.sort(a.astype(np.intp)))
+        if len(arrs) < 2:
+            raise ValueError(f"a partition needs at least 2 blocks, got {len(arrs)}")
+        allc = np.concatenate(arrs)
+        p = int(allc.size) if p is None else as_int(p, "p", minimum=1)
+        if allc.size != p or not np.array_equal(np.sort(allc), np.arange(p)):
+            raise ValueError(
+                f"partition blocks must contain every column 0..{p - 1} exactly once; "
+                f"got {allc.size} indices with {np.unique(allc).size} distinct"
+            )
+        self.p = p
+        self.blocks: tuple[np.ndarray, ...] = tuple(arrs)
+        self.sizes = np.array([a.size for a in arrs], dtype=np.intp)
+        self._cache: dict[tuple[int, ...], ColumnSet] = {}
+
+    @classmethod
+    def uniform(cls, p: int, n_blocks: int) -> Partition:
+        """Contiguous blocks whose sizes differ by at most one (Prop. ``prop-periteration``)."""
+        p = as_int(p, "p", minimum=2)
+        n_blocks = as_int(n_blocks, "n_blocks")
+        if not 2 <= n_blocks <= p:
+            raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p}, got {n_blocks}")
+        return cls(np.array_split(np.arange(p), n_blocks), p)
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of blocks l."""
+        return len(self.blocks)
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of unordered pairs binom(l, 2)."""
+        ell = self.n_blocks
+        return ell * (ell - 1) // 2
+
+    def columns(self, *blocks: int) -> ColumnSet:
+        """The union of the given blocks as a `ColumnSet` (cached for small l)."""
+        key = tuple(sorted(blocks))
+        cs = self._cache.get(key)
+        if cs is None:
+            idx = np.sort(np.concatenate([self.blocks[b] for b in key]))
+            cs = ColumnSet(idx, _runs(idx), key)
+            if len(self._cache) < 4096:
+                self._cache[key] = cs
+        return cs
+
+    def is_contiguous(self) -> bool:
+        """True when every block is one contiguous run of columns."""
+        return all(len(_runs(b)) == 1 for b in self.blocks)
+
+    def __repr__(self) -> str:
+        return f"Partition(p={self.p}, n_blocks={self.n_blocks}, sizes={self.sizes.tolist()})"
+
+
+class PairSelector(abc.ABC):
+    """Base class of the rules that choose the block pair {i, j} at each iteration.
+
+    Subclasses implement `next_pair`; `bind` is called once with the partition and the
+    run's random generator before the first iteration.
+    """
+
+    name = "base"
+
+    def bind(self, n_blocks: int, rng: np.random.Generator) -> None:
+        self.n_blocks = as_int(n_blocks, "n_blocks", minimum=2)
+        self.rng = check_generator(rng)
+        self._i, self._j = np.triu_indices(self.n_blocks, 1)
+        self._buf = np.empty(0, dtype=np.intp)
+        self._pos = 0
+
+    @abc.abstractmethod
+    def next_pair(self) -> tuple[int, int]:
+        """The next pair (i, j), i < j."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class UniformPairs(PairSelector):
+    """{i, j} ~ Uniform over all binom(l, 2) unordered pairs (Algorithm ``alg-RSSM``, line 2).
+
+    Pair indices are drawn from the generator in batches of 1024, which is deterministic
+    for a given seed.
+    """
+
+    name = "uniform"
+
+    def next_pair(self) -> tuple[int, int]:
+        if self._pos >= self._buf.size:
+            self._buf = self.rng.integers(0, self._i.size, size=1024)
+            self._pos = 0
+        k = self._buf[self._pos]
+        self._pos += 1
+        return int(self._i[k]), int(self._j[k])
+
+
+class CyclicPairs(PairSelector):
+    """All pairs in lexicographic order, repeated."""
+
+    name = "cyclic"
+
+    def next_pair(self) -> tuple[int, int]:
+        k = self._pos % self._i.size
+        self._pos += 1
+        return int(self._i[k]), int(self._j[k])
+
+
+class ShuffledPairs(PairSelector):
+    """All pairs in a fresh random order each epoch of binom(l, 2) iterations."""
+
+    name = "shuffled"
+
+    def next_pair(self) -> tuple[int, int]:
+        if self._pos >= self._buf.size:
+            self._buf = self.rng.permutation(self._i.size)
+            self._pos = 0
+        k = self._buf[self._pos]
+        self._pos += 1
+        return int(self._i[k]), int(self._j[k])
+
+
+SELECTION_RULES: dict[str, type[PairSelector]] = {
+    "uniform": UniformPairs,
+    "cyclic": CyclicPairs,
+    "shuffled": ShuffledPairs,
+}
+
+
+def make_selector(selection: Any) -> PairSelector:
+    """Return a fresh `PairSelector` from a name (``"uniform"``, ``"cyclic"``,
+    ``"shuffled"``) or pass a `PairSelector` instance through."""
+    if isinstance(selection, PairSelector):
+        return selection
+    if isinstance(selection, str) and selection in SELECTION_RULES:
+        return SELECTION_RULES[selection]()
+    raise ValueError(
+        f"selection must be one of {sorted(SELECTION_RULES)} or a PairSelector, got {selection!r}"
+    )

@@ -1,0 +1,215 @@
+"""Robust subspace recovery by dual principal component pursuit (DPCP), Section 5.1.
+
+f(X) = (1/m) sum_j ||yt_j^T X||  over St(n, p), p = n - d   (eq. ``eq-RSR``)
+
+where the columns yt_j of Yt (n x m) are inliers in a d-dimensional subspace S and
+outliers. A minimizer spans S^perp.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rssm import stiefel
+from rssm._validation import as_float_matrix, as_int, make_rng
+from rssm.blocks import ColumnSet, Partition
+from rssm.problem import Problem
+from rssm.problems._data import DataOracle
+from rssm.stepsizes import PaperSchedule
+
+__all__ = ["DPCP", "subspace_distance"]
+
+
+def subspace_distance(s: np.ndarray, x: np.ndarray) -> float:
+    """dist(X, S^perp) = min_R ||X - S^perp R|| for orthonormal S (n x d), X (n x (n-d)).
+
+    Section 5.1 writes it as sqrt(2 (p - ||(I - S S^T) X||_*)), which cancels
+    catastrophically: it loses every digit below about 1e-8. With s the singular values of
+    S^T X (the sines of the principal angles between span X and S^perp), each term
+    1 - cos(theta) = s^2 / (1 + sqrt(1 - s^2)), so
+
+        dist = sqrt( sum 2 s^2 / (1 + sqrt(1 - s^2)) ),
+
+    which is accurate to a few ulps down to 1e-300.
+    """
+    sv = np.linalg.svd(s.T @ x, compute_uv=False)
+    sv = np.minimum(sv, 1.0)
+    return float(np.sqrt(np.sum(2.0 * sv**2 / (1.0 + np.sqrt(1.0 - sv**2)))))
+
+
+class _DPCPOracle(DataOracle):
+    """Incremental DPCP oracle.
+
+    Besides Z^T = X^T Yt it keeps, for every block b, the squared norms of the rows of Z
+    restricted to the columns of b (an l x m array). The squared row norms are their sum
+    over blocks, recomputed after each update in m l flops; when a block changes its entry
+    is recomputed from its new Z^T rows, never updated by differences, so no rounding error
+    accumulates however long the run.
+    """
+
+    def __init__(self, problem: DPCP, x: np.ndarray, partition: Partition | None):
+        self._part = partition
+        nb = partition.n_blocks if partition is not None else 1
+        self._block_runs = (
+            [partition.columns(b).runs for b in range(nb)] if partition is not None
+            else [(slice(0, x.shape[1]),)]
+        )
+        self.bn = np.empty((nb, problem.yt.shape[1]))
+        self.inv_norm = np.empty(problem.yt.shape[1])
+        super().__init__(problem, x, partition, problem.yt)
+
+    def _block_norms(self, b: int) -> None:
+        row = self.bn[b]
+        row.fill(0.0)
+        for run in self._block_runs[b]:
+            z = self.zt[run]
+            row += np.einsum("ij,ij->j", z, z)
+
+    def _after_update(self, cols: ColumnSet | None) -> None:
+        blocks = range(self.bn.shape[0]) if cols is None or self._part is None else cols.blocks
+        for b in blocks:
+            self._block_norms(b)
+        r = self.bn.sum(axis=0) if self.bn.shape[0] > 1 else self.bn[0].copy()
+        np.sqrt(r, out=r)
+        self._norm = r
+        # 1/||z_j||, and 0 where z_j = 0: 0 lies in the subdifferential of ||.|| at 0.
+        np.divide(1.0 / self.m, r, out=self.inv_norm, where=r > 0)
+        self.inv_norm[r <= 0] = 0.0
+
+    def _weights(self, rows: slice, out: np.ndarray) -> None:
+        np.multiply(self.zt[rows], self.inv_norm, out=out)
+
+    def cost(self) -> float:
+        return float(self._norm.sum() / self.m)
+
+    def _stat_flops(self, c: int) -> float:
+        return 2.0 * self.m * c + 2.0 * self.m * self.bn.shape[0]
+
+
+class DPCP(Problem):
+    """DPCP objective f(X) = (1/m) sum_j ||yt_j^T X|| on St(n, p) (eq. ``eq-RSR``).
+
+    Parameters
+    ----------
+    yt : array_like, shape (n, m)
+        Data points as columns.
+    p : int
+        Number of columns of X; for subspace recovery p = n - d.
+    subspace : array_like, shape (n, d), optional
+        Orthonormal basis of the true subspace S (enables `error`).
+
+    Examples
+    --------
+    >>> import rssm
+    >>> prob = rssm.problems.DPCP.synthetic(n=30, d=3, n_inliers=300, n_outliers=200, seed=0)
+    >>> prob.shape
+    (30, 27)
+    """
+
+    name = "dpcp"
+
+    def __init__(self, yt, p: int, subspace=None):
+        self.yt = as_float_matrix(yt, "yt", copy=True)
+        n, m = self.yt.shape
+        self.p = as_int(p, "p", minimum=1, maximum=n)
+        self.shape = (n, self.p)
+        self.m = m
+        self.subspace = None
+        if subspace is not None:
+            s = as_float_matrix(subspace, "subspace", shape=(n, None), copy=True)
+            stiefel.check_point(s, atol=1e-8, name="subspace")
+            if s.shape[1] + self.p != n:
+                raise ValueError(
+                    f"subspace has d={s.shape[1]} columns but p={self.p}; the error "
+                    f"dist(X, S^perp) needs p = n - d = {n - s.shape[1]}"
+                )
+            self.subspace = s
+
+    @classmethod
+    def from_data(cls, yt, d: int | None = None, p: int | None = None, subspace=None) -> DPCP:
+        """Build from a user's data matrix (n x m, points as columns), with either the
+        subspace dimension ``d`` (then p = n - d) or ``p`` directly."""
+        arr = as_float_matrix(yt, "yt")
+        n = arr.shape[0]
+        if (d is None) == (p is None):
+            raise ValueError("give exactly one of d (subspace dimension) or p (= n - d)")
+        if d is not None:
+            d = as_int(d, "d", minimum=0, maximum=n - 1)
+            p = n - d
+        return cls(arr, p, subspace)
+
+    @classmethod
+    def synthetic(
+        cls,
+        n: int = 100,
+        d: int = 10,
+        n_inliers: int = 1500,
+        n_outliers: int = 3500,
+        seed=None,
+    ) -> DPCP:
+        """The paper's instance (Section 5.1): S Haar on St(n, d); inliers S g/||g|| with
+        g ~ N(0, I_d); outliers o/||o|| with o ~ N(0, I_n); columns randomly permuted;
+        p = n - d.
+
+        ``seed`` is an int, None or a numpy.random.Generator.
+        """
+        n = as_int(n, "n", minimum=2)
+        d = as_int(d, "d", minimum=1, maximum=n - 1)
+        n_in = as_int(n_inliers, "n_inliers", minimum=0)
+        n_out = as_int(n_outliers, "n_outliers", minimum=0)
+        if n_in + n_out == 0:
+            raise ValueError("n_inliers + n_outliers must be positive")
+        rng = make_rng(seed)
+        s = stiefel.random_point(n, d, rng)
+        g = rng.standard_normal((d, n_in))
+        inl = s @ (g / np.linalg.norm(g, axis=0))
+        o = rng.standard_normal((n, n_out))
+        out = o / np.linalg.norm(o, axis=0)
+        yt = np.concatenate([inl, out], axis=1)[:, rng.permutation(n_in + n_out)]
+        prob = cls(yt, n - d, s)
+        prob.n_inliers, prob.n_outliers = n_in, n_out
+        return prob
+
+    # -- oracles --------------------------------------------------------------------------
+    def cost(self, x) -> float:
+        return float(np.linalg.norm(self.yt.T @ x, axis=1).sum() / self.m)
+
+    def subgradient(self, x) -> np.ndarray:
+        z = self.yt.T @ x
+        r = np.linalg.norm(z, axis=1)
+        w = np.zeros_like(r)
+        np.divide(1.0 / self.m, r, out=w, where=r > 0)
+        return self.yt @ (z * w[:, None])
+
+    def make_oracle(self, x, partition):
+        return _DPCPOracle(self, x, partition)
+
+    def subgradient_flops(self) -> float:
+        n, p = self.shape
+        return 4.0 * self.m * n * p + 3.0 * self.m * p
+
+    # -- ground truth and start -------------------------------------------------------
+    @property
+    def has_error(self) -> bool:
+        return self.subspace is not None
+
+    def error(self, x) -> float:
+        """dist(X, S^perp), computed stably (see `subspace_distance`)."""
+        if self.subspace is None:
+            raise ValueError("this DPCP instance has no ground-truth subspace, so error(X) is undefined")
+        return subspace_distance(self.subspace, x)
+
+    def initial_point(self, rng=None) -> np.ndarray:
+        """The paper's spectral start argmin_{X in St(n,p)} ||Yt^T X||_F^2: the bottom-p
+        eigenvectors of Yt Yt^T (deterministic; ``rng`` is ignored)."""
+        n, p = self.shape
+        # eigh of the n x n scatter matrix: O(m n^2 + n^3) once, before the solver starts.
+        w, v = np.linalg.eigh(self.yt @ self.yt.T)
+        return np.ascontiguousarray(v[:, :p])
+
+    def default_stepsize(self):
+        return PaperSchedule.dpcp()
+
+    def __repr__(self) -> str:
+        n, p = self.shape
+        return f"DPCP(n={n}, p={p}, m={self.m}, ground_truth={self.has_error})"

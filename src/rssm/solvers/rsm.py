@@ -1,0 +1,33 @@
+"""Riemannian subgradient method (RSM; Li et al. 2021), the paper's baseline.
+
+X+ = P_St(X - gamma P_T(G)), G a Euclidean subgradient: a full Riemannian subgradient
+step (eq. ``eq-Rsubdiff``) and the polar retraction (eq. ``eq-polarretr``).
+"""
+
+from __future__ import annotations
+
+from rssm import stiefel
+from rssm.solvers.base import Solver, _commit_check, polar_flops
+
+
+class RSMSolver(Solver):
+    """RSM: one full subgradient, tangent projection and polar retraction per iteration."""
+
+    method = "rsm"
+
+    def step(self, gamma: float) -> float:
+        x = self.x
+        n, p = x.shape
+        g = self.oracle.subgradient()
+        r = stiefel.tangent_projection(x, g)
+        new = stiefel.polar(x - gamma * r)
+        _commit_check(new)
+        x[...] = new
+        self.oracle.update(None)
+        return (
+            self.oracle.flops_subgradient()
+            + 4.0 * n * p * p
+            + 2.0 * n * p
+            + polar_flops(n, p)
+            + self.oracle.flops_update(p)
+        )

@@ -1,0 +1,40 @@
+"""Randomized submanifold subgradient method (RSSM), Algorithm ``alg-RSSM``.
+
+At each iteration: draw a block pair {i, j} (line 2), compute the partial Riemannian
+subgradient on the columns C_ij (eq. ``eq-partialRiemsubgrad``), and replace X_ij by the
+projection of X_ij - gamma * (that subgradient) onto the submanifold block M_{X_-ij}
+(eq. ``eq-projsubmfdblk``, Lemma ``lem-projsubmfdblk``). The other columns are not
+touched: they stay bit-for-bit the same.
+"""
+
+from __future__ import annotations
+
+from rssm import stiefel
+from rssm.solvers.base import Solver, _commit_check, polar_flops
+
+
+class RSSMSolver(Solver):
+    """RSSM with a `rssm.blocks.Partition` and a `rssm.blocks.PairSelector`."""
+
+    method = "rssm"
+
+    def step(self, gamma: float) -> float:
+        x = self.x
+        n, p = x.shape
+        i, j = self.selector.next_pair()
+        cols = self.partition.columns(i, j)
+        sel = cols.selector
+        c = cols.size
+        g = self.oracle.partial_subgradient(cols)                 # n x c, Prop. prop-structural
+        r = stiefel.block_tangent_projection(x, sel, g)            # eq. eq-partialRiemsubgrad
+        new = stiefel.project_submanifold_block(x, sel, x[:, sel] - gamma * r)  # eq. eq-projsubmfdblk
+        _commit_check(new)
+        x[:, sel] = new
+        self.oracle.update(cols)
+        return (
+            self.oracle.flops_partial(c)
+            + 8.0 * n * p * c      # X^T G, X Y (tangent); X^T Xi, X W (block projection)
+            + 3.0 * n * c          # X_C - gamma R, Xi - X W
+            + polar_flops(n, c)
+            + self.oracle.flops_update(c)
+        )

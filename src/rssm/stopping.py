@@ -1,0 +1,190 @@
+"""Stopping criteria as small objects that know their reason and combine with ``|`` and ``&``.
+
+Iteration and time limits are checked after every iteration; criteria that need the
+error or a user callback are checked at recording points (every ``record_every``
+iterations), where the error is evaluated anyway and the time it takes is not counted.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "StopReason",
+    "Progress",
+    "StoppingCriterion",
+    "MaxIterations",
+    "MaxTime",
+    "TargetError",
+    "CallbackStop",
+    "AnyOf",
+    "AllOf",
+]
+
+
+class StopReason(str, enum.Enum):
+    """Why a run ended."""
+
+    MAX_ITER = "max_iter"
+    MAX_TIME = "max_time"
+    TARGET_ERROR = "target_error"
+    CALLBACK = "callback"
+    NON_FINITE = "non_finite"
+    INTERRUPTED = "interrupted"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot handed to stopping criteria and user callbacks.
+
+    Attributes
+    ----------
+    iteration : int
+        Iterations done.
+    time : float
+        Solver seconds so far (recording excluded).
+    flops : float
+        Flop-model count so far.
+    cost : float or None
+        f(X) at a recording point, else None.
+    error : float or None
+        Ground-truth error at a recording point when the problem has one, else None.
+    x : ndarray or None
+        Read-only view of the current iterate at a recording point, else None.
+    """
+
+    iteration: int
+    time: float
+    flops: float
+    cost: float | None = None
+    error: float | None = None
+    x: np.ndarray | None = None
+
+
+class StoppingCriterion(abc.ABC):
+    """Base class. ``check(progress)`` returns a `StopReason` or None.
+
+    ``needs_record`` is True for criteria that can only be decided at recording points.
+    """
+
+    needs_record = False
+
+    @abc.abstractmethod
+    def check(self, progress: Progress) -> StopReason | None:
+        """A reason to stop, or None."""
+
+    def __or__(self, other: StoppingCriterion) -> AnyOf:
+        return AnyOf(self, other)
+
+    def __and__(self, other: StoppingCriterion) -> AllOf:
+        return AllOf(self, other)
+
+
+class MaxIterations(StoppingCriterion):
+    """Stop after ``n`` iterations."""
+
+    def __init__(self, n: int):
+        self.n = int(n)
+
+    def check(self, progress: Progress) -> StopReason | None:
+        return StopReason.MAX_ITER if progress.iteration >= self.n else None
+
+    def __repr__(self) -> str:
+        return f"MaxIterations({self.n})"
+
+
+class MaxTime(StoppingCriterion):
+    """Stop once the solver time (recording excluded) reaches ``seconds``."""
+
+    def __init__(self, seconds: float):
+        self.seconds = float(seconds)
+
+    def check(self, progress: Progress) -> StopReason | None:
+        return StopReason.MAX_TIME if progress.time >= self.seconds else None
+
+    def __repr__(self) -> str:
+        return f"MaxTime({self.seconds})"
+
+
+class TargetError(StoppingCriterion):
+    """Stop when the problem's ``error(X)`` is at most ``target`` (checked at recording points)."""
+
+    needs_record = True
+
+    def __init__(self, target: float):
+        self.target = float(target)
+
+    def check(self, progress: Progress) -> StopReason | None:
+        if progress.error is not None and progress.error <= self.target:
+            return StopReason.TARGET_ERROR
+        return None
+
+    def __repr__(self) -> str:
+        return f"TargetError({self.target})"
+
+
+class CallbackStop(StoppingCriterion):
+    """Call ``fn(progress)`` at each recording point; a truthy return stops the run."""
+
+    needs_record = True
+
+    def __init__(self, fn: Callable[[Progress], Any]):
+        if not callable(fn):
+            raise TypeError(f"callback must be callable, got {type(fn).__name__}")
+        self.fn = fn
+
+    def check(self, progress: Progress) -> StopReason | None:
+        return StopReason.CALLBACK if self.fn(progress) else None
+
+    def __repr__(self) -> str:
+        return f"CallbackStop({getattr(self.fn, '__name__', 'fn')})"
+
+
+class AnyOf(StoppingCriterion):
+    """Stop when any member fires; the reason is the first member's that fired."""
+
+    def __init__(self, *criteria: StoppingCriterion):
+        self.criteria = criteria
+        self.needs_record = any(c.needs_record for c in criteria)
+
+    def check(self, progress: Progress) -> StopReason | None:
+        for c in self.criteria:
+            if c.needs_record and progress.cost is None:
+                continue
+            r = c.check(progress)
+            if r is not None:
+                return r
+        return None
+
+    def __repr__(self) -> str:
+        return " | ".join(map(repr, self.criteria))
+
+
+class AllOf(StoppingCriterion):
+    """Stop when every member fires; the reason is the last member's."""
+
+    def __init__(self, *criteria: StoppingCriterion):
+        self.criteria = criteria
+        self.needs_record = any(c.needs_record for c in criteria)
+
+    def check(self, progress: Progress) -> StopReason | None:
+        reason = None
+        for c in self.criteria:
+            if c.needs_record and progress.cost is None:
+                return None
+            reason = c.check(progress)
+            if reason is None:
+                return None
+        return reason
+
+    def __repr__(self) -> str:
+        return " & ".join(map(repr, self.criteria))
