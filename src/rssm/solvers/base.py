@@ -113,9 +113,19 @@ def run(
                 raise ValueError(f"stepsize returned gamma_{k} = {gamma!r}; it must be a finite number > 0")
             try:
                 f = solver.step(float(gamma))
-            except NonFiniteStep as exc:
+            except (NonFiniteStep, np.linalg.LinAlgError) as exc:
+                # A non-finite subgradient or an overflowing step (gamma too large) makes
+                # the polar factorization see NaN/Inf; LAPACK then fails to converge. The
+                # step has not written to x, so x is the last finite iterate.
                 t_solver += perf() - t0
-                reason, message = StopReason.NON_FINITE, f"iteration {k}: {exc}; returning the last finite iterate"
+                what = (
+                    "non-finite values" if isinstance(exc, NonFiniteStep)
+                    else f"a LAPACK failure ({exc})"
+                )
+                reason, message = StopReason.NON_FINITE, (
+                    f"iteration {k}: the step produced {what}: the subgradient is not finite or "
+                    f"the step size {float(gamma):.3g} overflows; returning the last finite iterate"
+                )
                 break
             t_solver += perf() - t0
             flops += f
@@ -130,6 +140,9 @@ def run(
             reason = stop.check(prog)
     except KeyboardInterrupt:
         reason, message = StopReason.INTERRUPTED, f"interrupted by the user after {k} iterations"
+        # The interrupt may have landed between a step's write to x and the oracle's cache
+        # update: recompute the caches so the reported cost is f(x) for the returned x.
+        oracle.refresh()
     if not message:
         message = {
             StopReason.MAX_ITER: f"reached the iteration limit ({k})",
