@@ -1,0 +1,127 @@
+"""Planted sparse vectors in a subspace:
+
+f(X) = ||Q X||_1 = sum_j ||X^T q_j||_1  over St(n, p),
+
+where the columns of Q (m x n, orthonormal) span a subspace that contains p sparse
+vectors s_1..s_p among n - p dense Gaussian directions; the minimizers are X* with
+Q X* = the sparse vectors, normalized (up to order and signs).
+
+Why it belongs: finding the sparsest directions of a subspace (Spielman, Wang and
+Wright 2012; Qu, Sun and Wright 2014) is the nonconvex core of complete dictionary
+learning and sparse blind deconvolution. It complements ODL (Section 5.2): the data are
+a tall orthonormal basis (m >> n), and only p < n of the n directions are sparse, so the
+run lives on a thin St(n, p) and its ground truth is exact. f is convex in X (weakly
+convex on the manifold) and sharp around X*, and as an entrywise-l1 `CompositeProblem`
+an RSSM iteration costs O(m n |C|) flops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rssm import stiefel
+from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
+from rssm.stepsizes import Geometric
+
+__all__ = ["PlantedSparseBasis"]
+
+
+class PlantedSparseBasis(CompositeProblem):
+    """min ||Q X||_1 over St(n, p) for an orthonormal basis Q (m x n) of a subspace.
+
+    Parameters
+    ----------
+    q : array_like, shape (m, n)
+        Basis of the subspace, as columns (orthonormal for the ground truth to be exact;
+        any full-rank basis is accepted).
+    p : int
+        Number of sparse directions sought.
+    x_true : array_like, shape (n, p), optional
+        Planted directions on St(n, p) (enables `error`).
+    """
+
+    name = "sparse_basis"
+
+    def __init__(self, q, p: int, x_true=None):
+        q = as_float_matrix(q, "q")
+        super().__init__(q.T, p, EntrywiseLoss.l1(), name="sparse_basis")
+        self.x_true = None
+        if x_true is not None:
+            xt = as_float_matrix(x_true, "x_true", shape=self.shape, copy=True)
+            stiefel.check_point(xt, atol=1e-8, name="x_true")
+            self.x_true = xt
+
+    @classmethod
+    def synthetic(
+        cls,
+        n: int = 20,
+        p: int = 4,
+        m: int = 2000,
+        theta: float = 0.05,
+        seed=None,
+    ) -> PlantedSparseBasis:
+        """A subspace of R^m spanned by p sparse and n - p Gaussian vectors.
+
+        Parameters
+        ----------
+        n : int
+            Dimension of the subspace.
+        p : int
+            Number of planted sparse vectors, 1 <= p < n.
+        m : int
+            Ambient dimension (rows of Q).
+        theta : float
+            Fraction of nonzero entries of each sparse vector, in (0, 1/p]; their
+            supports are disjoint, so they are orthogonal.
+        seed : int, numpy.random.Generator or None
+            Randomness of the instance.
+
+        Notes
+        -----
+        Q is an orthonormal basis of the span, rotated by a Haar-random orthogonal matrix,
+        so nothing in Q reveals the planted directions; X* = Q^T S with S the normalized
+        sparse vectors. ``error`` is the distance to X* up to the order and signs of the
+        columns.
+        """
+        n = as_int(n, "n", minimum=2)
+        p = as_int(p, "p", minimum=1, maximum=n - 1)
+        m = as_int(m, "m", minimum=n)
+        theta = as_positive_float(theta, "theta", upper=1.0 / p)
+        k = max(1, int(round(theta * m)))
+        rng = make_rng(seed)
+        idx = rng.permutation(m)[: p * k].reshape(p, k)
+        s = np.zeros((m, p))
+        for j in range(p):
+            s[idx[j], j] = rng.standard_normal(k)
+        s /= np.linalg.norm(s, axis=0)
+        g = rng.standard_normal((m, n - p))
+        q = np.linalg.qr(np.concatenate([s, g], axis=1))[0] @ stiefel.random_point(n, n, rng)
+        x_star = stiefel.polar(q.T @ s)  # q.T @ s is orthonormal up to rounding
+        prob = cls(q, p, x_star)
+        prob.theta = theta
+        return prob
+
+    @property
+    def has_error(self) -> bool:
+        return self.x_true is not None
+
+    def error(self, x) -> float:
+        """min over signed permutations P of ||X - X* P||_F."""
+        if self.x_true is None:
+            raise ValueError(
+                "this PlantedSparseBasis instance has no ground truth, so error(X) is undefined"
+            )
+        return signed_permutation_distance(x, self.x_true)
+
+    def initial_point(self, rng=None) -> np.ndarray:
+        """Haar random on St(n, p); needs a numpy.random.Generator."""
+        return super().initial_point(rng)
+
+    def default_stepsize(self):
+        """Geometric(mu0 = 0.3 / ||Q||_2^2, beta = 0.95 per epoch) (sharp problem)."""
+        return Geometric(0.3 / float(np.linalg.norm(self.yt, 2)) ** 2, 0.95)
+
+    def __repr__(self) -> str:
+        n, p = self.shape
+        return f"PlantedSparseBasis(m={self.m}, n={n}, p={p}, ground_truth={self.has_error})"

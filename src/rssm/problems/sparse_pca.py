@@ -1,0 +1,193 @@
+"""Sparse PCA in the form used by ManPG (Chen, Ma, So and Zhang, 2020):
+
+f(X) = -tr(X^T A^T A X) + mu ||X||_1  over St(n, r),
+
+A (m x n) with centred columns. The smooth part has a Lipschitz gradient, so f is weakly
+convex, and f = sum_j h(X^T a_j) + mu ||X||_1 with h(z) = -||z||^2 over the rows a_j of
+A: a `CompositeProblem`, whose incremental oracle makes an RSSM iteration cost
+O(m n |C|) flops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rssm import stiefel
+from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
+from rssm.stepsizes import Geometric
+
+__all__ = ["SparsePCA"]
+
+#: Entries of X below this magnitude count as zero in `SparsePCA.sparsity`.
+ZERO_TOL = 1e-5
+
+
+class SparsePCA(CompositeProblem):
+    """Sparse PCA: min -tr(X^T A^T A X) + mu ||X||_1 over St(n, r) (ManPG's form).
+
+    Parameters
+    ----------
+    a : array_like, shape (m, n)
+        Data matrix, samples as rows (used as given; `from_data` centres and normalizes).
+    r : int
+        Number of loading vectors.
+    mu : float
+        Weight mu > 0 of the l1 penalty.
+    loadings : array_like, shape (n, r), optional
+        Ground-truth sparse loadings on St(n, r) (enables `error`).
+
+    Notes
+    -----
+    Besides the cost, a sparse-PCA run is judged by the variance its loadings explain,
+    ``explained_variance(X) = ||A X||_F^2 / ||A||_F^2`` (X has orthonormal columns), and
+    by its ``sparsity(X)``, the fraction of entries below 1e-5; `summary` gives all three.
+    """
+
+    name = "sparse_pca"
+
+    def __init__(self, a, r: int, mu: float = 0.2, loadings=None):
+        arr = as_float_matrix(a, "a")
+        mu = as_positive_float(mu, "mu")
+        super().__init__(arr.T, r, EntrywiseLoss.neg_square(), l1_penalty=mu, name="sparse_pca")
+        self.mu = mu
+        self._total_var = float(np.sum(arr * arr))
+        self.loadings = None
+        if loadings is not None:
+            v = as_float_matrix(loadings, "loadings", shape=self.shape, copy=True)
+            stiefel.check_point(v, atol=1e-8, name="loadings")
+            self.loadings = v
+
+    @classmethod
+    def from_data(cls, a, r: int, mu: float = 0.2, normalize: bool = True) -> SparsePCA:
+        """ManPG's preprocessing: centre every column of ``a`` (m x n) and, when
+        ``normalize``, scale it to unit Euclidean norm (constant columns are left at 0)."""
+        arr = as_float_matrix(a, "a", copy=True)
+        arr -= arr.mean(axis=0)
+        if normalize:
+            nrm = np.linalg.norm(arr, axis=0)
+            arr /= np.where(nrm > 0, nrm, 1.0)
+        return cls(arr, r, mu)
+
+    @classmethod
+    def synthetic(
+        cls,
+        n: int = 100,
+        r: int = 4,
+        m: int = 200,
+        support: int = 10,
+        theta: float = 4.0,
+        mu: float = 0.2,
+        seed=None,
+    ) -> SparsePCA:
+        """A planted instance whose sparse loadings V are a strict local minimizer of f.
+
+        Parameters
+        ----------
+        n : int
+            Number of variables (columns of A).
+        r : int
+            Number of sparse loading vectors.
+        m : int
+            Number of samples (rows of A), m >= n + 1.
+        support : int
+            Nonzeros per loading vector; the r supports are disjoint, so
+            r * support <= n.
+        theta : float
+            Spike strength: A^T A has eigenvalue 1 + theta on span V and eigenvalues in
+            [0.5, 1] on its complement.
+        mu : float
+            Weight of the l1 penalty; V stays a strict local minimizer while
+            mu * sqrt(support) / 2 < theta.
+        seed : int, numpy.random.Generator or None
+            Randomness of the instance.
+
+        Notes
+        -----
+        V has entries +-1/sqrt(support) on disjoint supports. A = Q diag(sqrt(lambda)) W^T
+        with W = [V, V_perp] orthogonal and Q (m x n) orthonormal with centred columns, so
+        A^T A = W diag(lambda) W^T exactly. The r spikes are equal, so PCA alone determines
+        only span V (any rotation V R); the l1 term selects the sparse basis V, which is a
+        Riemannian critical point of f (sign(V) = sqrt(support) V lies in span V) and a strict
+        local minimizer under the condition on ``mu`` above. ``error`` is the distance to V
+        up to the order and signs of the columns.
+        """
+        n = as_int(n, "n", minimum=2)
+        r = as_int(r, "r", minimum=1, maximum=n - 1)
+        m = as_int(m, "m", minimum=n + 1)
+        s = as_int(support, "support", minimum=1)
+        if r * s > n:
+            raise ValueError(f"r * support must be <= n = {n} (disjoint supports), got {r} * {s}")
+        theta = as_positive_float(theta, "theta")
+        mu = as_positive_float(mu, "mu")
+        rng = make_rng(seed)
+        idx = rng.permutation(n)[: r * s].reshape(r, s)
+        v = np.zeros((n, r))
+        for k in range(r):
+            v[idx[k], k] = rng.choice([-1.0, 1.0], size=s) / np.sqrt(s)
+        g = rng.standard_normal((n, n - r))
+        g -= v @ (v.T @ g)
+        w_perp = np.linalg.qr(g)[0]
+        w = np.concatenate([v, w_perp], axis=1)
+        lam = np.concatenate([np.full(r, 1.0 + theta), rng.uniform(0.5, 1.0, n - r)])
+        c = rng.standard_normal((m, n))
+        c -= c.mean(axis=0)
+        q = np.linalg.qr(c)[0]
+        a = (q * np.sqrt(lam)) @ w.T
+        prob = cls(a, r, mu, v)
+        prob.theta, prob.support = theta, s
+        return prob
+
+    # -- ground truth and reports ---------------------------------------------------------
+    @property
+    def has_error(self) -> bool:
+        return self.loadings is not None
+
+    def error(self, x) -> float:
+        """min over signed permutations P of ||X - V P||_F (V the planted loadings)."""
+        if self.loadings is None:
+            raise ValueError(
+                "this SparsePCA instance has no ground-truth loadings, so error(X) is undefined"
+            )
+        return signed_permutation_distance(x, self.loadings)
+
+    def explained_variance(self, x) -> float:
+        """||A X||_F^2 / ||A||_F^2: the fraction of the total variance the loadings explain."""
+        z = self.yt.T @ x
+        return float(np.sum(z * z) / self._total_var)
+
+    @staticmethod
+    def sparsity(x, tol: float = ZERO_TOL) -> float:
+        """Fraction of the entries of X with |x_ik| < tol (default 1e-5)."""
+        return float(np.mean(np.abs(np.asarray(x)) < tol))
+
+    def summary(self, x) -> dict:
+        """cost, explained variance, sparsity and (with ground truth) error at X."""
+        out = {
+            "cost": self.cost(x),
+            "explained_variance": self.explained_variance(x),
+            "sparsity": self.sparsity(x),
+        }
+        if self.has_error:
+            out["error"] = self.error(x)
+        return out
+
+    def initial_point(self, rng=None) -> np.ndarray:
+        """The PCA start: the top-r right singular vectors of A (deterministic; ``rng`` is
+        ignored). O(m n^2) once, before the solver starts."""
+        _, _, vt = np.linalg.svd(self.yt.T, full_matrices=False)
+        return np.ascontiguousarray(vt[: self.p].T)
+
+    def default_stepsize(self):
+        """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.99 per epoch).
+
+        The l1 term is sharp (f grows linearly off the planted supports), so a
+        geometrically decaying step converges linearly; 1/||A||_2^2 is the inverse
+        curvature scale of the quadratic term.
+        """
+        top = float(np.linalg.norm(self.yt, 2)) ** 2
+        return Geometric(1.0 / top, 0.99)
+
+    def __repr__(self) -> str:
+        n, p = self.shape
+        return f"SparsePCA(n={n}, r={p}, m={self.m}, mu={self.mu:g}, ground_truth={self.has_error})"
