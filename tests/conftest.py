@@ -1,0 +1,26 @@
+"""Shared fixtures: small problem instances with fixed seeds (cheap enough for every test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rssm
+
+
+@pytest.fixture(scope="session")
+def small_dpcp() -> rssm.problems.DPCP:
+    """DPCP on St(20, 16): 4-dimensional subspace, 60 inliers, 40 outliers (seed 11)."""
+    return rssm.problems.DPCP.synthetic(n=20, d=4, n_inliers=60, n_outliers=40, seed=11)
+
+
+@pytest.fixture(scope="session")
+def small_odl() -> rssm.problems.ODL:
+    """ODL on St(8, 8) with m = round(10 * 8^1.5) = 226 samples, theta = 0.3 (seed 12)."""
+    return rssm.problems.ODL.synthetic(n=8, theta=0.3, seed=12)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A fresh generator with a fixed seed for each test."""
+    return np.random.default_rng(20260601)

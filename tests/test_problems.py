@@ -1,0 +1,418 @@
+"""DPCP and ODL (Section 5): oracles, incremental caches, subgradients, error measures,
+synthetic instances and input validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm import stiefel
+from rssm.blocks import Partition
+from rssm.problem import GenericOracle, Problem
+from rssm.problems import DPCP, ODL, dictionary_error, subspace_distance
+
+
+def _rel(a, b) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def _signed_permutation(n: int, seed: int) -> np.ndarray:
+    r = np.random.default_rng(seed)
+    return np.eye(n)[:, r.permutation(n)] * r.choice([-1.0, 1.0], size=n)
+
+
+# --------------------------------------------------------------------------------------
+# incremental caches (issue 2: match a from-scratch computation after 1e4 updates)
+# --------------------------------------------------------------------------------------
+
+
+def _data(problem) -> np.ndarray:
+    return problem.yt if isinstance(problem, DPCP) else problem.y
+
+
+def _check_oracle_against_scratch(problem, oracle, x, part, r, tol=1e-12):
+    zt = x.T @ _data(problem)
+    assert _rel(oracle.zt, zt) <= tol
+    assert oracle.cost() == pytest.approx(problem.cost(x), rel=tol)
+    g = problem.subgradient(x)
+    assert _rel(oracle.subgradient(), g) <= tol
+    i, j = sorted(r.choice(part.n_blocks, size=2, replace=False))
+    cs = part.columns(int(i), int(j))
+    assert _rel(oracle.partial_subgradient(cs), g[:, cs.index]) <= tol
+
+
+@pytest.mark.parametrize("which", ["dpcp", "odl"])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_incremental_cache_matches_scratch_after_1e4_updates(
+    which, contiguous, small_dpcp, small_odl
+):
+    """10^4 updates of random block pairs to random new values (the cache does not care
+    whether X stays on the manifold), checked against scratch every 2500 updates."""
+    problem = small_dpcp if which == "dpcp" else small_odl
+    n, p = problem.shape
+    r = np.random.default_rng(31 if contiguous else 32)
+    if contiguous:
+        part = Partition.uniform(p, 4)
+    else:  # unequal, interleaved blocks: several runs per column set
+        label = r.integers(0, 3, size=p)
+        label[:3] = [0, 1, 2]
+        part = Partition([np.flatnonzero(label == b) for b in range(3)], p)
+    x = stiefel.random_point(n, p, r)
+    oracle = problem.make_oracle(x, part)
+    assert not isinstance(oracle, GenericOracle)
+    pairs = [part.columns(i, j) for i in range(part.n_blocks) for j in range(i + 1, part.n_blocks)]
+    picks = r.integers(0, len(pairs), size=10_000)
+    scale = 1.0 / np.sqrt(n)
+    for k, pick in enumerate(picks):
+        cs = pairs[pick]
+        x[:, cs.selector] = scale * r.standard_normal((n, cs.size))
+        oracle.update(cs)
+        if k % 2500 == 2499:
+            _check_oracle_against_scratch(problem, oracle, x, part, r)
+    # a full update and a refresh agree too
+    x[...] = stiefel.random_point(n, p, r)
+    oracle.update(None)
+    _check_oracle_against_scratch(problem, oracle, x, part, r)
+    x[...] = stiefel.random_point(n, p, r)
+    oracle.refresh()
+    _check_oracle_against_scratch(problem, oracle, x, part, r)
+
+
+def test_dpcp_oracle_at_zero_rows():
+    """0 lies in the subdifferential of ||.|| at 0: a row z_j = 0 contributes nothing."""
+    r = np.random.default_rng(3)
+    yt = np.concatenate([np.eye(6)[:, :1], r.standard_normal((6, 9))], axis=1)
+    prob = DPCP(yt, 4)
+    x = np.eye(6)[:, 1:5]  # orthogonal to the first data point: z_0 = 0 exactly
+    g = prob.subgradient(x)
+    z = yt[:, 1:].T @ x
+    want = yt[:, 1:] @ (z / np.linalg.norm(z, axis=1, keepdims=True)) / 10
+    np.testing.assert_allclose(g, want, rtol=1e-13, atol=1e-16)
+    oracle = prob.make_oracle(x.copy(), Partition.uniform(4, 2))
+    np.testing.assert_allclose(oracle.subgradient(), want, rtol=1e-13, atol=1e-16)
+    assert oracle.cost() == pytest.approx(np.linalg.norm(z, axis=1).sum() / 10, rel=1e-14)
+
+
+# --------------------------------------------------------------------------------------
+# subgradients vs central finite differences at differentiable points
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dpcp_subgradient_matches_finite_differences(seed, small_dpcp):
+    r = np.random.default_rng(40 + seed)
+    n, p = small_dpcp.shape
+    x = r.standard_normal((n, p))  # f is defined on all of R^{n x p}
+    assert np.min(np.linalg.norm(small_dpcp.yt.T @ x, axis=1)) > 1e-2  # no zero rows
+    g = small_dpcp.subgradient(x)
+    oracle = small_dpcp.make_oracle(x.copy(), Partition.uniform(p, 3))
+    np.testing.assert_allclose(oracle.subgradient(), g, rtol=1e-12, atol=1e-15)
+    h = 1e-5
+    for _ in range(5):
+        d = r.standard_normal((n, p))
+        fd = (small_dpcp.cost(x + h * d) - small_dpcp.cost(x - h * d)) / (2 * h)
+        assert fd == pytest.approx(np.sum(g * d), rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_odl_subgradient_matches_finite_differences(seed, small_odl):
+    """f is linear on a segment that crosses no kink (no entry of Y^T X changes sign)."""
+    r = np.random.default_rng(50 + seed)
+    n, p = small_odl.shape
+    x = stiefel.random_point(n, p, r)
+    z = small_odl.y.T @ x
+    # samples whose codes are all zero (y_j = 0) add a constant 0 to f; elsewhere no kink
+    live = np.linalg.norm(small_odl.y, axis=0) > 0
+    assert np.min(np.abs(z[live])) > 0  # differentiable point
+    g = small_odl.subgradient(x)
+    for _ in range(5):
+        d = r.standard_normal((n, p))
+        h = 0.1 * np.min(np.abs(z[live])) / np.max(np.abs(small_odl.y.T @ d))
+        fd = (small_odl.cost(x + h * d) - small_odl.cost(x - h * d)) / (2 * h)
+        assert fd == pytest.approx(np.sum(g * d), rel=1e-6)
+
+
+def test_partial_riemannian_subgradient_is_derivative_along_the_block(small_dpcp):
+    """d/dt f(X with X_C replaced by P_M(X_C + t v)) at 0 = <P_C(G_C), v> for v tangent
+    to the submanifold block (eq. eq-partialRiemsubgrad)."""
+    r = np.random.default_rng(60)
+    n, p = small_dpcp.shape
+    x = stiefel.random_point(n, p, r)
+    part = Partition.uniform(p, 4)
+    cs = part.columns(1, 3)
+    sel = cs.selector
+    oracle = small_dpcp.make_oracle(x.copy(), part)
+    rg = stiefel.block_tangent_projection(x, sel, oracle.partial_subgradient(cs))
+    v = stiefel.block_tangent_projection(x, sel, r.standard_normal((n, cs.size)))
+
+    def f_along(t):
+        y = x.copy()
+        y[:, sel] = stiefel.project_submanifold_block(x, sel, x[:, sel] + t * v)
+        return small_dpcp.cost(y)
+
+    h = 1e-5
+    fd = (f_along(h) - f_along(-h)) / (2 * h)
+    assert fd == pytest.approx(np.sum(rg * v), rel=1e-6)
+
+
+def test_partial_subgradient_is_the_full_one_restricted(small_dpcp, small_odl):
+    """Prop. prop-structural for the problems' own methods, slices and index arrays."""
+    r = np.random.default_rng(61)
+    for problem in (small_dpcp, small_odl):
+        n, p = problem.shape
+        x = stiefel.random_point(n, p, r)
+        g = problem.subgradient(x)
+        idx = np.array([0, 2, 5])
+        np.testing.assert_allclose(
+            problem.partial_subgradient(x, idx), g[:, idx], rtol=1e-13, atol=1e-15
+        )
+        np.testing.assert_allclose(
+            problem.partial_subgradient(x, slice(1, 4)), g[:, 1:4], rtol=1e-13, atol=1e-15
+        )
+
+
+# --------------------------------------------------------------------------------------
+# a user problem with only cost and subgradient: the generic fallback
+# --------------------------------------------------------------------------------------
+
+
+class _Quadratic(Problem):
+    """f(X) = ||A X||_F^2 / 2, smooth; gives only cost and subgradient."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape = (a.shape[1], 3)
+
+    def cost(self, x):
+        return 0.5 * float(np.sum((self.a @ x) ** 2))
+
+    def subgradient(self, x):
+        return self.a.T @ (self.a @ x)
+
+
+def test_generic_oracle_slices_full_subgradient():
+    r = np.random.default_rng(62)
+    prob = _Quadratic(r.standard_normal((6, 6)))
+    x = stiefel.random_point(6, 3, r)
+    part = Partition([[0, 2], [1]], 3)
+    oracle = prob.make_oracle(x, part)
+    assert isinstance(oracle, GenericOracle)
+    cs = part.columns(0)
+    np.testing.assert_array_equal(oracle.partial_subgradient(cs), prob.subgradient(x)[:, [0, 2]])
+    assert oracle.cost() == prob.cost(x)
+    assert not prob.has_error
+    with pytest.raises(ValueError, match="ground truth"):
+        prob.error(x)
+    with pytest.raises(TypeError, match="Generator"):
+        prob.initial_point()
+
+
+# --------------------------------------------------------------------------------------
+# DPCP error (Section 5.1): stable vs naive
+# --------------------------------------------------------------------------------------
+
+
+def _rotated_complement(n, d, angles, seed):
+    """S = first d columns of a signed permutation P; X = P [e_{d..n-1}] with column k
+    rotated by angles[k] towards e_k. Both exact in floating point, so the exact distance
+    is sqrt(sum 4 sin^2(theta_k / 2))."""
+    pm = _signed_permutation(n, seed)
+    s = pm[:, :d]
+    xa = np.eye(n)[:, d:].copy()
+    for k, th in enumerate(angles):
+        xa[:, k] = 0.0
+        xa[d + k, k] = np.cos(th)
+        xa[k, k] = np.sin(th)
+    exact = float(np.sqrt(np.sum(4.0 * np.sin(np.asarray(angles) / 2.0) ** 2)))
+    return s, pm @ xa, exact
+
+
+def _naive_distance(s, x):
+    p = x.shape[1]
+    nuc = np.linalg.norm((np.eye(s.shape[0]) - s @ s.T) @ x, "nuc")
+    return float(np.sqrt(max(0.0, 2.0 * (p - nuc))))
+
+
+@pytest.mark.parametrize(
+    "angles", [[1e-10], [3e-12, 1e-10, 2e-11], [1e-7], [1e-3, 2e-3], [0.3, 0.01]]
+)
+def test_dpcp_error_is_accurate_for_small_angles(angles):
+    s, x, exact = _rotated_complement(12, 4, angles, seed=len(angles))
+    assert subspace_distance(s, x) == pytest.approx(exact, rel=1e-15)
+    prob = DPCP(np.ones((12, 3)), 8, subspace=s)
+    assert prob.error(x) == pytest.approx(exact, rel=1e-15)
+
+
+def test_naive_dpcp_error_fails_where_the_stable_one_does_not():
+    s, x, exact = _rotated_complement(12, 4, [1e-10], seed=0)
+    assert exact == pytest.approx(1e-10, rel=1e-15)
+    assert abs(_naive_distance(s, x) - exact) / exact > 0.5  # all digits lost
+    assert subspace_distance(s, x) == pytest.approx(exact, rel=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dpcp_error_matches_definition_at_moderate_error(seed):
+    """dist(X, S^perp) = min_R ||X - S^perp R|| with R from orthogonal Procrustes."""
+    r = np.random.default_rng(70 + seed)
+    n, d = 10, 3
+    q = stiefel.random_point(n, n, r)
+    s, s_perp = q[:, :d], q[:, d:]
+    x = stiefel.polar(s_perp + 0.1 * r.standard_normal((n, n - d)))
+    u, _, vt = np.linalg.svd(s_perp.T @ x)
+    want = np.linalg.norm(x - s_perp @ (u @ vt))
+    assert subspace_distance(s, x) == pytest.approx(want, rel=1e-12)
+    assert _naive_distance(s, x) == pytest.approx(want, rel=1e-8)  # the naive form is fine here
+    assert subspace_distance(s, s_perp @ stiefel.random_point(n - d, n - d, r)) <= 1e-14
+
+
+# --------------------------------------------------------------------------------------
+# ODL error (Section 5.2)
+# --------------------------------------------------------------------------------------
+
+
+def _odl_error_definition(x, x_star):
+    """sum_i | max_j |x_i^T x*_j| - 1 |, as written in Section 5.2."""
+    return float(np.sum(np.abs(np.max(np.abs(x.T @ x_star), axis=1) - 1.0)))
+
+
+def test_odl_error_is_zero_at_signed_permutations(small_odl):
+    x_star = small_odl.dictionary
+    x = x_star @ _signed_permutation(x_star.shape[0], 5)
+    assert small_odl.error(x) == 0.0
+    assert small_odl.error(x_star) == 0.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_odl_error_matches_definition_at_moderate_error(seed, small_odl):
+    r = np.random.default_rng(80 + seed)
+    x_star = small_odl.dictionary
+    x = stiefel.polar(x_star + 0.05 * r.standard_normal(x_star.shape)) @ _signed_permutation(
+        8, seed
+    )
+    want = _odl_error_definition(x, x_star)
+    assert 1e-4 < want < 1e-1
+    assert small_odl.error(x) == pytest.approx(want, rel=1e-10)
+
+
+@pytest.mark.parametrize("theta", [1e-9, 1e-4, 0.1])
+def test_odl_error_small_rotation(theta):
+    """Rotating columns 0 and 1 of X* by theta: err = 2 (1 - cos theta) = 4 sin^2(theta/2)."""
+    x_star = _signed_permutation(6, 1)
+    rot = np.eye(6)
+    rot[:2, :2] = [[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]]
+    x = x_star @ rot
+    exact = 4.0 * np.sin(theta / 2) ** 2
+    assert dictionary_error(x, x_star) == pytest.approx(exact, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# synthetic instances and starting points
+# --------------------------------------------------------------------------------------
+
+
+def test_dpcp_synthetic_structure():
+    prob = DPCP.synthetic(n=15, d=4, n_inliers=40, n_outliers=25, seed=3)
+    n, p = prob.shape
+    assert (n, p, prob.m) == (15, 11, 65)
+    np.testing.assert_allclose(np.linalg.norm(prob.yt, axis=0), 1.0, rtol=0, atol=1e-14)
+    s = prob.subspace
+    assert stiefel.feasibility(s) <= 1e-14
+    off = np.linalg.norm(prob.yt - s @ (s.T @ prob.yt), axis=0)
+    assert np.sum(off < 1e-12) == 40  # inliers lie in span(S); outliers do not
+    assert not np.all(off[:40] < 1e-12)  # columns were permuted
+    again = DPCP.synthetic(n=15, d=4, n_inliers=40, n_outliers=25, seed=3)
+    np.testing.assert_array_equal(again.yt, prob.yt)
+    other = DPCP.synthetic(n=15, d=4, n_inliers=40, n_outliers=25, seed=4)
+    assert not np.array_equal(other.yt, prob.yt)
+
+
+def test_dpcp_spectral_start_minimizes_the_quadratic(small_dpcp):
+    x0 = small_dpcp.initial_point()
+    n, p = small_dpcp.shape
+    assert x0.shape == (n, p) and stiefel.feasibility(x0) <= 1e-13
+    w = np.linalg.eigvalsh(small_dpcp.yt @ small_dpcp.yt.T)
+    assert np.sum((small_dpcp.yt.T @ x0) ** 2) == pytest.approx(np.sum(w[:p]), rel=1e-10)
+    np.testing.assert_array_equal(small_dpcp.initial_point(np.random.default_rng(1)), x0)
+
+
+def test_odl_synthetic_structure():
+    prob = ODL.synthetic(n=9, theta=0.3, seed=4)
+    assert prob.m == round(10 * 9**1.5) == 270
+    assert prob.shape == (9, 9)
+    x_star = prob.dictionary
+    assert stiefel.feasibility(x_star) <= 1e-14
+    codes = x_star.T @ prob.y
+    zero = np.mean(np.abs(codes) < 1e-12)
+    assert zero == pytest.approx(0.7, abs=0.05)  # 2430 entries: standard error 0.009
+    x0 = prob.initial_point(np.random.default_rng(0))
+    assert stiefel.feasibility(x0) <= 1e-14
+    assert ODL.synthetic(n=5, m=17, seed=0).m == 17
+
+
+def test_problems_from_user_data(rng):
+    y = rng.standard_normal((6, 30))
+    prob = DPCP.from_data(y, d=2)
+    assert prob.shape == (6, 4) and not prob.has_error
+    assert DPCP.from_data(y, p=3).shape == (6, 3)
+    x = stiefel.random_point(6, 4, rng)
+    assert prob.cost(x) == pytest.approx(np.mean(np.linalg.norm(y.T @ x, axis=1)), rel=1e-14)
+    odl = ODL.from_data(y)
+    assert odl.shape == (6, 6) and not odl.has_error
+    x6 = stiefel.random_point(6, 6, rng)
+    assert odl.cost(x6) == pytest.approx(np.abs(y.T @ x6).sum(), rel=1e-14)
+    assert rssm.problems.REGISTRY["dpcp"] is DPCP and rssm.problems.REGISTRY["odl"] is ODL
+
+
+# --------------------------------------------------------------------------------------
+# bad input (issue 2, section 4)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_data_is_rejected(bad, rng):
+    y = rng.standard_normal((5, 20))
+    y[2, 7] = bad
+    with pytest.raises(ValueError, match="yt.*NaN or infinite"):
+        DPCP(y, 3)
+    with pytest.raises(ValueError, match="y.*NaN or infinite"):
+        ODL(y)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        DPCP.from_data(y, d=2)
+
+
+def test_bad_problem_arguments(rng):
+    y = rng.standard_normal((5, 20))
+    with pytest.raises(ValueError, match="p must be <= 5"):
+        DPCP(y, 6)
+    with pytest.raises(ValueError, match="p must be >= 1"):
+        DPCP(y, 0)
+    with pytest.raises(TypeError, match="p must be an integer"):
+        DPCP(y, "3")
+    with pytest.raises(ValueError, match="yt must be 2-D"):
+        DPCP(y[0], 3)
+    with pytest.raises(TypeError, match="yt must hold real numbers"):
+        DPCP(y + 1j, 3)
+    with pytest.raises(ValueError, match="subspace has shape"):
+        DPCP(y, 3, subspace=np.eye(4)[:, :2])
+    with pytest.raises(ValueError, match="subspace is not on the Stiefel manifold"):
+        DPCP(y, 3, subspace=2 * np.eye(5)[:, :2])
+    with pytest.raises(ValueError, match="p = n - d"):
+        DPCP(y, 3, subspace=np.eye(5)[:, :3])
+    with pytest.raises(ValueError, match="exactly one of d"):
+        DPCP.from_data(y, d=2, p=3)
+    with pytest.raises(ValueError, match="n_inliers"):
+        DPCP.synthetic(n=5, d=2, n_inliers=0, n_outliers=0, seed=0)
+    with pytest.raises(ValueError, match="d must be <= 4"):
+        DPCP.synthetic(n=5, d=5, seed=0)
+    with pytest.raises(ValueError, match="dictionary is not on the Stiefel manifold"):
+        ODL(y, dictionary=2 * np.eye(5))
+    with pytest.raises(ValueError, match="theta must be <= 1"):
+        ODL.synthetic(n=5, theta=1.5, seed=0)
+    with pytest.raises(ValueError, match="theta must be > 0"):
+        ODL.synthetic(n=5, theta=0.0, seed=0)
+    with pytest.raises(TypeError, match="seed"):
+        ODL.synthetic(n=5, seed="zero")
+    with pytest.raises(ValueError, match="ground"):
+        DPCP(y, 3).error(np.eye(5)[:, :3])
