@@ -18,14 +18,17 @@ A problem is min f(X) over St(n, p) (eq. ``mainpb``) with f weakly convex. It gi
 from __future__ import annotations
 
 import abc
+import warnings
+from collections.abc import Callable
 
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, check_generator
+from rssm._validation import as_float_matrix, as_int, as_positive_float, check_generator
 from rssm.blocks import ColumnSet, Partition
+from rssm.stepsizes import as_stepsize
 
-__all__ = ["Problem", "Oracle", "GenericOracle"]
+__all__ = ["Problem", "Oracle", "GenericOracle", "FunctionProblem", "FullSubgradientWarning"]
 
 
 class Oracle:
@@ -154,3 +157,221 @@ class Problem(abc.ABC):
     def __repr__(self) -> str:
         n, p = self.shape
         return f"{type(self).__name__}(n={n}, p={p})"
+
+    # -- bring your own objective -------------------------------------------------------
+    @classmethod
+    def from_functions(
+        cls,
+        cost: Callable[[np.ndarray], float],
+        subgradient: Callable[[np.ndarray], np.ndarray],
+        partial_subgradient: Callable[[np.ndarray, slice | np.ndarray], np.ndarray] | None = None,
+        *,
+        shape: tuple[int, int],
+        name: str = "custom",
+        stepsize=None,
+        error: Callable[[np.ndarray], float] | None = None,
+        subgradient_flops: float = 0.0,
+    ) -> FunctionProblem:
+        """A problem from plain NumPy callables.
+
+        Parameters
+        ----------
+        cost : callable
+            ``cost(X) -> float``, f(X) for X of shape (n, p).
+        subgradient : callable
+            ``subgradient(X) -> ndarray (n, p)``, an element of the Clarke subdifferential.
+        partial_subgradient : callable, optional
+            ``partial_subgradient(X, cols) -> ndarray (n, |C|)``, the subgradient's columns
+            ``cols`` (a slice or a sorted integer array; index with ``X[:, cols]``). Without
+            it the full subgradient is sliced, and RSSM warns once
+            (`FullSubgradientWarning`) that each iteration then costs a full subgradient.
+        shape : tuple of int
+            (n, p): the problem lives on St(n, p).
+        name : str
+            Label in results.
+        stepsize : StepSize, callable or float, optional
+            Returned by `default_stepsize`. Without it `rssm.minimize` needs ``stepsize=``:
+            a subgradient step depends on the scale of f, which plain callables do not tell.
+        error : callable, optional
+            ``error(X) -> float``, a distance to a known solution (enables ``target_error``).
+        subgradient_flops : float
+            Flops of one ``subgradient`` call, for the flop counts (0: unknown).
+
+        Returns
+        -------
+        FunctionProblem
+
+        Examples
+        --------
+        >>> import numpy as np, rssm
+        >>> y = np.random.default_rng(0).standard_normal((8, 100))
+        >>> prob = rssm.Problem.from_functions(
+        ...     lambda X: np.abs(y.T @ X).sum(), lambda X: y @ np.sign(y.T @ X),
+        ...     lambda X, c: y @ np.sign(y.T @ X[:, c]), shape=(8, 4), stepsize=1e-3)
+        >>> res = rssm.minimize(prob, n_blocks=2, max_iter=100, seed=0)
+        >>> bool(res.fun < res.trace["cost"][0])
+        True
+        """
+        return FunctionProblem(
+            cost, subgradient, partial_subgradient, shape=shape, name=name, stepsize=stepsize,
+            error=error, subgradient_flops=subgradient_flops,
+        )
+
+    @classmethod
+    def from_torch(
+        cls,
+        cost: Callable,
+        *,
+        shape: tuple[int, int],
+        name: str = "torch",
+        stepsize=None,
+        error: Callable[[np.ndarray], float] | None = None,
+    ) -> FunctionProblem:
+        """A problem from a PyTorch cost ``cost(X: torch.Tensor) -> scalar tensor``; the
+        subgradient is the one autograd returns (float64, CPU).
+
+        Needs the optional extra ``rssm[torch]``. The iterate is shared with torch through
+        ``torch.from_numpy`` (no copy). Autograd's result is a Clarke subgradient for
+        sums of l1/l2 norms and max of smooth pieces, but not for every formula of the
+        same function (see `rssm._autodiff` and docs/custom.md). Other parameters as in
+        `from_functions`; RSSM slices a full subgradient (`FullSubgradientWarning`).
+
+        Examples
+        --------
+        >>> import rssm
+        >>> prob = rssm.Problem.from_torch(lambda X: X.abs().sum(), shape=(5, 2))  # doctest: +SKIP
+        """
+        from rssm._autodiff import torch_oracles
+
+        value, grad = torch_oracles(cost)
+        return FunctionProblem(value, grad, None, shape=shape, name=name, stepsize=stepsize,
+                               error=error)
+
+    @classmethod
+    def from_jax(
+        cls,
+        cost: Callable,
+        *,
+        shape: tuple[int, int],
+        name: str = "jax",
+        stepsize=None,
+        error: Callable[[np.ndarray], float] | None = None,
+    ) -> FunctionProblem:
+        """A problem from a JAX cost ``cost(X: jax.Array) -> scalar``; the subgradient is
+        ``jax.grad(cost)`` (both jitted, evaluated in float64 on the CPU).
+
+        Needs the optional extra ``rssm[jax]``. The iterate is handed over with
+        ``jax.device_put``, which aliases 64-byte aligned buffers and copies others; the
+        gradient comes back without a copy. Same caveats and parameters as `from_torch`.
+
+        Examples
+        --------
+        >>> import rssm
+        >>> prob = rssm.Problem.from_jax(lambda X: abs(X).sum(), shape=(5, 2))  # doctest: +SKIP
+        """
+        from rssm._autodiff import jax_oracles
+
+        value, grad = jax_oracles(cost)
+        return FunctionProblem(value, grad, None, shape=shape, name=name, stepsize=stepsize,
+                               error=error)
+
+
+class FullSubgradientWarning(UserWarning):
+    """RSSM runs on a problem without a partial oracle, so every iteration evaluates a full
+    subgradient and keeps only the columns of the chosen blocks."""
+
+
+class FunctionProblem(Problem):
+    """A `Problem` built from callables; see `Problem.from_functions`."""
+
+    def __init__(self, cost, subgradient, partial_subgradient=None, *, shape, name="custom",
+                 stepsize=None, error=None, subgradient_flops: float = 0.0):
+        for arg, fn in (("cost", cost), ("subgradient", subgradient)):
+            if not callable(fn):
+                raise TypeError(f"{arg} must be callable, got {type(fn).__name__}")
+        if partial_subgradient is not None and not callable(partial_subgradient):
+            raise TypeError(
+                "partial_subgradient must be callable or None, got "
+                f"{type(partial_subgradient).__name__}"
+            )
+        if error is not None and not callable(error):
+            raise TypeError(f"error must be callable or None, got {type(error).__name__}")
+        if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+            raise TypeError(f"shape must be a pair (n, p), got {shape!r}")
+        n = as_int(shape[0], "shape[0] (n)", minimum=1)
+        p = as_int(shape[1], "shape[1] (p)", minimum=1, maximum=n)
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        self.shape = (n, p)
+        self.name = name
+        self._cost, self._grad, self._error = cost, subgradient, error
+        self._partial = partial_subgradient
+        self._stepsize = None if stepsize is None else as_stepsize(stepsize)
+        self._flops = as_positive_float(subgradient_flops, "subgradient_flops", allow_zero=True)
+        self._warned = False
+
+    @property
+    def has_partial(self) -> bool:
+        """True when a partial-subgradient callable was given."""
+        return self._partial is not None
+
+    def cost(self, x) -> float:
+        out = self._cost(x)
+        try:
+            return float(out)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"cost must return a real number, got {type(out).__name__}"
+                + (f" with shape {np.shape(out)}" if np.ndim(out) else "")
+            ) from None
+
+    def _check(self, g, what: str, cols: int) -> np.ndarray:
+        g = np.asarray(g, dtype=np.float64)
+        want = (self.shape[0], cols)
+        if g.shape != want:
+            raise ValueError(f"{what} returned an array of shape {g.shape}, expected {want}")
+        return g
+
+    def subgradient(self, x) -> np.ndarray:
+        return self._check(self._grad(x), "subgradient", self.shape[1])
+
+    def partial_subgradient(self, x, cols) -> np.ndarray:
+        if self._partial is None:
+            return super().partial_subgradient(x, cols)
+        c = len(range(*cols.indices(self.shape[1]))) if isinstance(cols, slice) else len(cols)
+        return self._check(self._partial(x, cols), "partial_subgradient", c)
+
+    def make_oracle(self, x, partition) -> Oracle:
+        if partition is not None and self._partial is None and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{self.name!r} has no partial subgradient, so each RSSM iteration computes a "
+                "full subgradient and keeps |C| of its p columns; pass partial_subgradient= to "
+                "Problem.from_functions (or build a rssm.problems.CompositeProblem) for "
+                "O(|C|) iterations",
+                FullSubgradientWarning,
+                stacklevel=4,
+            )
+        return GenericOracle(self, x, partition)
+
+    @property
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self, x) -> float:
+        if self._error is None:
+            return super().error(x)
+        return float(self._error(x))
+
+    def default_stepsize(self):
+        return self._stepsize
+
+    def subgradient_flops(self) -> float:
+        return self._flops
+
+    def partial_subgradient_flops(self, c: int) -> float:
+        return self._flops * (c / self.shape[1] if self._partial is not None else 1.0)
+
+    def __repr__(self) -> str:
+        n, p = self.shape
+        return f"FunctionProblem(name={self.name!r}, n={n}, p={p}, partial={self.has_partial})"
