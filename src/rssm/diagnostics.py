@@ -1,0 +1,256 @@
+"""Checks of a problem's oracles: `check_subgradient`.
+
+A wrong subgradient does not crash a subgradient method; it makes it wander. This module
+tells which oracle is wrong, at a random smooth point near a given X:
+
+1. ``subgradient`` against central finite differences of ``cost`` along random tangent
+   directions (curves X(t) = Retr_X(t xi), eq. ``eq-polarretr``): at a point where f is
+   differentiable, d/dt f(X(t)) at 0 equals <G, xi> for every Euclidean subgradient G;
+2. ``partial_subgradient(X, C)`` against the columns C of ``subgradient(X)`` on random
+   column sets (Prop. ``prop-structural``);
+3. the solver's `Oracle` (``make_oracle``): its cost, full and partial subgradients at the
+   start and again after the columns of a block pair moved and ``update`` was called, so a
+   stale or drifting cache is caught.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rssm import stiefel
+from rssm._validation import as_int, as_positive_float, make_rng
+from rssm.blocks import Partition
+from rssm.problem import FullSubgradientWarning, Problem
+
+__all__ = ["check_subgradient", "SubgradientCheck", "CheckItem"]
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One comparison: its name, the largest relative discrepancy, the tolerance, and what
+    a failure means."""
+
+    name: str
+    max_error: float
+    tol: float
+    meaning: str
+
+    @property
+    def ok(self) -> bool:
+        """True when the discrepancy is within the tolerance."""
+        return bool(self.max_error <= self.tol)
+
+    def line(self) -> str:
+        """One line: 'OK' or 'DISAGREES' with the numbers and, on failure, the culprit."""
+        head = f"{self.name}: "
+        if self.ok:
+            return head + f"OK (max relative error {self.max_error:.1e} <= {self.tol:.0e})"
+        return head + (
+            f"DISAGREES (max relative error {self.max_error:.1e} > {self.tol:.0e}): {self.meaning}"
+        )
+
+
+@dataclass
+class SubgradientCheck:
+    """Report of `check_subgradient`. ``str(report)`` says plainly which oracle disagrees.
+
+    Attributes
+    ----------
+    problem : str
+        ``repr`` of the checked problem.
+    items : list of CheckItem
+        The comparisons made.
+    x : ndarray
+        The random smooth point where they were made.
+    """
+
+    problem: str
+    items: list[CheckItem] = field(default_factory=list)
+    x: np.ndarray | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when every comparison agrees."""
+        return all(it.ok for it in self.items)
+
+    @property
+    def failures(self) -> list[CheckItem]:
+        """The comparisons that disagree."""
+        return [it for it in self.items if not it.ok]
+
+    def __getitem__(self, name: str) -> CheckItem:
+        for it in self.items:
+            if it.name == name:
+                return it
+        raise KeyError(f"no check named {name!r}; checks: {[it.name for it in self.items]}")
+
+    def __str__(self) -> str:
+        verdict = "all oracles agree" if self.ok else f"{len(self.failures)} check(s) disagree"
+        return "\n".join([f"check_subgradient({self.problem}): {verdict}"]
+                         + ["  " + it.line() for it in self.items])
+
+    __repr__ = __str__
+
+
+def _rel(diff: np.ndarray, ref: np.ndarray) -> float:
+    den = float(np.linalg.norm(ref))
+    num = float(np.linalg.norm(diff))
+    if not math.isfinite(num):
+        return math.inf
+    return num / den if den > 0 else num
+
+
+def check_subgradient(
+    problem: Problem,
+    x: np.ndarray | None = None,
+    rng=None,
+    *,
+    n_directions: int = 6,
+    n_column_sets: int = 6,
+    radius: float = 1e-2,
+    fd_tol: float = 1e-5,
+    tol: float = 1e-8,
+) -> SubgradientCheck:
+    """Compare a problem's subgradient oracles with finite differences and with each other.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem to check.
+    x : ndarray, shape (n, p), optional
+        Where to check (on St(n, p)); default ``problem.initial_point(rng)``. The checks run
+        at a random point within distance ``radius`` of it, where f is differentiable with
+        probability one for the piecewise-smooth costs of this field (at X itself, e.g. a
+        ground truth, it may not be).
+    rng : numpy.random.Generator or int, optional
+        Randomness of the point, directions and column sets.
+    n_directions : int
+        Random tangent directions for the finite-difference check.
+    n_column_sets : int
+        Random column sets for the partial-versus-full and oracle checks.
+    radius : float
+        Distance of the random smooth point from ``x``.
+    fd_tol : float
+        Tolerance of the finite-difference check, relative to ||P_T(G)||_F.
+    tol : float
+        Tolerance of the partial-versus-full and oracle checks (they should agree to
+        rounding), relative to the norm of the reference.
+
+    Returns
+    -------
+    SubgradientCheck
+        ``report.ok`` is True when all agree; ``print(report)`` names the one that does not.
+
+    Examples
+    --------
+    >>> import rssm
+    >>> from rssm.diagnostics import check_subgradient
+    >>> prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=50, n_outliers=50, seed=0)
+    >>> check_subgradient(prob, rng=0).ok
+    True
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be an rssm Problem, got {type(problem).__name__}")
+    rng = make_rng(rng, "rng")
+    n_dir = as_int(n_directions, "n_directions", minimum=1)
+    n_sets = as_int(n_column_sets, "n_column_sets", minimum=1)
+    radius = as_positive_float(radius, "radius")
+    fd_tol = as_positive_float(fd_tol, "fd_tol")
+    tol = as_positive_float(tol, "tol")
+    n, p = problem.shape
+    x0 = problem.initial_point(rng) if x is None else problem.check_x(x, "x", atol=1e-6)
+
+    def tangent(at: np.ndarray) -> np.ndarray:
+        xi = stiefel.tangent_projection(at, rng.standard_normal((n, p)))
+        return xi / np.linalg.norm(xi)
+
+    xs = stiefel.retract(x0, radius * tangent(x0))
+    report = SubgradientCheck(repr(problem), x=xs)
+    g = np.asarray(problem.subgradient(xs), dtype=np.float64)
+    rg = stiefel.tangent_projection(xs, g)
+    scale = float(np.linalg.norm(rg))
+
+    # 1. finite differences of cost along retraction curves.
+    worst = 0.0
+    for _ in range(n_dir):
+        xi = tangent(xs)
+        an = float(np.sum(g * xi))
+        best = math.inf
+        for h in (1e-3, 1e-4, 1e-5, 1e-6):
+            fp = problem.cost(stiefel.retract(xs, h * xi))
+            fm = problem.cost(stiefel.retract(xs, -h * xi))
+            best = min(best, abs((fp - fm) / (2.0 * h) - an))
+        worst = max(worst, best / scale if scale > 0 else best)
+    report.items.append(CheckItem(
+        "subgradient vs finite differences of cost", worst, fd_tol,
+        "problem.subgradient(X) is not a derivative of problem.cost at a smooth point "
+        "(wrong formula, sign or scale in one of the two)",
+    ))
+
+    # 2. partial_subgradient against columns of subgradient.
+    sets: list[np.ndarray | slice] = [slice(0, max(1, p // 2))]
+    for _ in range(n_sets - 1):
+        c = int(rng.integers(1, p + 1))
+        sets.append(np.sort(rng.choice(p, size=c, replace=False)))
+    worst = 0.0
+    for cols in sets:
+        part = np.asarray(problem.partial_subgradient(xs, cols), dtype=np.float64)
+        ref = g[:, cols]
+        worst = max(worst, math.inf if part.shape != ref.shape else _rel(part - ref, ref))
+    report.items.append(CheckItem(
+        "partial_subgradient vs columns of subgradient", worst, tol,
+        "problem.partial_subgradient(X, C) differs from problem.subgradient(X)[:, C]",
+    ))
+
+    # 3. the stateful oracle, before and after incremental updates.
+    if p >= 2:
+        l = min(p, 3)
+        perm = rng.permutation(p)
+        partition = Partition([perm[b] for b in np.array_split(np.arange(p), l)], p)
+    else:
+        partition = None
+    xw = np.array(xs, order="C", copy=True)
+    warned = getattr(problem, "_warned", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FullSubgradientWarning)
+        oracle = problem.make_oracle(xw, partition)
+    if warned is not None:
+        problem._warned = warned
+    e_cost = e_full = e_part = 0.0
+    for step in range(n_sets + 1):
+        gw = np.asarray(problem.subgradient(xw), dtype=np.float64)
+        fw = problem.cost(xw)
+        e_cost = max(e_cost, abs(oracle.cost() - fw) / max(abs(fw), 1e-300))
+        e_full = max(e_full, _rel(np.asarray(oracle.subgradient()) - gw, gw))
+        if partition is None:
+            break
+        i, j = sorted(rng.choice(partition.n_blocks, size=2, replace=False).tolist())
+        cols = partition.columns(i, j)
+        part = np.asarray(oracle.partial_subgradient(cols))
+        ref = gw[:, cols.index]
+        e_part = max(e_part, math.inf if part.shape != ref.shape else _rel(part - ref, ref))
+        if step < n_sets:  # move the columns C on their submanifold block, then update
+            sel = cols.selector
+            move = stiefel.block_tangent_projection(xw, sel, rng.standard_normal((n, cols.size)))
+            xw[:, sel] = stiefel.project_submanifold_block(
+                xw, sel, xw[:, sel] + radius * move / np.linalg.norm(move))
+            oracle.update(cols)
+    report.items.append(CheckItem(
+        "oracle cost vs cost", e_cost, tol,
+        "make_oracle(...).cost() differs from problem.cost(X) (stale or wrong cache)",
+    ))
+    report.items.append(CheckItem(
+        "oracle subgradient vs subgradient", e_full, tol,
+        "make_oracle(...).subgradient() differs from problem.subgradient(X) (stale or wrong cache)",
+    ))
+    if partition is not None:
+        report.items.append(CheckItem(
+            "oracle partial_subgradient vs columns of subgradient (after updates)", e_part, tol,
+            "make_oracle(...).partial_subgradient(C) differs from problem.subgradient(X)[:, C] "
+            "(a wrong partial oracle, or a cache the incremental update leaves stale)",
+        ))
+    return report
