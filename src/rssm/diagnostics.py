@@ -233,11 +233,11 @@ def check_subgradient(
         part = np.asarray(oracle.partial_subgradient(cols))
         ref = gw[:, cols.index]
         e_part = max(e_part, math.inf if part.shape != ref.shape else _rel(part - ref, ref))
-        if step < n_sets:  # move the columns C on their submanifold block, then update
+        if step < n_sets:  # move the columns C on their submanifold block (by 0.1), update
             sel = cols.selector
             move = stiefel.block_tangent_projection(xw, sel, rng.standard_normal((n, cols.size)))
             xw[:, sel] = stiefel.project_submanifold_block(
-                xw, sel, xw[:, sel] + radius * move / np.linalg.norm(move))
+                xw, sel, xw[:, sel] + 0.1 * move / np.linalg.norm(move))
             oracle.update(cols)
     report.items.append(CheckItem(
         "oracle cost vs cost", e_cost, tol,

@@ -1,0 +1,288 @@
+"""Bring-your-own objectives: Problem.from_functions / from_torch / from_jax,
+CompositeProblem, and the check_subgradient diagnostic."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm import stiefel
+from rssm.diagnostics import check_subgradient
+from rssm.problem import FullSubgradientWarning, FunctionProblem
+from rssm.problems import DPCP, ODL, CompositeProblem, EntrywiseLoss, NormLoss
+from rssm.stepsizes import Geometric
+
+
+def _procrustes_data(seed: int = 0, m: int = 300, n: int = 20, p: int = 5):
+    """A, B = A X* + 10% gross errors, X*: an l1 Procrustes instance with known solution."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, n))
+    xs = stiefel.random_point(n, p, rng)
+    b = a @ xs + 10.0 * rng.standard_normal((m, p)) * (rng.random((m, p)) < 0.1)
+    return a, b, xs
+
+
+def _functions(a, b):
+    def cost(x):
+        return np.abs(a @ x - b).sum()
+
+    def subgradient(x):
+        return a.T @ np.sign(a @ x - b)
+
+    def partial(x, cols):
+        return a.T @ np.sign(a @ x[:, cols] - b[:, cols])
+
+    return cost, subgradient, partial
+
+
+# -- from_functions ---------------------------------------------------------------------
+def test_from_functions_converges_to_planted_solution():
+    a, b, xs = _procrustes_data()
+    cost, sub, part = _functions(a, b)
+    prob = rssm.Problem.from_functions(cost, sub, part, shape=(20, 5),
+                                       stepsize=Geometric(3e-3, 0.95),
+                                       error=lambda x: np.linalg.norm(x - xs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FullSubgradientWarning)  # a partial oracle: no warning
+        res = rssm.minimize(prob, n_blocks=5, max_iter=1000, seed=1)
+    assert res.error < 1e-7
+    assert res.fun == pytest.approx(np.abs(a @ xs - b).sum(), rel=1e-9)
+    assert res.selection == "uniform"
+
+
+def test_from_functions_without_partial_warns_once_and_matches_partial_run():
+    a, b, _ = _procrustes_data(seed=2)
+    cost, sub, part = _functions(a, b)
+    step = Geometric(3e-3, 0.95)
+    slow = rssm.Problem.from_functions(cost, sub, shape=(20, 5), stepsize=step)
+    fast = rssm.Problem.from_functions(cost, sub, part, shape=(20, 5), stepsize=step)
+    with pytest.warns(FullSubgradientWarning, match="full subgradient"):
+        r1 = rssm.minimize(slow, n_blocks=5, max_iter=50, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FullSubgradientWarning)  # second run: silent
+        rssm.minimize(slow, n_blocks=5, max_iter=5, seed=3)
+        rssm.minimize(slow, method="rsm", max_iter=5, seed=3)  # RSM needs no partial oracle
+    r2 = rssm.minimize(fast, n_blocks=5, max_iter=50, seed=3)
+    # Slicing a full subgradient and the partial callable give the same columns.
+    np.testing.assert_allclose(r1.x, r2.x, rtol=0, atol=1e-12)
+
+
+def test_from_functions_needs_a_stepsize_or_one_at_minimize():
+    a, b, _ = _procrustes_data()
+    cost, sub, part = _functions(a, b)
+    prob = rssm.Problem.from_functions(cost, sub, part, shape=(20, 5))
+    with pytest.raises(ValueError, match="no default step size"):
+        rssm.minimize(prob, max_iter=5, seed=0)
+    res = rssm.minimize(prob, stepsize=1e-4, max_iter=5, seed=0)
+    assert res.n_iter == 5
+
+
+def test_from_functions_validates_inputs_and_outputs():
+    a, b, _ = _procrustes_data()
+    cost, sub, part = _functions(a, b)
+    with pytest.raises(TypeError, match="cost must be callable"):
+        rssm.Problem.from_functions(1.0, sub, shape=(20, 5))
+    with pytest.raises(TypeError, match="partial_subgradient must be callable"):
+        rssm.Problem.from_functions(cost, sub, "no", shape=(20, 5))
+    with pytest.raises(TypeError, match="shape must be a pair"):
+        rssm.Problem.from_functions(cost, sub, shape=20)
+    with pytest.raises(ValueError, match=r"shape\[1\] \(p\) must be <= 20"):
+        rssm.Problem.from_functions(cost, sub, shape=(20, 21))
+    bad = rssm.Problem.from_functions(cost, lambda x: sub(x)[:, :2], shape=(20, 5))
+    x = stiefel.random_point(20, 5, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"subgradient returned an array of shape \(20, 2\)"):
+        bad.subgradient(x)
+    badc = rssm.Problem.from_functions(lambda x: np.ones(3), sub, shape=(20, 5))
+    with pytest.raises(TypeError, match="cost must return a real number"):
+        badc.cost(x)
+    assert isinstance(bad, FunctionProblem) and not bad.has_error
+    with pytest.raises(ValueError, match="no ground truth"):
+        bad.error(x)
+
+
+# -- composite objectives ---------------------------------------------------------------
+def test_composite_reproduces_dpcp_and_odl():
+    dp = DPCP.synthetic(n=12, d=3, n_inliers=60, n_outliers=40, seed=4)
+    cdp = CompositeProblem(dp.yt, dp.p, NormLoss.norm(), sample_weights=np.full(dp.m, 1.0 / dp.m))
+    od = ODL.synthetic(n=8, seed=5)
+    cod = CompositeProblem(od.y, od.p, EntrywiseLoss.l1())
+    for ref, comp in ((dp, cdp), (od, cod)):
+        x0 = stiefel.random_point(*ref.shape, np.random.default_rng(6))
+        assert comp.cost(x0) == pytest.approx(ref.cost(x0), rel=1e-13)
+        np.testing.assert_allclose(comp.subgradient(x0), ref.subgradient(x0), rtol=0, atol=1e-12)
+        step = Geometric(1e-2, 0.95)
+        r_ref = rssm.minimize(ref, x0, n_blocks=3, stepsize=step, max_iter=60, seed=7)
+        r_comp = rssm.minimize(comp, x0, n_blocks=3, stepsize=step, max_iter=60, seed=7)
+        np.testing.assert_allclose(r_comp.x, r_ref.x, rtol=0, atol=1e-10)
+        assert r_comp.fun == pytest.approx(r_ref.fun, rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [EntrywiseLoss.l1(), EntrywiseLoss.huber(0.3), NormLoss.norm(), NormLoss.huber(0.5)],
+    ids=lambda l: l.name,
+)
+@pytest.mark.parametrize("with_offset", [False, True])
+def test_composite_oracles_agree(loss, with_offset):
+    rng = np.random.default_rng(8)
+    y = rng.standard_normal((9, 70))
+    off = rng.standard_normal((70, 4)) if with_offset else None
+    prob = CompositeProblem(y, 4, loss, offset=off, sample_weights=rng.random(70), l1_penalty=0.1)
+    report = check_subgradient(prob, rng=np.random.default_rng(9))
+    assert report.ok, str(report)
+
+
+def test_composite_incremental_oracle_stays_exact_over_a_run():
+    """The cache after 400 RSSM steps equals a from-scratch evaluation (no drift)."""
+    rng = np.random.default_rng(10)
+    prob = CompositeProblem(rng.standard_normal((15, 200)), 10, NormLoss.huber(0.2),
+                            offset=rng.standard_normal((200, 10)), stepsize=Geometric(5e-3, 0.99))
+    res = rssm.minimize(prob, n_blocks=4, max_iter=400, seed=11, record_every=400)
+    # res.fun is the oracle's cached cost; prob.cost recomputes from scratch.
+    assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-12)
+    assert res.fun < 0.9 * res.trace["cost"][0]
+
+
+def test_composite_validation():
+    y = np.ones((4, 6))
+    with pytest.raises(TypeError, match="loss must be an EntrywiseLoss or a NormLoss"):
+        CompositeProblem(y, 2, "l1")
+    with pytest.raises(ValueError, match=r"offset has shape \(6, 3\)"):
+        CompositeProblem(y, 2, EntrywiseLoss.l1(), offset=np.zeros((6, 3)))
+    with pytest.raises(ValueError, match="sample_weights must be 6 finite non-negative"):
+        CompositeProblem(y, 2, EntrywiseLoss.l1(), sample_weights=-np.ones(6))
+    with pytest.raises(ValueError, match="l1_penalty must be >= 0"):
+        CompositeProblem(y, 2, EntrywiseLoss.l1(), l1_penalty=-1.0)
+    with pytest.raises(ValueError, match="delta must be > 0"):
+        EntrywiseLoss.huber(0.0)
+
+
+def test_composite_flop_model_is_proportional_to_columns():
+    rng = np.random.default_rng(12)
+    prob = CompositeProblem(rng.standard_normal((30, 100)), 12, EntrywiseLoss.l1())
+    x = stiefel.random_point(30, 12, rng)
+    oracle = prob.make_oracle(x.copy(), rssm.Partition.uniform(12, 4))
+    # 2 m n c for the GEMM plus m c for the weights: linear in c, and p columns = full.
+    assert oracle.flops_partial(3) == pytest.approx(2 * 100 * 30 * 3 + 100 * 3)
+    assert oracle.flops_partial(12) == pytest.approx(oracle.flops_subgradient())
+    assert oracle.flops_update(3) == pytest.approx(2 * 100 * 30 * 3)
+
+
+# -- check_subgradient --------------------------------------------------------------------
+def test_check_subgradient_names_the_wrong_oracle():
+    a, b, _ = _procrustes_data()
+    cost, sub, part = _functions(a, b)
+    good = rssm.Problem.from_functions(cost, sub, part, shape=(20, 5))
+    rep = check_subgradient(good, rng=0)
+    assert rep.ok, str(rep)
+    assert rep["subgradient vs finite differences of cost"].max_error < 1e-7
+
+    wrong_scale = rssm.Problem.from_functions(cost, lambda x: 0.5 * sub(x), shape=(20, 5))
+    rep = check_subgradient(wrong_scale, rng=0)
+    assert [f.name for f in rep.failures] == ["subgradient vs finite differences of cost"]
+    assert "DISAGREES" in str(rep) and "problem.subgradient(X) is not a derivative" in str(rep)
+
+    wrong_partial = rssm.Problem.from_functions(
+        cost, sub, lambda x, c: part(x, c)[:, ::-1], shape=(20, 5))
+    rep = check_subgradient(wrong_partial, rng=0)
+    names = {f.name for f in rep.failures}
+    assert "partial_subgradient vs columns of subgradient" in names
+    assert "subgradient vs finite differences of cost" not in names
+
+
+def test_check_subgradient_catches_a_stale_cache():
+    class Stale(CompositeProblem):
+        def make_oracle(self, x, partition):
+            oracle = super().make_oracle(x, partition)
+            oracle.update = lambda cols: None  # forgets to refresh Z^T
+            return oracle
+
+    rng = np.random.default_rng(13)
+    prob = Stale(rng.standard_normal((8, 50)), 4, EntrywiseLoss.l1())
+    rep = check_subgradient(prob, rng=1)
+    assert {f.name for f in rep.failures} == {
+        "oracle cost vs cost",
+        "oracle subgradient vs subgradient",
+        "oracle partial_subgradient vs columns of subgradient (after updates)",
+    }
+    assert "incremental update leaves stale" in str(rep)
+
+
+def test_check_subgradient_keeps_the_one_time_warning():
+    a, b, _ = _procrustes_data()
+    cost, sub, _ = _functions(a, b)
+    prob = rssm.Problem.from_functions(cost, sub, shape=(20, 5), stepsize=1e-4)
+    check_subgradient(prob, rng=0)
+    with pytest.warns(FullSubgradientWarning):
+        rssm.minimize(prob, max_iter=2, seed=0)
+
+
+def test_check_subgradient_validates():
+    with pytest.raises(TypeError, match="problem must be an rssm Problem"):
+        check_subgradient("dpcp")
+    prob = ODL.synthetic(n=4, seed=0)
+    with pytest.raises(ValueError, match="n_directions must be >= 1"):
+        check_subgradient(prob, rng=0, n_directions=0)
+
+
+# -- autodiff bridges -------------------------------------------------------------------
+def _numpy_reference():
+    rng = np.random.default_rng(14)
+    y = rng.standard_normal((10, 80))
+    prob = CompositeProblem(y, 4, NormLoss.norm())
+    x = stiefel.random_point(10, 4, rng)
+    return y, prob, x
+
+
+def test_from_torch_matches_numpy_and_shares_memory():
+    torch = pytest.importorskip("torch")
+    y, ref, x = _numpy_reference()
+    yt = torch.from_numpy(y)
+    prob = rssm.Problem.from_torch(lambda X: torch.linalg.norm(yt.T @ X, dim=1).sum(),
+                                   shape=(10, 4), stepsize=Geometric(1e-2, 0.95))
+    assert prob.cost(x) == pytest.approx(ref.cost(x), rel=1e-13)
+    g = prob.subgradient(x)
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g, ref.subgradient(x), rtol=0, atol=1e-12)
+    assert check_subgradient(prob, rng=0).ok
+    # torch.from_numpy shares the iterate's buffer: no copy on the way in.
+    seen = []
+    p2 = rssm.Problem.from_torch(lambda X: (seen.append(X.data_ptr()), X.abs().sum())[1],
+                                 shape=(10, 4))
+    p2.subgradient(x)
+    assert seen[-1] == x.ctypes.data
+    with pytest.warns(FullSubgradientWarning):
+        res = rssm.minimize(prob, n_blocks=2, max_iter=100, seed=0)
+    assert res.fun < res.trace["cost"][0]
+
+
+def test_from_torch_rejects_non_scalar_cost():
+    torch = pytest.importorskip("torch")
+    prob = rssm.Problem.from_torch(lambda X: torch.abs(X), shape=(3, 2))
+    with pytest.raises(TypeError, match="must return a scalar torch.Tensor"):
+        prob.cost(np.eye(3, 2))
+
+
+def test_from_jax_matches_numpy():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    y, ref, x = _numpy_reference()
+    prob = rssm.Problem.from_jax(lambda X: jnp.linalg.norm(y.T @ X, axis=1).sum(), shape=(10, 4))
+    assert prob.cost(x) == pytest.approx(ref.cost(x), rel=1e-13)
+    g = prob.subgradient(x)
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g, ref.subgradient(x), rtol=0, atol=1e-12)
+    assert check_subgradient(prob, rng=0).ok
+    assert not jax.config.jax_enable_x64  # float64 only inside the bridge
+
+
+def test_autodiff_kink_conventions_documented():
+    """The documented failure case: relu(t) - relu(-t) == t, but autodiff returns 0 at 0."""
+    torch = pytest.importorskip("torch")
+    prob = rssm.Problem.from_torch(
+        lambda X: (torch.relu(X[0, 0]) - torch.relu(-X[0, 0])), shape=(2, 1))
+    g = prob.subgradient(np.array([[0.0], [1.0]]))
+    assert g[0, 0] == 0.0  # the Clarke subdifferential of t is {1}: not a Clarke subgradient
