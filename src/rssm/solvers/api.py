@@ -59,7 +59,8 @@ def minimize(
     problem : Problem
         The objective (e.g. `rssm.problems.DPCP`, `rssm.problems.ODL`, or your own).
     x0 : ndarray, shape (n, p), optional
-        Start on St(n, p) (checked to ``atol``). Default: ``problem.initial_point(rng)``.
+        Start on St(n, p) (checked to ``atol``). Default: ``problem.initial_point(child)``
+        with ``child`` a generator spawned from ``seed`` (an independent stream).
     method : {"rssm", "rsm"}
         RSSM (Algorithm ``alg-RSSM``) or the Riemannian subgradient method.
     n_blocks : int
@@ -112,7 +113,13 @@ def minimize(
     n, p = problem.shape
     atol = as_positive_float(atol, "atol")
 
-    x = problem.initial_point(rng) if x0 is None else x0
+    if x0 is None:
+        # The start draws from a child stream of the seed, not the seed's own stream: an
+        # instance built with the same seed (e.g. ODL.synthetic(seed=s), which draws its
+        # ground truth X* first) must not hand X* to the solver as its Haar start.
+        x = problem.initial_point(rng.spawn(1)[0])
+    else:
+        x = x0
     x = problem.check_x(x, "x0", atol=atol)
 
     part: Partition | None = None

@@ -1,0 +1,417 @@
+"""RSSM and RSM (`rssm.minimize` and the solver objects): feasibility, untouched blocks,
+l = 2 equivalence, recovery, reproducibility, non-finite iterates and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm import stiefel
+from rssm.blocks import Partition, UniformPairs
+from rssm.problem import Problem
+from rssm.solvers import RSMSolver, RSSMSolver
+from rssm.stepsizes import Geometric
+from rssm.stopping import StopReason
+from rssm.trace import TRACE_COLUMNS
+
+
+class RecordingPairs(UniformPairs):
+    """The paper's uniform rule, remembering every pair it hands out."""
+
+    def __init__(self):
+        self.pairs: list[tuple[int, int]] = []
+
+    def next_pair(self):
+        pair = super().next_pair()
+        self.pairs.append(pair)
+        return pair
+
+
+def _rssm_solver(problem, x0, part, seed=0, selector=None):
+    rng = np.random.default_rng(seed)
+    return RSSMSolver(problem, x0, part, selector or UniformPairs(), rng)
+
+
+# --------------------------------------------------------------------------------------
+# feasibility and untouched blocks
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["dpcp", "odl"])
+def test_feasible_after_1e4_steps_and_untouched_blocks_bit_identical(which, small_dpcp, small_odl):
+    """Constant step 0.05 (the iterate keeps moving for all 10^4 steps): after each step the
+    columns outside C_ij are bit-for-bit unchanged, and ||X^T X - I||_max <= 1e-12 at the end."""
+    problem = small_dpcp if which == "dpcp" else small_odl
+    n, p = problem.shape
+    # unequal, non-contiguous blocks
+    r = np.random.default_rng(5)
+    label = r.integers(0, 4, size=p)
+    label[:4] = [0, 1, 2, 3]
+    part = Partition([np.flatnonzero(label == b) for b in range(4)], p)
+    sel = RecordingPairs()
+    x0 = stiefel.random_point(n, p, r)
+    solver = _rssm_solver(problem, x0, part, seed=6, selector=sel)
+    cols = {
+        (i, j): (part.columns(i, j).index, np.setdiff1d(np.arange(p), part.columns(i, j).index))
+        for i in range(4)
+        for j in range(i + 1, 4)
+    }
+    moved = 0
+    for k in range(10_000):
+        before = solver.x.copy()
+        solver.step(0.05)
+        touched, rest = cols[sel.pairs[k]]
+        assert np.array_equal(solver.x[:, rest], before[:, rest]), f"step {k} moved other columns"
+        moved += not np.array_equal(solver.x[:, touched], before[:, touched])
+    assert moved == 10_000
+    assert stiefel.feasibility(solver.x) <= 1e-12
+    # every pair was drawn, about equally often (10^4 draws over 6 pairs: sd ~ 37)
+    counts = np.bincount([i * 4 + j for i, j in sel.pairs], minlength=16)
+    pair_counts = counts[[1, 2, 3, 6, 7, 11]]
+    assert np.all(np.abs(pair_counts - 10_000 / 6) < 200), pair_counts
+
+
+def test_minimize_feasibility_is_reported(small_dpcp):
+    res = rssm.minimize(small_dpcp, method="rsm", stepsize=0.05, max_iter=2000, seed=0)
+    assert res.feasibility == stiefel.feasibility(res.x) <= 1e-12
+    res = rssm.minimize(small_dpcp, n_blocks=3, stepsize=0.05, max_iter=2000, seed=0)
+    assert res.feasibility == stiefel.feasibility(res.x) <= 1e-12
+
+
+# --------------------------------------------------------------------------------------
+# RSSM with l = 2 is RSM
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["dpcp", "odl"])
+@pytest.mark.parametrize("gamma", [1e-3, 0.05, 0.3])
+def test_rssm_with_two_blocks_is_rsm(which, gamma, small_dpcp, small_odl):
+    problem = small_dpcp if which == "dpcp" else small_odl
+    n, p = problem.shape
+    x0 = stiefel.random_point(n, p, np.random.default_rng(7))
+    # both a contiguous and an interleaved 2-block partition
+    for part in (Partition.uniform(p, 2), Partition([range(0, p, 2), range(1, p, 2)], p)):
+        a = _rssm_solver(problem, x0, part)
+        b = RSMSolver(problem, x0, None, None, np.random.default_rng(0))
+        a.step(gamma)
+        b.step(gamma)
+        np.testing.assert_allclose(a.x, b.x, rtol=0, atol=1e-14)
+        # and both equal the formula polar(X - gamma P_T(G))
+        g = problem.subgradient(x0)
+        want = stiefel.polar(x0 - gamma * stiefel.tangent_projection(x0, g))
+        np.testing.assert_allclose(b.x, want, rtol=0, atol=1e-14)
+
+
+def test_rssm_step_matches_algorithm_formula(small_dpcp):
+    """One step of Algorithm alg-RSSM written with the dense formulas of the paper."""
+    n, p = small_dpcp.shape
+    r = np.random.default_rng(8)
+    x0 = stiefel.random_point(n, p, r)
+    part = Partition([[0, 5, 9], [1, 2, 3, 4], [6, 7, 8, 10, 11, 12, 13, 14, 15]], p)
+    sel = RecordingPairs()
+    solver = _rssm_solver(small_dpcp, x0, part, seed=9, selector=sel)
+    gamma = 0.2
+    solver.step(gamma)
+    idx = part.columns(*sel.pairs[0]).index
+    rest = np.setdiff1d(np.arange(p), idx)
+    g = small_dpcp.subgradient(x0)[:, idx]
+    xc = x0[:, idx]
+    rg = xc @ stiefel.skew(xc.T @ g) + (np.eye(n) - x0 @ x0.T) @ g
+    big = xc - gamma * rg
+    proj = np.eye(n) - x0[:, rest] @ x0[:, rest].T
+    w, v = np.linalg.eigh(big.T @ proj @ big)
+    want = proj @ big @ (v / np.sqrt(w)) @ v.T
+    np.testing.assert_allclose(solver.x[:, idx], want, rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(solver.x[:, rest], x0[:, rest])
+
+
+# --------------------------------------------------------------------------------------
+# recovery of the ground truth
+# --------------------------------------------------------------------------------------
+
+# Step sizes: the paper's schedule (PaperSchedule.dpcp/.odl) needs far more than 10^4
+# iterations at these sizes to reach 1e-6, so the recovery tests use geometric decay,
+# which converges linearly on these sharp problems.
+DPCP_STEP = Geometric(0.1, 0.9)
+ODL_STEP = Geometric(0.03, 0.97)
+
+
+@pytest.fixture(scope="module")
+def dpcp30():
+    return rssm.problems.DPCP.synthetic(n=30, d=3, n_inliers=300, n_outliers=200, seed=1)
+
+
+@pytest.mark.parametrize("method,ell", [("rssm", 3), ("rssm", 5), ("rsm", 1)])
+def test_dpcp_recovers_subspace(method, ell, dpcp30):
+    """Spectral start; RSSM needs ~200-300 iterations, RSM ~130 (budget 3000)."""
+    x0 = dpcp30.initial_point()
+    assert dpcp30.error(x0) > 1e-2
+    res = rssm.minimize(
+        dpcp30,
+        x0,
+        method=method,
+        n_blocks=max(ell, 2),
+        stepsize=DPCP_STEP,
+        max_iter=3000,
+        max_time=30.0,
+        target_error=1e-7,
+        seed=2,
+        record_every=10,
+    )
+    assert res.stop_reason is StopReason.TARGET_ERROR
+    assert res.error < 1e-6
+    assert dpcp30.error(res.x) == res.error
+    assert res.feasibility <= 1e-12
+
+
+@pytest.mark.parametrize("method,ell", [("rssm", 3), ("rssm", 5), ("rsm", 1)])
+def test_odl_recovers_dictionary(method, ell):
+    """Haar-random start; RSSM l=3 and RSM ~300 iterations, RSSM l=5 ~800 (budget 4000)."""
+    prob = rssm.problems.ODL.synthetic(n=10, theta=0.3, seed=1)
+    x0 = prob.initial_point(np.random.default_rng(1001))
+    assert prob.error(x0) > 1.0
+    res = rssm.minimize(
+        prob,
+        x0,
+        method=method,
+        n_blocks=max(ell, 2),
+        stepsize=ODL_STEP,
+        max_iter=4000,
+        max_time=30.0,
+        target_error=1e-7,
+        seed=3,
+        record_every=10,
+    )
+    assert res.stop_reason is StopReason.TARGET_ERROR
+    assert res.error < 1e-6
+    assert res.feasibility <= 1e-12
+
+
+# --------------------------------------------------------------------------------------
+# reproducibility
+# --------------------------------------------------------------------------------------
+
+
+def _same_result(a, b):
+    np.testing.assert_array_equal(a.x, b.x)
+    for col in TRACE_COLUMNS:
+        if col != "time":
+            np.testing.assert_array_equal(a.trace[col], b.trace[col])
+    assert (a.fun, a.n_iter, a.flops, a.stop_reason, a.error) == (
+        b.fun,
+        b.n_iter,
+        b.flops,
+        b.stop_reason,
+        b.error,
+    )
+
+
+@pytest.mark.parametrize("method", ["rssm", "rsm"])
+def test_same_seed_same_result_bit_for_bit(method, small_odl):
+    kw = dict(
+        method=method, n_blocks=3, stepsize=Geometric(0.03, 0.97), max_iter=300, record_every=7
+    )
+    a = rssm.minimize(small_odl, seed=123, **kw)
+    b = rssm.minimize(small_odl, seed=123, **kw)
+    _same_result(a, b)
+    c = rssm.minimize(small_odl, seed=np.random.default_rng(123), **kw)
+    _same_result(a, c)
+    d = rssm.minimize(small_odl, seed=124, **kw)
+    assert not np.array_equal(a.x, d.x)
+
+
+def test_same_seed_same_pairs_different_seed_different_pairs(small_dpcp):
+    x0 = small_dpcp.initial_point()
+    kw = dict(n_blocks=4, stepsize=0.01, max_iter=200)
+    a = rssm.minimize(small_dpcp, x0, seed=5, **kw)
+    b = rssm.minimize(small_dpcp, x0, seed=5, **kw)
+    c = rssm.minimize(small_dpcp, x0, seed=6, **kw)
+    _same_result(a, b)
+    assert not np.array_equal(a.x, c.x)
+
+
+# --------------------------------------------------------------------------------------
+# user problems and partitions
+# --------------------------------------------------------------------------------------
+
+
+class _PlainDPCP(Problem):
+    """DPCP given only as cost and full subgradient: exercises the generic oracle."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.shape = inner.shape
+
+    def cost(self, x):
+        return self.inner.cost(x)
+
+    def subgradient(self, x):
+        return self.inner.subgradient(x)
+
+
+@pytest.mark.parametrize("method", ["rssm", "rsm"])
+def test_generic_fallback_follows_the_incremental_oracle(method, small_dpcp):
+    x0 = small_dpcp.initial_point()
+    kw = dict(method=method, n_blocks=3, stepsize=Geometric(0.05, 0.95), max_iter=300, seed=4)
+    fast = rssm.minimize(small_dpcp, x0, **kw)
+    slow = rssm.minimize(_PlainDPCP(small_dpcp), x0, **kw)
+    np.testing.assert_allclose(slow.x, fast.x, rtol=0, atol=1e-9)
+    assert slow.fun == pytest.approx(fast.fun, rel=1e-10)
+    assert math.isnan(slow.error) and np.all(np.isnan(slow.trace["error"]))
+
+
+def test_user_partition_is_used(small_dpcp):
+    blocks = [[0, 15], [1, 2, 3, 4, 5, 6, 7], [8, 9], [10, 11, 12, 13, 14]]
+    res = rssm.minimize(small_dpcp, partition=blocks, stepsize=0.02, max_iter=50, seed=0)
+    assert res.n_blocks == 4
+    assert [b.tolist() for b in res.partition] == blocks
+    assert res.feasibility <= 1e-13
+
+
+def test_flop_model_ratio_is_about_two_over_l():
+    """On the paper's DPCP instance the RSSM/RSM flop ratio per iteration is about 2/l."""
+    prob = rssm.problems.DPCP.synthetic(seed=0)
+    x0 = prob.initial_point()
+    rsm = rssm.minimize(prob, x0, method="rsm", max_iter=2, seed=0)
+    for ell in (3, 5, 10):
+        res = rssm.minimize(prob, x0, n_blocks=ell, max_iter=2, seed=0)
+        ratio = (res.flops / res.n_iter) / (rsm.flops / rsm.n_iter)
+        assert ratio == pytest.approx(2.0 / ell, rel=0.25), (ell, ratio)
+        assert res.flops > 0
+
+
+# --------------------------------------------------------------------------------------
+# non-finite iterates
+# --------------------------------------------------------------------------------------
+
+
+class _NaNAfter(Problem):
+    """f(X) = ||A X||_1 whose subgradient turns NaN from its (k+1)-th call on."""
+
+    def __init__(self, a, p, k):
+        self.a, self.k, self.calls = a, k, 0
+        self.shape = (a.shape[1], p)
+
+    def cost(self, x):
+        return float(np.abs(self.a @ x).sum())
+
+    def subgradient(self, x):
+        self.calls += 1
+        g = self.a.T @ np.sign(self.a @ x)
+        if self.calls > self.k:
+            g[0, 0] = np.nan
+        return g
+
+
+@pytest.mark.parametrize("method", ["rssm", "rsm"])
+def test_non_finite_subgradient_stops_with_last_finite_point(method):
+    a = np.random.default_rng(10).standard_normal((30, 8))
+    x0 = stiefel.random_point(8, 6, np.random.default_rng(11))
+    kw = dict(method=method, n_blocks=3, stepsize=0.01, seed=12)
+    res = rssm.minimize(_NaNAfter(a, 6, 5), x0, max_iter=100, **kw)
+    assert res.stop_reason is StopReason.NON_FINITE
+    assert not res.success
+    assert res.n_iter == 5
+    assert np.all(np.isfinite(res.x)) and res.feasibility <= 1e-13
+    assert np.isfinite(res.fun)
+    ref = rssm.minimize(_NaNAfter(a, 6, 10**9), x0, max_iter=5, **kw)
+    np.testing.assert_array_equal(res.x, ref.x)
+    assert "iteration 5" in res.message
+
+
+def test_non_finite_cost_at_start_stops_at_once():
+    class Bad(_NaNAfter):
+        def cost(self, x):
+            return math.inf
+
+    a = np.random.default_rng(10).standard_normal((30, 8))
+    x0 = stiefel.random_point(8, 6, np.random.default_rng(11))
+    res = rssm.minimize(Bad(a, 6, 100), x0, stepsize=0.01, max_iter=10, seed=0)
+    assert res.stop_reason is StopReason.NON_FINITE and res.n_iter == 0
+    np.testing.assert_array_equal(res.x, x0)
+
+
+# --------------------------------------------------------------------------------------
+# bad input (issue 2, section 4)
+# --------------------------------------------------------------------------------------
+
+
+def test_x0_off_manifold_says_how_far(small_dpcp):
+    x0 = small_dpcp.initial_point() * 1.001
+    with pytest.raises(ValueError, match=r"x0 is not on the Stiefel manifold.*2\.001e-03"):
+        rssm.minimize(small_dpcp, x0, max_iter=1)
+    # a looser atol accepts it
+    rssm.minimize(small_dpcp, x0, max_iter=1, atol=1e-2, seed=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,pattern",
+    [
+        (dict(x0=np.eye(20)[:, :15]), ValueError, r"x0 has shape \(20, 15\), expected \(20, 16\)"),
+        (dict(x0=np.eye(20)[:, :16].ravel()), ValueError, "x0 must be 2-D"),
+        (dict(x0=np.full((20, 16), np.nan)), ValueError, "x0 contains 320 NaN"),
+        (dict(x0="eye"), TypeError, "x0 must be a 2-D array"),
+        (dict(n_blocks=1), ValueError, "n_blocks must satisfy 2 <= n_blocks <= p = 16, got 1"),
+        (dict(n_blocks=17), ValueError, "n_blocks must satisfy 2 <= n_blocks <= p = 16, got 17"),
+        (dict(n_blocks=2.5), TypeError, "n_blocks must be an integer"),
+        (dict(method="sgd"), ValueError, r"method must be one of \['rsm', 'rssm'\], got 'sgd'"),
+        (dict(method=None), ValueError, "method must be one of"),
+        (dict(stepsize=0.0), ValueError, "c must be > 0"),
+        (dict(stepsize=-1.0), ValueError, "c must be > 0"),
+        (dict(stepsize=math.nan), ValueError, "c must be finite"),
+        (dict(stepsize=math.inf), ValueError, "c must be finite"),
+        (dict(stepsize="0.1"), TypeError, "stepsize must be a StepSize"),
+        (dict(stepsize=True), TypeError, "stepsize must be a StepSize"),
+        (dict(max_iter=-1), ValueError, "max_iter must be >= 0"),
+        (dict(max_time=0.0), ValueError, "max_time must be > 0"),
+        (dict(max_time=math.nan), ValueError, "max_time must be finite"),
+        (dict(target_error=-1e-3), ValueError, "target_error must be > 0"),
+        (dict(record_every=0), ValueError, "record_every must be >= 1"),
+        (dict(seed=-3), ValueError, "seed must be a non-negative integer"),
+        (dict(seed="abc"), TypeError, "seed must be None"),
+        (dict(selection="random"), ValueError, "selection must be one of"),
+        (dict(partition=[[0, 1, 2]]), ValueError, "at least 2 blocks"),
+        (dict(partition=[[0, 1], [1, 2]]), ValueError, "exactly once"),
+        (dict(callback=3), TypeError, "callback must be callable"),
+        (dict(stop="never"), TypeError, "stop must be a StoppingCriterion"),
+        (dict(atol=0.0), ValueError, "atol must be > 0"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, exc, pattern, small_dpcp):
+    kwargs = {"max_iter": 1, "seed": 0, **kwargs}
+    with pytest.raises(exc, match=pattern):
+        rssm.minimize(small_dpcp, **kwargs)
+
+
+def test_bad_problem_and_missing_defaults(small_dpcp):
+    with pytest.raises(TypeError, match="problem must be an rssm Problem"):
+        rssm.minimize(np.eye(3))
+    a = np.random.default_rng(0).standard_normal((5, 4))
+    no_step = _NaNAfter(a, 2, 10**9)
+    with pytest.raises(ValueError, match="no default step size; pass stepsize="):
+        rssm.minimize(no_step, n_blocks=2, seed=0, max_iter=1)
+    with pytest.raises(ValueError, match="target_error needs a ground truth"):
+        rssm.minimize(no_step, n_blocks=2, stepsize=0.1, seed=0, max_iter=1, target_error=1e-3)
+    one_col = _NaNAfter(a, 1, 10**9)
+    with pytest.raises(ValueError, match="p >= 2"):
+        rssm.minimize(one_col, stepsize=0.1, seed=0, max_iter=1)
+    assert rssm.minimize(one_col, method="rsm", stepsize=0.1, seed=0, max_iter=3).n_iter == 3
+    with pytest.raises(ValueError, match="partition covers 3 columns but the problem has p=16"):
+        rssm.minimize(small_dpcp, partition=Partition([[0], [1, 2]]), max_iter=1)
+
+
+def test_method_name_is_case_insensitive(small_dpcp):
+    res = rssm.minimize(small_dpcp, method="RSM", stepsize=0.01, max_iter=2, seed=0)
+    assert res.method == "rsm" and res.n_blocks == 1 and res.partition is None
+
+
+def test_default_start_is_independent_of_an_instance_drawn_with_the_same_seed():
+    """ODL.synthetic(seed=s) draws X* first from default_rng(s); minimize(seed=s) with no
+    x0 must not draw its Haar start from the same stream (it would start at X*)."""
+    for s in (0, 1, 7):
+        prob = rssm.problems.ODL.synthetic(n=6, seed=s)
+        res = rssm.minimize(prob, seed=s, max_iter=1, stepsize=1e-3)
+        assert res.trace["error"][0] > 0.1, s
