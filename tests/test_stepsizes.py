@@ -1,0 +1,182 @@
+"""Step-size rules (`rssm.stepsizes`): values against the formulas of Section 5, epoch
+semantics, validation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm.stepsizes import (
+    Constant,
+    Geometric,
+    InverseSqrt,
+    PaperSchedule,
+    StepContext,
+    StepSize,
+    as_stepsize,
+)
+
+KS = [0, 1, 2, 5, 10, 50, 100, 1000, 10**4, 10**6]
+
+
+def _paper_gamma(k, delta, a, rho, ell, method):
+    """gamma_k = Delta_k / (sqrt(k+2) log(k+2)), Delta_k = Delta binom(l,2)^(a rho^k - 1)
+    for RSSM and Delta for RSM (Section 5.1 and 5.2)."""
+    dk = delta * math.comb(ell, 2) ** (a * rho**k - 1.0) if method == "rssm" else delta
+    return dk / (math.sqrt(k + 2) * math.log(k + 2))
+
+
+@pytest.mark.parametrize("ell", [2, 3, 5, 10])
+@pytest.mark.parametrize(
+    "preset,params",
+    [(PaperSchedule.dpcp, (0.9, 2.0, 0.991)), (PaperSchedule.odl, (1e-3, 4.0, 0.995))],
+)
+def test_paper_schedule_values(preset, params, ell):
+    rule = preset()
+    assert (rule.delta, rule.a, rule.rho) == params
+    for method in ("rssm", "rsm"):
+        ctx = StepContext(method, ell if method == "rssm" else 1)
+        for k in KS:
+            assert rule(k, ctx) == pytest.approx(_paper_gamma(k, *params, ell, method), rel=1e-13)
+
+
+def test_paper_dpcp_delta_spans_the_caption_range():
+    """Caption of fig-rsr1: Delta_k = 0.9 binom(l,2)^(2 (0.991)^k - 1) lies in [0.02, 40.5]
+    for l = 10, the ends reached at k = 0 and k -> infinity."""
+    rule = PaperSchedule.dpcp()
+    ctx = StepContext("rssm", 10)
+    assert rule.delta_k(0, ctx) == pytest.approx(40.5, rel=1e-14)
+    assert rule.delta_k(10**6, ctx) == pytest.approx(0.02, rel=1e-14)
+    d = np.array([rule.delta_k(k, ctx) for k in range(0, 5000, 7)])
+    assert np.all(np.diff(d[:100]) < 0) and np.all(np.diff(d) <= 0)
+    assert d.max() <= 40.5 * (1 + 1e-14) and d.min() >= 0.02 * (1 - 1e-14)
+    # RSM uses the constant Delta
+    assert (
+        rule.delta_k(0, StepContext("rsm", 1)) == rule.delta_k(10**5, StepContext("rsm", 1)) == 0.9
+    )
+
+
+def test_paper_schedule_without_exponent_is_plain():
+    rule = PaperSchedule(0.5)
+    ctx = StepContext("rssm", 5)
+    assert rule.delta_k(0, ctx) == rule.delta_k(1000, ctx) == 0.5
+    assert rule(0, ctx) == pytest.approx(0.5 / (math.sqrt(2) * math.log(2)), rel=1e-15)
+
+
+@pytest.mark.parametrize("ell", [2, 3, 4, 10])
+def test_geometric_decays_by_beta_per_epoch(ell):
+    """An epoch is l/2 RSSM iterations (each moves about 2/l of the columns) or 1 RSM one."""
+    rule = Geometric(0.2, 0.9)
+    ctx = StepContext("rssm", ell)
+    assert ctx.epoch == ell / 2
+    assert rule(0, ctx) == 0.2
+    for e in range(1, 6):
+        if ell % 2 == 0:  # an integer number of iterations per epoch
+            assert rule(e * ell // 2, ctx) == pytest.approx(0.2 * 0.9**e, rel=1e-14)
+        assert rule(e * ell, ctx) == pytest.approx(0.2 * 0.81**e, rel=1e-14)
+    # between epochs: continuous interpolation, decreasing
+    vals = [rule(k, ctx) for k in range(20)]
+    assert np.all(np.diff(vals) < 0)
+    assert rule(1, ctx) == pytest.approx(0.2 * 0.9 ** (2.0 / ell), rel=1e-14)
+    rsm = StepContext("rsm", 1)
+    assert rsm.epoch == 1.0
+    assert [rule(k, rsm) for k in range(3)] == pytest.approx([0.2, 0.18, 0.162], rel=1e-14)
+    assert Geometric(0.3, 1.0)(10**6, ctx) == 0.3
+
+
+def test_constant_and_inverse_sqrt():
+    ctx = StepContext("rssm", 4)
+    assert [Constant(0.07)(k, ctx) for k in (0, 1, 10**6)] == [0.07] * 3
+    rule = InverseSqrt(0.5)
+    assert [rule(k, ctx) for k in (0, 3, 99)] == pytest.approx([0.5, 0.25, 0.05], rel=1e-15)
+
+
+def test_as_stepsize_accepts_rules_callables_numbers():
+    rule = Geometric(0.1, 0.5)
+    assert as_stepsize(rule) is rule
+    const = as_stepsize(0.25)
+    assert isinstance(const, Constant) and const.c == 0.25
+    assert isinstance(as_stepsize(2), Constant)
+    wrapped = as_stepsize(lambda k, ctx: 1.0 / (k + ctx.n_blocks))
+    assert isinstance(wrapped, StepSize)
+    assert wrapped(3, StepContext("rssm", 5)) == 0.125
+
+
+def test_describe_reports_parameters():
+    d = PaperSchedule.odl().describe()
+    assert d == {"rule": "PaperSchedule", "delta": 1e-3, "a": 4.0, "rho": 0.995}
+    assert Geometric(0.1, 0.5).describe() == {"rule": "Geometric", "mu0": 0.1, "beta": 0.5}
+    assert "mu0=0.1" in repr(Geometric(0.1, 0.5))
+
+
+def test_minimize_uses_the_given_rule(small_dpcp):
+    """A rule that records its calls: k runs 0..max_iter-1 with the solver's context."""
+    seen = []
+
+    def rule(k, ctx):
+        seen.append((k, ctx.method, ctx.n_blocks))
+        return 1e-3
+
+    rssm.minimize(small_dpcp, n_blocks=4, stepsize=rule, max_iter=6, seed=0)
+    assert seen == [(k, "rssm", 4) for k in range(6)]
+    seen.clear()
+    rssm.minimize(small_dpcp, method="rsm", stepsize=rule, max_iter=3, seed=0)
+    assert seen == [(k, "rsm", 1) for k in range(3)]
+    res = rssm.minimize(small_dpcp, n_blocks=4, max_iter=2, seed=0)  # problem's default
+    assert res.stepsize == PaperSchedule.dpcp().describe()
+
+
+# --------------------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make,exc,pattern",
+    [
+        (lambda: PaperSchedule(0.0), ValueError, "delta must be > 0"),
+        (lambda: PaperSchedule(-1.0), ValueError, "delta must be > 0"),
+        (lambda: PaperSchedule(math.nan), ValueError, "delta must be finite"),
+        (lambda: PaperSchedule(math.inf), ValueError, "delta must be finite"),
+        (lambda: PaperSchedule("0.9"), TypeError, "delta must be a real number"),
+        (lambda: PaperSchedule(0.9, a=2.0), ValueError, "both a and rho"),
+        (lambda: PaperSchedule(0.9, rho=0.9), ValueError, "both a and rho"),
+        (lambda: PaperSchedule(0.9, 2.0, 1.5), ValueError, "rho must be <= 1"),
+        (lambda: PaperSchedule(0.9, 2.0, 0.0), ValueError, "rho must be > 0"),
+        (lambda: PaperSchedule(0.9, -1.0, 0.9), ValueError, "a must be >= 0"),
+        (lambda: PaperSchedule(0.9, math.nan, 0.9), ValueError, "a must be finite"),
+        (lambda: Geometric(0.0, 0.5), ValueError, "mu0 must be > 0"),
+        (lambda: Geometric(math.inf, 0.5), ValueError, "mu0 must be finite"),
+        (lambda: Geometric(0.1, 0.0), ValueError, "beta must be > 0"),
+        (lambda: Geometric(0.1, 1.01), ValueError, "beta must be <= 1"),
+        (lambda: Geometric(0.1, math.nan), ValueError, "beta must be finite"),
+        (lambda: Constant(0), ValueError, "c must be > 0"),
+        (lambda: Constant(-0.1), ValueError, "c must be > 0"),
+        (lambda: Constant(math.nan), ValueError, "c must be finite"),
+        (lambda: Constant(True), TypeError, "c must be a real number"),
+        (lambda: InverseSqrt(-1.0), ValueError, "c must be > 0"),
+        (lambda: InverseSqrt(None), TypeError, "c must be a real number"),
+        (lambda: as_stepsize("fast"), TypeError, "stepsize must be a StepSize"),
+        (lambda: as_stepsize(None), TypeError, "stepsize must be a StepSize"),
+    ],
+)
+def test_invalid_parameters_are_named(make, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        make()
+
+
+@pytest.mark.parametrize("bad", [0.0, -1e-3, math.nan, math.inf, "0.1", None])
+def test_a_callable_returning_a_bad_step_is_caught(bad, small_dpcp):
+    """A user rule returning a non-positive or non-finite step stops the run with a
+    ValueError naming the step size, never a silent NaN run."""
+    with pytest.raises(ValueError, match=r"stepsize returned gamma_3 = .*finite number > 0"):
+        rssm.minimize(
+            small_dpcp,
+            n_blocks=2,
+            stepsize=lambda k, ctx: 1e-3 if k < 3 else bad,
+            max_iter=10,
+            seed=0,
+        )
