@@ -111,8 +111,9 @@ class L1Procrustes(CompositeProblem):
         return float(np.linalg.norm(x - self.x_true))
 
     def initial_point(self, rng=None) -> np.ndarray:
-        """The least-squares Procrustes solution polar(A^T B) (deterministic; ``rng`` is
-        ignored). Gross errors pull it away from X*; RSSM then corrects it."""
+        """polar(A^T B) (deterministic; ``rng`` is ignored): the least-squares Procrustes
+        solution when A^T A is a multiple of I, and near it for a tall Gaussian A. Gross
+        errors pull it further from X*; RSSM then corrects it."""
         return stiefel.polar(self.yt @ self.bt.T)
 
     def default_stepsize(self):
