@@ -10,6 +10,7 @@ n x n matrix.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import lapack as _lapack
 
 from rssm._validation import check_generator
 
@@ -51,7 +52,9 @@ def tangent_projection(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
     return xi - x @ sym(x.T @ xi)
 
 
-def block_tangent_projection(x: np.ndarray, cols: np.ndarray | slice, xi_c: np.ndarray) -> np.ndarray:
+def block_tangent_projection(
+    x: np.ndarray, cols: np.ndarray | slice, xi_c: np.ndarray
+) -> np.ndarray:
     """Project ``xi_c`` onto the tangent space of the submanifold block M_{X_{-C}} at X_C.
 
     P(xi_C) = X_C skew(X_C^T xi_C) + (I - X X^T) xi_C  (formula before Algorithm
@@ -98,15 +101,84 @@ def polar(xi: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (n, k)
     """
-    gram = xi.T @ xi
-    w, v = np.linalg.eigh(gram)
-    if w[0] > _GRAM_MIN_RATIO * w[-1] and w[0] > 0.0:
-        return xi @ ((v / np.sqrt(w)) @ v.T)
+    q = _polar_gram(xi)
+    if q is not None:
+        return q
     u, _, vt = np.linalg.svd(xi, full_matrices=False)
     return u @ vt
 
 
-def project_submanifold_block(x: np.ndarray, cols: np.ndarray | slice, big_xi: np.ndarray) -> np.ndarray:
+def _eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigen-decomposition of a small symmetric matrix (LAPACK dsyevd, read from the
+    lower triangle); ascending eigenvalues. Calls LAPACK directly: for k <= 100 the
+    wrapper overhead of `numpy.linalg.eigh` is a visible part of an RSSM step."""
+    w, v, info = _lapack.dsyevd(a, compute_v=1, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dsyevd failed (info={info})")
+    return w, v
+
+
+def _polar_gram(xi: np.ndarray) -> np.ndarray | None:
+    """Polar factor of ``xi`` by the Gram route, Q = Xi V diag(w)^{-1/2} V^T with
+    Xi^T Xi = V diag(w) V^T; None when the Gram matrix is too ill conditioned for it
+    (smallest / largest eigenvalue <= `_GRAM_MIN_RATIO`, or not finite), in which case
+    the caller falls back to a thin SVD."""
+    gram = xi.T @ xi
+    if not np.isfinite(gram).all():
+        return None
+    w, v = _eigh(gram)
+    if not (w[0] > _GRAM_MIN_RATIO * w[-1] and w[0] > 0.0):
+        return None
+    vs = v / np.sqrt(w)
+    return xi @ (vs @ v.T)
+
+
+def _submanifold_step(
+    x: np.ndarray, sel: np.ndarray | slice, g: np.ndarray, gamma: float
+) -> np.ndarray:
+    """One RSSM update of the columns C (line 3 of Algorithm ``alg-RSSM``), fused.
+
+    Returns P_{M_{X_-C}}(X_C - gamma * P(G_C)) where P(G_C) is the partial Riemannian
+    subgradient (eq. ``eq-partialRiemsubgrad``) computed by the four steps of
+    Prop. ``prop-periteration``, and the projection is the general form of
+    Lemma ``lem-projsubmfdblk``, polar((I - X_{-C} X_{-C}^T) Xi) (eq. ``eq-projsubmfdblk``).
+    The same arithmetic as `block_tangent_projection` followed by
+    `project_submanifold_block`, with fewer temporaries. ``x`` is not modified.
+
+    Cost: 8 n p c (four n x p x c products) + 4 n c + 4 n c^2 + O(c^3) flops.
+    """
+    y = x.T @ g                          # Y = X^T G_C                (p x c)
+    yc = y[sel]
+    y[sel] = 0.5 * (yc + yc.T)           # Y[C] <- sym(Y[C])
+    xi = x @ y                           # X Y                        (n x c)
+    xi -= g                              # -P(G_C) = X Y - G_C
+    xi *= gamma
+    xi += x[:, sel]                      # Xi = X_C - gamma P(G_C)
+    w = x.T @ xi                         # W = X^T Xi, W[C] = 0: X W = X_{-C} X_{-C}^T Xi
+    w[sel] = 0.0
+    xi -= x @ w
+    return polar(xi)
+
+
+def _full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
+    """One RSM update, polar(X - gamma P_T(G)) (eqs. ``eq-Rsubdiff``, ``eq-polarretr``),
+    with fewer temporaries than `tangent_projection` + `retract`. ``x`` is not modified.
+
+    Cost: 4 n p^2 + 4 n p + 4 n p^2 + O(p^3) flops.
+    """
+    y = x.T @ g
+    ys = y + y.T                         # 2 sym(X^T G)
+    xi = x @ ys
+    xi *= 0.5                            # X sym(X^T G)
+    xi -= g                              # -P_T(G)
+    xi *= gamma
+    xi += x                              # X - gamma P_T(G)
+    return polar(xi)
+
+
+def project_submanifold_block(
+    x: np.ndarray, cols: np.ndarray | slice, big_xi: np.ndarray
+) -> np.ndarray:
     """Project ``big_xi`` (n x c) onto the submanifold block M_{X_{-C}}.
 
     Lemma ``lem-projsubmfdblk``: P(Xi) = polar((I - X_{-C} X_{-C}^T) Xi). We use this

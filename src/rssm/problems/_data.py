@@ -24,7 +24,9 @@ class DataOracle(Oracle, abc.ABC):
     and may extend `_after_update`.
     """
 
-    def __init__(self, problem: Problem, x: np.ndarray, partition: Partition | None, yt: np.ndarray):
+    def __init__(
+        self, problem: Problem, x: np.ndarray, partition: Partition | None, yt: np.ndarray
+    ):
         super().__init__(problem, x, partition)
         self.yt = yt  # n x m, C order
         n, m = yt.shape
@@ -45,9 +47,20 @@ class DataOracle(Oracle, abc.ABC):
     def update(self, cols: ColumnSet | None) -> None:
         if cols is None:
             np.matmul(self.x.T, self.yt, out=self.zt)
+        elif len(cols.runs) == 1:
+            self._recompute_rows(cols.runs[0])
         else:
+            # Several runs (a pair of non-adjacent blocks): one GEMM over all of C into the
+            # scratch rows of the weight buffer, then row copies. One GEMM streams Yt once;
+            # one GEMM per run would stream (and pack) it once per run.
+            c = cols.size
+            buf = self._w[:c]
+            np.matmul(self.x[:, cols.index].T, self.yt, out=buf)
+            off = 0
             for run in cols.runs:
-                self._recompute_rows(run)
+                k = run.stop - run.start
+                self.zt[run] = buf[off : off + k]
+                off += k
         self._after_update(cols)
 
     def _after_update(self, cols: ColumnSet | None) -> None:

@@ -19,15 +19,14 @@ class RSMSolver(Solver):
         x = self.x
         n, p = x.shape
         g = self.oracle.subgradient()
-        r = stiefel.tangent_projection(x, g)
-        new = stiefel.polar(x - gamma * r)
+        new = stiefel._full_step(x, g, gamma)    # polar(X - gamma P_T(G)), fused
         _commit_check(new)
         x[...] = new
         self.oracle.update(None)
         return (
             self.oracle.flops_subgradient()
-            + 4.0 * n * p * p
-            + 2.0 * n * p
+            + 4.0 * n * p * p      # X^T G, X sym(.)
+            + 4.0 * n * p          # 0.5 *, - G, gamma *, + X
             + polar_flops(n, p)
             + self.oracle.flops_update(p)
         )

@@ -26,15 +26,16 @@ class RSSMSolver(Solver):
         sel = cols.selector
         c = cols.size
         g = self.oracle.partial_subgradient(cols)                 # n x c, Prop. prop-structural
-        r = stiefel.block_tangent_projection(x, sel, g)            # eq. eq-partialRiemsubgrad
-        new = stiefel.project_submanifold_block(x, sel, x[:, sel] - gamma * r)  # eq. eq-projsubmfdblk
+        # eq. eq-partialRiemsubgrad then eq. eq-projsubmfdblk (general form of
+        # Lemma lem-projsubmfdblk), fused: see rssm.stiefel._submanifold_step.
+        new = stiefel._submanifold_step(x, sel, g, gamma)
         _commit_check(new)
         x[:, sel] = new
         self.oracle.update(cols)
         return (
             self.oracle.flops_partial(c)
             + 8.0 * n * p * c      # X^T G, X Y (tangent); X^T Xi, X W (block projection)
-            + 3.0 * n * c          # X_C - gamma R, Xi - X W
+            + 4.0 * n * c + c * c  # X Y - G, gamma *, + X_C, Xi - X W; sym(Y[C])
             + polar_flops(n, c)
             + self.oracle.flops_update(c)
         )
