@@ -1,0 +1,172 @@
+"""Block-pair selection rules (remark after Algorithm ``alg-RSSM``) and user partitions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy.stats import chi2
+
+import rssm
+from rssm.blocks import (
+    SELECTION_RULES,
+    CyclicPairs,
+    PairSelector,
+    Partition,
+    ShuffledPairs,
+    UniformPairs,
+    make_selector,
+)
+from rssm.problems import DPCP, L1Procrustes
+
+
+def _draw(selector: PairSelector, ell: int, k: int, seed: int = 0) -> list[tuple[int, int]]:
+    selector.bind(ell, np.random.default_rng(seed))
+    return [selector.next_pair() for _ in range(k)]
+
+
+def _chi_square(pairs: list[tuple[int, int]], ell: int) -> float:
+    counts = Counter(pairs)
+    obs = np.array([counts[p] for p in combinations(range(ell), 2)], dtype=float)
+    expected = len(pairs) / obs.size
+    return float(np.sum((obs - expected) ** 2) / expected)
+
+
+@pytest.mark.parametrize("rule", sorted(SELECTION_RULES))
+@pytest.mark.parametrize("ell", [2, 3, 5, 8])
+def test_every_rule_visits_every_pair(rule, ell):
+    n_pairs = ell * (ell - 1) // 2
+    # cyclic and shuffled visit all pairs within one epoch; uniform within 40 epochs
+    # (the chance of missing one of <= 28 pairs in 40 * 28 draws is below 1e-15).
+    k = n_pairs if rule != "uniform" else 40 * n_pairs
+    pairs = _draw(make_selector(rule), ell, k)
+    assert set(pairs) == set(combinations(range(ell), 2))
+    assert all(isinstance(i, int) and isinstance(j, int) and 0 <= i < j < ell for i, j in pairs)
+
+
+def test_cyclic_is_lexicographic_and_periodic():
+    pairs = _draw(CyclicPairs(), 4, 13)
+    lex = list(combinations(range(4), 2))
+    assert pairs == lex + lex + lex[:1]
+
+
+def test_shuffled_is_a_fresh_permutation_each_epoch():
+    ell, n_pairs = 6, 15
+    pairs = _draw(ShuffledPairs(), ell, 4 * n_pairs, seed=3)
+    epochs = [pairs[e * n_pairs : (e + 1) * n_pairs] for e in range(4)]
+    for ep in epochs:
+        assert sorted(ep) == list(combinations(range(ell), 2))  # each pair once per epoch
+    assert len({tuple(ep) for ep in epochs}) == 4  # and the orders differ
+
+
+@pytest.mark.parametrize("ell", [5, 8])
+def test_uniform_sampling_is_uniform_chi_square(ell):
+    """Pearson's chi-square over the binom(l, 2) pairs, 1e5 draws, seed 0.
+
+    Under uniformity the statistic is chi-square with binom(l, 2) - 1 degrees of freedom;
+    we require it below the 0.999 quantile (27.9 for l = 5, 55.5 for l = 8).
+    """
+    n_pairs = ell * (ell - 1) // 2
+    pairs = _draw(UniformPairs(), ell, 100_000, seed=0)
+    stat = _chi_square(pairs, ell)
+    assert stat < chi2.ppf(0.999, n_pairs - 1)
+    # Each pair's frequency is within 5 standard deviations of 1/binom(l, 2).
+    q = 1.0 / n_pairs
+    freq = np.array([Counter(pairs)[p] for p in combinations(range(ell), 2)]) / 1e5
+    assert np.max(np.abs(freq - q)) < 5 * np.sqrt(q * (1 - q) / 1e5)
+
+
+def test_chi_square_check_detects_a_biased_rule():
+    """The uniformity check above can fail: a rule that favours pair (0, 1) by 5% fails it."""
+
+    class Biased(UniformPairs):
+        def next_pair(self):
+            if self.rng.random() < 0.05:
+                return 0, 1
+            return super().next_pair()
+
+    pairs = _draw(Biased(), 5, 100_000, seed=0)
+    assert _chi_square(pairs, 5) > chi2.ppf(0.999, 9)
+
+
+def test_uniform_sequence_depends_only_on_seed():
+    a = _draw(UniformPairs(), 6, 3000, seed=42)
+    b = _draw(UniformPairs(), 6, 3000, seed=42)
+    c = _draw(UniformPairs(), 6, 3000, seed=43)
+    assert a == b and a != c
+
+
+def test_make_selector_by_name_or_object():
+    for name, cls in SELECTION_RULES.items():
+        sel = make_selector(name)
+        assert type(sel) is cls and sel.name == name
+    mine = CyclicPairs()
+    assert make_selector(mine) is mine
+    with pytest.raises(ValueError, match=r"one of \['cyclic', 'shuffled', 'uniform'\]"):
+        make_selector("random")
+    with pytest.raises(ValueError, match="selection must be one of"):
+        make_selector(3)
+
+
+@pytest.mark.parametrize("rule", sorted(SELECTION_RULES))
+def test_rule_is_recorded_in_result(rule, small_dpcp):
+    res = rssm.minimize(small_dpcp, n_blocks=4, selection=rule, max_iter=20, seed=0)
+    assert res.selection == rule
+    assert f"({rule})" in repr(res)
+    rsm = rssm.minimize(small_dpcp, method="rsm", max_iter=2, seed=0)
+    assert rsm.selection is None
+
+
+def test_custom_selector_object_is_used_and_recorded():
+    class Only01(PairSelector):
+        name = "only01"
+
+        def next_pair(self):
+            return 0, 1
+
+    prob = L1Procrustes.synthetic(m=100, n=10, p=6, seed=1)
+    x0 = prob.initial_point()
+    part = [[0, 1], [2, 3], [4, 5]]
+    res = rssm.minimize(prob, x0, partition=part, selection=Only01(), max_iter=30, seed=0)
+    assert res.selection == "only01"
+    np.testing.assert_array_equal(res.x[:, 4:], x0[:, 4:])  # blocks never drawn: untouched
+    assert np.any(res.x[:, :4] != x0[:, :4])
+
+
+@pytest.mark.parametrize("rule", sorted(SELECTION_RULES))
+def test_unequal_user_partition_end_to_end(rule):
+    """Blocks of sizes 1, 2, 3 and 4, interleaved, reach the planted solution."""
+    prob = L1Procrustes.synthetic(m=200, n=20, p=10, seed=2)
+    blocks = [[7], [0, 9], [1, 4, 8], [2, 3, 5, 6]]
+    res = rssm.minimize(prob, partition=blocks, selection=rule, max_iter=3000, seed=3)
+    assert res.n_blocks == 4 and res.selection == rule
+    assert [b.tolist() for b in res.partition] == blocks
+    assert res.error < 1e-10
+    assert res.feasibility < 1e-13
+
+
+def test_unequal_user_partition_dpcp(small_dpcp):
+    """DPCP (whose oracle keeps per-block statistics) with blocks of sizes 2, 3, 5, 6."""
+    p = small_dpcp.p
+    perm = np.random.default_rng(5).permutation(p)
+    blocks = [perm[:2], perm[2:5], perm[5:10], perm[10:]]
+    part = Partition(blocks, p)
+    uniform = rssm.minimize(small_dpcp, n_blocks=4, max_iter=3000, seed=6)
+    res = rssm.minimize(small_dpcp, partition=part, max_iter=3000, seed=6)
+    # The paper's schedule converges sublinearly: 5.4e-5 after 3000 steps with l = 4 equal
+    # blocks; the unequal partition must do about as well.
+    assert res.trace["error"][0] > 1e-2
+    assert res.error < 2e-4 and res.error < 3 * uniform.error
+    assert res.fun == pytest.approx(small_dpcp.cost(res.x), rel=1e-12)  # cache stays exact
+
+
+def test_partition_validation():
+    with pytest.raises(ValueError, match="every column 0..3 exactly once"):
+        Partition([[0, 1], [1, 2, 3]], 4)
+    with pytest.raises(ValueError, match="block 1 is empty"):
+        Partition([[0, 1], []])
+    with pytest.raises(ValueError, match="every column 0..15 exactly once; got 3 indices"):
+        rssm.minimize(DPCP.synthetic(n=20, d=4, n_inliers=10, n_outliers=10, seed=0),
+                      partition=[[0], [1, 2]], stepsize=0.1, max_iter=1)
