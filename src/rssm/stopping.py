@@ -150,20 +150,25 @@ class CallbackStop(StoppingCriterion):
 
 
 class AnyOf(StoppingCriterion):
-    """Stop when any member fires; the reason is the first member's that fired."""
+    """Stop when any member fires; the reason is the first member's that fired.
+
+    Every member is asked, even after one has fired, so that a callback sees every
+    recording point, including the one where an iteration limit stops the run.
+    """
 
     def __init__(self, *criteria: StoppingCriterion):
         self.criteria = criteria
         self.needs_record = any(c.needs_record for c in criteria)
 
     def check(self, progress: Progress) -> StopReason | None:
+        reason = None
         for c in self.criteria:
             if c.needs_record and progress.cost is None:
                 continue
             r = c.check(progress)
-            if r is not None:
-                return r
-        return None
+            if reason is None:
+                reason = r
+        return reason
 
     def __repr__(self) -> str:
         return " | ".join(map(repr, self.criteria))
