@@ -405,3 +405,27 @@ def test_averaging_commutes_with_each_lifted_block_projection(seed, n, p, ell):
             x, part, _lift(stiefel.block_tangent_projection(x, cs.selector, xi[:, idx]), idx, p)
         )
         np.testing.assert_allclose(left, right, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed,n,p,ell", [c for c in AVG_CASES if c[3] >= 3])
+def test_partial_subgradients_are_unbiased_in_the_averaging_metric(seed, n, p, ell):
+    """lem-cindep with the explicit matrix of A_X: for uniform {i,j} and R_ij the lifted
+    partial Riemannian subgradient, E <R_ij, eta>_{A^-1} = <P_T(G), eta> and
+    E ||R_ij||^2_{A^-1} = ||P_T(G)||^2 (eq-cindepInnerProduct, eq-cindepNorm2)."""
+    r = np.random.default_rng(5000 + seed)
+    x = stiefel.random_point(n, p, r)
+    part = _random_partition(p, ell, r)
+    g, eta = r.standard_normal((n, p)), r.standard_normal((n, p))
+    a_inv = np.linalg.inv(_averaging_matrix(x, part))
+    inner, norm2 = 0.0, 0.0
+    for i, j in _pairs(part):
+        cs = part.columns(i, j)
+        rij = _lift(stiefel.block_tangent_projection(x, cs.selector, g[:, cs.index]), cs.index, p)
+        w = (a_inv @ rij.ravel()).reshape(n, p)
+        inner += np.sum(w * eta)
+        norm2 += np.sum(w * rij)
+    inner /= math.comb(ell, 2)
+    norm2 /= math.comb(ell, 2)
+    rg = stiefel.tangent_projection(x, g)
+    assert inner == pytest.approx(np.sum(rg * eta), rel=1e-11)
+    assert norm2 == pytest.approx(np.sum(rg * rg), rel=1e-11)
