@@ -24,8 +24,14 @@ def as_float_matrix(
     shape: tuple[int | None, int | None] | None = None,
     allow_empty: bool = False,
     copy: bool = False,
+    finite: bool = True,
 ) -> np.ndarray:
-    """Convert ``value`` to a finite 2-D float64 array or raise a clear error."""
+    """Convert ``value`` to a 2-D float64 array or raise a clear error.
+
+    Real dtypes (int, unsigned, float of any width) are converted to float64; complex,
+    bool, object and string arrays raise ``TypeError``. With ``finite`` (the default) NaN
+    or infinite entries raise ``ValueError``.
+    """
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be a 2-D array of real numbers, got {type(value).__name__}")
     try:
@@ -54,9 +60,11 @@ def as_float_matrix(
     out = np.array(arr, dtype=np.float64, copy=True, order="C") if copy else np.ascontiguousarray(
         arr, dtype=np.float64
     )
-    if not np.all(np.isfinite(out)):
+    if finite and not np.all(np.isfinite(out)):
         bad = int(np.size(out) - np.count_nonzero(np.isfinite(out)))
-        raise ValueError(f"{name} contains {bad} NaN or infinite entries; all entries must be finite")
+        raise ValueError(
+            f"{name} contains {bad} NaN or infinite entries; all entries must be finite"
+        )
     return out
 
 
@@ -75,8 +83,14 @@ def as_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | 
     return value
 
 
-def as_positive_float(value: Any, name: str, *, allow_zero: bool = False, upper: float | None = None,
-                      upper_inclusive: bool = True) -> float:
+def as_positive_float(
+    value: Any,
+    name: str,
+    *,
+    allow_zero: bool = False,
+    upper: float | None = None,
+    upper_inclusive: bool = True,
+) -> float:
     """Check that ``value`` is a finite real number > 0 (or >= 0), optionally bounded."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")

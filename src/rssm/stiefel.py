@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack as _lapack
 
-from rssm._validation import check_generator
+from rssm._validation import as_float_matrix, as_positive_float, check_generator
 
 __all__ = [
     "sym",
@@ -222,8 +222,15 @@ def random_point(n: int, p: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def feasibility(x: np.ndarray) -> float:
-    """Return ||X^T X - I||_max, the largest entrywise deviation from orthonormality."""
-    x = np.asarray(x, dtype=np.float64)
+    """Return ||X^T X - I||_max, the largest entrywise deviation from orthonormality.
+
+    ``x`` is any 2-D real array (converted to float64); NaN or Inf entries give NaN or
+    Inf. Raises ``TypeError``/``ValueError`` naming ``x`` for other input.
+    """
+    return _feasibility(as_float_matrix(x, "x", allow_empty=True, finite=False))
+
+
+def _feasibility(x: np.ndarray) -> float:
     g = x.T @ x
     g[np.diag_indices_from(g)] -= 1.0
     return float(np.max(np.abs(g))) if g.size else 0.0
@@ -233,9 +240,12 @@ def check_point(x: np.ndarray, atol: float = 1e-8, name: str = "x") -> None:
     """Raise ``ValueError`` saying how far ``x`` is from St(n, p) if it is off by > ``atol``.
 
     The message reports ||X^T X - I||_max and the tolerance, and suggests
-    `rssm.stiefel.polar` to project a nearby matrix onto the manifold.
+    `rssm.stiefel.polar` to project a nearby matrix onto the manifold. ``x`` must be a
+    2-D real array (else ``TypeError``/``ValueError`` naming ``name``) and ``atol`` a
+    finite number > 0.
     """
-    dev = feasibility(x)
+    atol = as_positive_float(atol, "atol")
+    dev = _feasibility(as_float_matrix(x, name, allow_empty=True, finite=False))
     if not np.isfinite(dev) or dev > atol:
         raise ValueError(
             f"{name} is not on the Stiefel manifold: ||{name}^T {name} - I||_max = {dev:.3e} "

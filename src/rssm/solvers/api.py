@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from rssm._validation import as_int, as_positive_float, make_rng
-from rssm.blocks import Partition, PairSelector, make_selector
+from rssm.blocks import PairSelector, Partition, make_selector
 from rssm.problem import Problem
 from rssm.solvers.base import run
 from rssm.solvers.rsm import RSMSolver
@@ -104,7 +106,8 @@ def minimize(
     """
     if not isinstance(problem, Problem):
         raise TypeError(
-            f"problem must be an rssm Problem (e.g. rssm.problems.DPCP), got {type(problem).__name__}"
+            "problem must be an rssm Problem (e.g. rssm.problems.DPCP), "
+            f"got {type(problem).__name__}"
         )
     if not isinstance(method, str) or method.lower() not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
@@ -133,7 +136,9 @@ def minimize(
         else:
             nb = as_int(n_blocks, "n_blocks")
             if p < 2:
-                raise ValueError(f"RSSM needs p >= 2 columns to form 2 blocks, got p={p}; use method='rsm'")
+                raise ValueError(
+                    f"RSSM needs p >= 2 columns to form 2 blocks, got p={p}; use method='rsm'"
+                )
             if not 2 <= nb <= p:
                 raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p}, got {nb}")
             part = Partition.uniform(p, nb)
@@ -147,7 +152,7 @@ def minimize(
                 f"{type(problem).__name__} has no default step size; pass stepsize= "
                 "(e.g. rssm.stepsizes.InverseSqrt(0.1) or a positive number)"
             )
-    rule = as_stepsize(stepsize)
+    rule = _check_stepsize(stepsize)
 
     criteria: list[StoppingCriterion] = []
     if max_iter is not None:
@@ -183,3 +188,28 @@ def minimize(
         seed=seed if not isinstance(seed, np.random.Generator) else "Generator",
         selection=sel_name,
     )
+
+
+def _check_stepsize(stepsize: Any) -> StepSize:
+    """`as_stepsize` with messages that name ``stepsize``; numpy scalars count as numbers
+    and a plain callable must accept the two arguments (k, ctx)."""
+    if isinstance(stepsize, numbers.Real) and not isinstance(stepsize, (bool, np.bool_)):
+        stepsize = float(stepsize)
+    elif callable(stepsize) and not isinstance(stepsize, StepSize):
+        try:
+            sig = inspect.signature(stepsize)
+        except (TypeError, ValueError):  # some builtins have no signature: call them as is
+            sig = None
+        if sig is not None:
+            try:
+                sig.bind(0, None)
+            except TypeError:
+                raise TypeError(
+                    f"stepsize must be called as stepsize(k, ctx) (iteration k and a "
+                    f"rssm.stepsizes.StepContext), but {getattr(stepsize, '__name__', 'it')}"
+                    f"{sig} does not accept two positional arguments"
+                ) from None
+    try:
+        return as_stepsize(stepsize)
+    except ValueError as exc:
+        raise ValueError(f"stepsize: {exc} (a number is the constant step size c)") from None

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm.blocks import Partition, PairSelector
+from rssm.blocks import PairSelector, Partition
 from rssm.problem import Oracle, Problem
 from rssm.stepsizes import StepContext, StepSize
 from rssm.stopping import Progress, StoppingCriterion, StopReason
@@ -110,7 +110,9 @@ def run(
             if not (isinstance(gamma, float) or isinstance(gamma, (int, np.floating))) or not (
                 math.isfinite(gamma) and gamma > 0
             ):
-                raise ValueError(f"stepsize returned gamma_{k} = {gamma!r}; it must be a finite number > 0")
+                raise ValueError(
+                    f"stepsize returned gamma_{k} = {gamma!r}; it must be a finite number > 0"
+                )
             try:
                 f = solver.step(float(gamma))
             except (NonFiniteStep, np.linalg.LinAlgError) as exc:
