@@ -1,0 +1,7 @@
+"""``python -m rssm``: the same as the ``rssm`` command."""
+
+import sys
+
+from rssm.cli import main
+
+sys.exit(main())

@@ -1,0 +1,512 @@
+"""The ``rssm`` command: ``reproduce`` the paper's experiments, ``plot`` saved results,
+``solve`` one built-in problem.
+
+Bad options print one line ``rssm: error: ...`` naming the option and what is allowed and
+exit with status 2; so do ValueError/TypeError raised by the library on bad values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import shlex
+import sys
+import time
+import types
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["main", "build_parser"]
+
+_EXAMPLES = """\
+examples:
+  rssm reproduce all --quick --out rssm-results     # the whole pipeline, ~1 minute
+  rssm reproduce dpcp --seeds 5 --tuned --out runs  # full DPCP figure and tuned part
+  rssm plot runs/results.csv                        # redraw figures from saved data
+  rssm solve dpcp --method rssm --blocks 5 --max-iter 2000 --out trace.csv
+"""
+
+
+class UsageError(Exception):
+    """Bad command-line usage; becomes ``rssm: error: ...`` and exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line and carry no usage block."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        raise UsageError(message)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Appends ``(default: X)`` to each option's help unless the help already names its
+    default or X is None."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text or action.default is None or action.default is argparse.SUPPRESS
+                or action.option_strings == [] or isinstance(action.default, bool)):
+            return text
+        return text + " (default: %(default)s)"
+
+
+
+# -- rssm solve: options from the problem registry ------------------------------------------
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return value
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _int_parser(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _float_parser(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _bool_parser(text: str) -> bool:
+    low = text.lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _param_type(param: inspect.Parameter):
+    """A parser for a ``synthetic`` keyword from its annotation or default."""
+    ann = param.annotation
+    if isinstance(ann, str):
+        names = {part.strip() for part in ann.split("|")}
+    elif ann is inspect.Parameter.empty:
+        names = set()
+    else:
+        args = typing.get_args(ann) if isinstance(ann, types.UnionType) or typing.get_origin(
+            ann) is typing.Union else (ann,)
+        names = {getattr(a, "__name__", str(a)) for a in args}
+    default = param.default
+    if "bool" in names or isinstance(default, bool):
+        return _bool_parser, "bool"
+    if "int" in names and "float" not in names or (
+            not names and isinstance(default, int)):
+        return _int_parser, "int"
+    if "float" in names or isinstance(default, float):
+        return _float_parser, "float"
+    if "str" in names or isinstance(default, str):
+        return str, "str"
+    return _number, "number"
+
+
+def problem_options(cls) -> list[tuple[str, inspect.Parameter]]:
+    """Keyword parameters of ``cls.synthetic`` other than ``seed``, as (option, parameter)."""
+    sig = inspect.signature(cls.synthetic)
+    out = []
+    for name, param in sig.parameters.items():
+        if name in ("seed", "cls", "self") or param.kind in (
+                inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        out.append(("--" + name.replace("_", "-"), param))
+    return out
+
+
+def _first_line(doc: str | None) -> str:
+    if not doc:
+        return ""
+    return inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ")
+
+
+_STEP_PARAMS = {
+    "paper": ("delta", "a", "rho"),
+    "geometric": ("mu0", "beta"),
+    "constant": ("c",),
+    "invsqrt": ("c",),
+}
+
+
+def _add_solve_common(p: argparse.ArgumentParser) -> None:
+    from rssm.blocks import SELECTION_RULES
+    from rssm.solvers import METHODS
+
+    g = p.add_argument_group("method")
+    g.add_argument("--method", choices=sorted(METHODS), default="rssm",
+                   help="RSSM (Algorithm alg-RSSM) or the Riemannian subgradient method")
+    g.add_argument("--blocks", type=_positive_int, default=5,
+                   help="RSSM's number of column blocks l (2 <= l <= p; ignored by RSM)")
+    g.add_argument("--selection", choices=sorted(SELECTION_RULES), default="uniform",
+                   help="block-pair rule of RSSM (uniform is the paper's)")
+    s = p.add_argument_group("step size")
+    s.add_argument("--stepsize", choices=list(_STEP_PARAMS), default="paper",
+                   help="paper: Delta_k/(sqrt(k+2) log(k+2)) with Delta_k = delta "
+                        "binom(l,2)^(a rho^k - 1) for RSSM, delta for RSM; geometric: "
+                        "mu0 beta^(k/epoch); constant: c; invsqrt: c/sqrt(k+1)")
+    s.add_argument("--delta", type=_positive_float, default=None,
+                   help="paper: Delta (default: the problem's, e.g. 0.9 for dpcp, 1e-3 for odl)")
+    s.add_argument("--a", type=_positive_float, default=None,
+                   help="paper: exponent a (default: the problem's)")
+    s.add_argument("--rho", type=_positive_float, default=None,
+                   help="paper: decay rho in (0, 1] (default: the problem's)")
+    s.add_argument("--mu0", type=_positive_float, default=None,
+                   help="geometric: initial step (required with geometric)")
+    s.add_argument("--beta", type=_positive_float, default=None,
+                   help="geometric: decay per epoch, in (0, 1] (required with geometric)")
+    s.add_argument("--c", type=_positive_float, default=None,
+                   help="constant / invsqrt: c (required with these)")
+    b = p.add_argument_group("budget and output")
+    b.add_argument("--max-iter", type=_nonneg_int, default=None,
+                   help="iteration limit (default: 1000 when no limit at all is given)")
+    b.add_argument("--max-time", type=_positive_float, default=None,
+                   help="solver-time limit in seconds (default: none)")
+    b.add_argument("--target-error", type=_positive_float, default=None,
+                   help="stop once the ground-truth error is at most this (default: none)")
+    b.add_argument("--seed", type=_nonneg_int, default=0,
+                   help="seed of the data (synthetic), the start (independent stream) "
+                        "and the block selection")
+    b.add_argument("--record-every", type=_positive_int, default=None,
+                   help="record the trace every this many iterations "
+                        "(default: max_iter // 200, or 10)")
+    b.add_argument("--out", default=None, metavar="FILE",
+                   help="write the trace to FILE (.csv: one row per recorded point; "
+                        ".json: settings, summary and trace; default: not written)")
+
+
+def _build_solve(sub) -> None:
+    from rssm.problems import REGISTRY
+
+    solve = sub.add_parser(
+        "solve", help="one run on a built-in problem", formatter_class=_Formatter,
+        description="Run RSSM or RSM once on a synthetic instance of a built-in problem, "
+                    "print a summary table and optionally save the trace. Each problem "
+                    "takes its own size options: see `rssm solve PROBLEM --help`.")
+    probs = solve.add_subparsers(dest="problem", metavar="PROBLEM", parser_class=_Parser)
+    probs.required = True
+    for name, cls in REGISTRY.items():
+        pp = probs.add_parser(name, help=_first_line(cls.__doc__), formatter_class=_Formatter,
+                              description=_first_line(cls.synthetic.__doc__))
+        g = pp.add_argument_group(f"{name} instance (arguments of {cls.__name__}.synthetic)")
+        for opt, param in problem_options(cls):
+            parser, kind = _param_type(param)
+            default = None if param.default is inspect.Parameter.empty else param.default
+            g.add_argument(opt, type=parser, default=default, dest=f"syn_{param.name}",
+                           metavar=kind.upper(),
+                           help=f"{param.name} of {cls.__name__}.synthetic" + (
+                               " (default: the problem's own rule)"
+                               if default is None else ""))
+        _add_solve_common(pp)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rssm`` argument parser."""
+    from rssm import __version__
+    from rssm.experiments.configs import PROBLEMS
+
+    parser = _Parser(
+        prog="rssm", formatter_class=_Formatter, epilog=_EXAMPLES,
+        description="Randomized Submanifold Subgradient Method (RSSM) on the Stiefel manifold: "
+                    "reproduce the paper's experiments, redraw their figures, or solve one "
+                    "built-in problem.")
+    parser.add_argument("--version", action="version", version=f"rssm {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    rep = sub.add_parser(
+        "reproduce", help="run the paper's experiments (Section 5): figures, CSV, JSON, report",
+        formatter_class=_Formatter,
+        description="Run RSM and RSSM (l = 3, 5, 10) with the paper's settings on several "
+                    "seeds, then write results.csv, results.json, one PNG and PDF figure per "
+                    "problem and report.md into --out. Results are saved as each run ends.")
+    rep.add_argument("experiment", choices=sorted(PROBLEMS) + ["all"],
+                     help="which experiment")
+    rep.add_argument("--out", default="rssm-results", metavar="DIR", help="output folder")
+    rep.add_argument("--seeds", type=_positive_int, default=5,
+                     help="number of seeds (0, 1, ..., N-1)")
+    rep.add_argument("--quick", action="store_true",
+                     help="1/15 of the iteration budgets (same sizes): about a minute")
+    rep.add_argument("--tuned", action="store_true",
+                     help="also run part 2: each method with its step size chosen from a grid "
+                          "(paper schedule, geometric decay), reporting time to 1e-8")
+    rep.add_argument("--resume", action="store_true",
+                     help="keep the runs already in DIR/results.csv and run the rest")
+    rep.add_argument("--overwrite", action="store_true",
+                     help="delete earlier results in DIR first")
+    rep.add_argument("--formats", default="png,pdf",
+                     help="comma-separated figure formats (png, pdf, svg)")
+    rep.add_argument("--quiet", action="store_true",
+                     help="no progress bar and no per-run lines")
+
+    plot = sub.add_parser("plot", help="redraw figures (and report.md) from a results CSV",
+                          formatter_class=_Formatter,
+                          description="Redraw the figures of a reproduction from its "
+                                      "results.csv; with results.json beside it, also "
+                                      "rewrite report.md.")
+    plot.add_argument("csv", metavar="RESULTS.csv", help="results.csv of `rssm reproduce`")
+    plot.add_argument("--out", default=None, metavar="DIR",
+                      help="folder for the figures (default: the CSV's folder)")
+    plot.add_argument("--formats", default="png,pdf",
+                      help="comma-separated figure formats (png, pdf, svg)")
+    plot.add_argument("--no-report", action="store_true", help="do not rewrite report.md")
+
+    _build_solve(sub)
+    return parser
+
+
+# -- commands --------------------------------------------------------------------------------
+_FORMATS = ("png", "pdf", "svg")
+
+
+def _formats(text: str) -> list[str]:
+    fmts = [f.strip().lower() for f in text.split(",") if f.strip()]
+    bad = [f for f in fmts if f not in _FORMATS]
+    if not fmts or bad:
+        raise UsageError(f"argument --formats: invalid format(s) {', '.join(bad) or '(none)'} "
+                         f"(choose from {', '.join(_FORMATS)})")
+    return fmts
+
+
+def _cmd_reproduce(args, argv: Sequence[str]) -> int:
+    from rssm.experiments import make_configs, render, reproduce
+
+    fmts = _formats(args.formats)
+    if args.resume and args.overwrite:
+        raise UsageError("argument --resume: not allowed with argument --overwrite")
+    configs = make_configs(quick=args.quick)
+    if args.experiment != "all":
+        configs = {args.experiment: configs[args.experiment]}
+    progress = False if args.quiet else None
+    log = None if args.quiet else (lambda msg: None)
+    command = "rssm " + " ".join(shlex.quote(a) for a in argv)
+    t0 = time.perf_counter()
+    try:
+        reproduce(configs, args.out, range(args.seeds), quick=args.quick, tuned=args.tuned,
+                  resume=args.resume, overwrite=args.overwrite, progress=progress,
+                  command=command, log=log)
+    except KeyboardInterrupt:
+        print(f"rssm: interrupted; finished runs are saved in {args.out}; "
+              "continue with --resume", file=sys.stderr)
+        return 130
+    written = render(Path(args.out) / "results.csv", args.out, fmts, report=True)
+    if not args.quiet:
+        print(f"rssm: {len(written)} files written to {args.out} in "
+              f"{time.perf_counter() - t0:.1f} s (report: {Path(args.out) / 'report.md'})")
+    return 0
+
+
+def _cmd_plot(args) -> int:
+    from rssm.experiments import render
+
+    fmts = _formats(args.formats)
+    path = Path(args.csv)
+    if not path.is_file():
+        raise UsageError(f"argument RESULTS.csv: no such file: {path}")
+    report = not args.no_report and (path.parent / "results.json").exists()
+    written = render(path, args.out, fmts, report=report)
+    for w in written:
+        print(w)
+    return 0
+
+
+def _make_stepsize(args, problem):
+    from rssm.stepsizes import Constant, Geometric, InverseSqrt, PaperSchedule
+
+    rule = args.stepsize
+    for name in sorted({n for ps in _STEP_PARAMS.values() for n in ps}):
+        if getattr(args, name) is not None and name not in _STEP_PARAMS[rule]:
+            users = [r for r, ps in _STEP_PARAMS.items() if name in ps]
+            raise UsageError(f"argument --{name}: only used with --stepsize "
+                             f"{' or '.join(users)} (got --stepsize {rule})")
+    if rule == "paper":
+        base = problem.default_stepsize()
+        if isinstance(base, PaperSchedule):
+            delta = args.delta if args.delta is not None else base.delta
+            a = args.a if args.a is not None else base.a
+            rho = args.rho if args.rho is not None else base.rho
+        elif args.delta is None:
+            raise UsageError(f"argument --stepsize: {type(problem).__name__} has no paper "
+                             "schedule; give --delta (and --a, --rho) or choose from "
+                             "geometric, constant, invsqrt")
+        else:
+            delta, a, rho = args.delta, args.a, args.rho
+        if (a is None) != (rho is None):
+            raise UsageError("argument --a: --a and --rho go together")
+        return PaperSchedule(delta, a, rho)
+    if rule == "geometric":
+        missing = [f"--{n}" for n in ("mu0", "beta") if getattr(args, n) is None]
+        if missing:
+            raise UsageError(f"argument --stepsize geometric: needs {' and '.join(missing)}")
+        return Geometric(args.mu0, args.beta)
+    if args.c is None:
+        raise UsageError(f"argument --stepsize {rule}: needs --c")
+    return Constant(args.c) if rule == "constant" else InverseSqrt(args.c)
+
+
+def _summary_table(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def _cmd_solve(args) -> int:
+    import rssm
+    from rssm.problems import REGISTRY
+
+    out = Path(args.out) if args.out else None
+    if out is not None and out.suffix.lower() not in (".csv", ".json"):
+        raise UsageError(f"argument --out: file name must end in .csv or .json, got {out.name!r}")
+    cls = REGISTRY[args.problem]
+    kwargs = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
+    problem = cls.synthetic(**kwargs, seed=args.seed)
+    x0 = problem.initial_point(np.random.default_rng([args.seed, 1]))
+    rule = _make_stepsize(args, problem)
+    res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks, stepsize=rule,
+                        max_iter=args.max_iter, max_time=args.max_time,
+                        target_error=args.target_error, seed=args.seed,
+                        record_every=args.record_every, selection=args.selection)
+    n, p = problem.shape
+    method = res.method.upper() + (f" (l={res.n_blocks}, {res.selection})"
+                                   if res.method == "rssm" else "")
+    rows = [
+        ("problem", f"{args.problem} {', '.join(f'{k}={v}' for k, v in kwargs.items())} "
+                    f"seed={args.seed}  (St({n}, {p}))"),
+        ("method", method),
+        ("step size", repr(rule)),
+        ("stop reason", f"{res.stop_reason.value}: {res.message}"),
+        ("iterations", str(res.n_iter)),
+        ("solver time", f"{res.time:.4g} s"),
+        ("flops", f"{res.flops:.4g}"),
+        ("initial cost", f"{res.trace['cost'][0]:.10g}"),
+        ("final cost", f"{res.fun:.10g}"),
+        ("initial error", f"{res.trace['error'][0]:.4g}" if problem.has_error else "n/a"),
+        ("final error", f"{res.error:.4g}" if problem.has_error else "n/a"),
+        ("feasibility", f"{res.feasibility:.2e}  (||X^T X - I||_max)"),
+    ]
+    print(_summary_table(rows))
+    if out is not None:
+        _write_trace(out, res, args, kwargs, rule)
+        print(f"trace: {len(res.trace['iteration'])} points written to {out}")
+    return 0
+
+
+def _write_trace(out: Path, res, args, kwargs: dict, rule) -> None:
+    from rssm.experiments.io import atomic_write_text
+    from rssm.trace import TRACE_COLUMNS
+
+    if out.suffix.lower() == ".csv":
+        lines = [",".join(TRACE_COLUMNS)]
+        tr = res.trace
+        for i in range(len(tr["iteration"])):
+            lines.append(",".join([str(int(tr["iteration"][i]))]
+                                  + [repr(float(tr[c][i])) for c in TRACE_COLUMNS[1:]]))
+        atomic_write_text(out, "\n".join(lines) + "\n")
+        return
+    doc = {
+        "problem": args.problem,
+        "synthetic": kwargs,
+        "seed": args.seed,
+        "start": "initial_point(numpy.random.default_rng([seed, 1]))",
+        "method": res.method,
+        "n_blocks": res.n_blocks,
+        "selection": res.selection,
+        "stepsize": rule.describe(),
+        "max_iter": args.max_iter,
+        "max_time": args.max_time,
+        "target_error": args.target_error,
+        "record_every": args.record_every,
+        "summary": {
+            "stop_reason": res.stop_reason.value, "message": res.message,
+            "n_iter": res.n_iter, "time": res.time, "flops": res.flops, "cost": res.fun,
+            "error": None if math.isnan(res.error) else res.error,
+            "feasibility": res.feasibility,
+        },
+        "trace": {k: [None if isinstance(v, float) and math.isnan(v) else v
+                      for v in np.asarray(a).tolist()] for k, a in res.trace.items()},
+    }
+    atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``rssm`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "reproduce":
+            return _cmd_reproduce(args, argv)
+        if args.command == "plot":
+            return _cmd_plot(args)
+        return _cmd_solve(args)
+    except UsageError as exc:
+        print(f"rssm: error: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as exc:
+        msg = " ".join(str(exc).split())
+        print(f"rssm: error: {_name_option(msg)}", file=sys.stderr)
+        return 2
+
+
+#: Library argument names -> command-line options, to name the option in error messages.
+_LIB_NAMES = {"n_blocks": "--blocks", "max_iter": "--max-iter", "max_time": "--max-time",
+              "target_error": "--target-error", "record_every": "--record-every",
+              "selection": "--selection", "method": "--method", "delta": "--delta",
+              "rho": "--rho", "mu0": "--mu0", "beta": "--beta", "c": "--c", "a": "--a"}
+
+
+def _name_option(msg: str) -> str:
+    """Prefix a library message that starts with an argument name by its option."""
+    first = msg.split(" ", 1)[0]
+    if first in _LIB_NAMES:
+        return f"argument {_LIB_NAMES[first]}: {msg}"
+    from rssm.problems import REGISTRY
+
+    for cls in REGISTRY.values():
+        for opt, param in problem_options(cls):
+            if first == param.name:
+                return f"argument {opt}: {msg}"
+    return msg
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

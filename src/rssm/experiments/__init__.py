@@ -1,0 +1,77 @@
+"""The paper's experiments (Section ``sect-exp``): configurations, runner, result files,
+figures and report, as driven by ``rssm reproduce`` and ``rssm plot``.
+
+>>> from rssm.experiments import make_configs
+>>> sorted(make_configs(quick=True))
+['dpcp', 'odl']
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from rssm.experiments import io
+from rssm.experiments.analysis import group_runs
+from rssm.experiments.configs import PROBLEMS, make_configs, stepsize_label
+from rssm.experiments.plots import plot_comparison
+from rssm.experiments.report import write_report
+from rssm.experiments.runner import CSV_NAME, JSON_NAME, reproduce
+
+__all__ = ["make_configs", "reproduce", "render", "CSV_NAME", "JSON_NAME", "PROBLEMS"]
+
+
+def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
+           formats: Sequence[str] = ("png", "pdf"), report: bool = True) -> list[Path]:
+    """Draw the figures (and write report.md) from a results CSV.
+
+    Parameters
+    ----------
+    csv_path : path
+        ``results.csv`` written by `reproduce`.
+    out : path, optional
+        Folder for the figures; default: the CSV's folder.
+    formats : sequence of str
+        Image formats.
+    report : bool
+        Also write ``report.md``; needs ``results.json`` next to the CSV.
+
+    Returns
+    -------
+    list of Path
+        Files written.
+    """
+    csv_path = Path(csv_path)
+    out = csv_path.parent if out is None else Path(out)
+    rows = io.read_rows(csv_path)
+    if not rows:
+        raise ValueError(f"{csv_path} holds no runs to plot")
+    json_path = csv_path.parent / JSON_NAME
+    doc = io.read_json(json_path) if json_path.exists() else None
+    runs = group_runs(rows)
+    written: list[Path] = []
+    problems = doc["settings"]["problems"] if doc else {}
+    choice = doc.get("tuned_choice", {}) if doc else {}
+    for part, suffix in (("paper", ""), ("tuned", "-tuned")):
+        names = sorted({k[1] for k in runs if k[0] == part})
+        for name in names:
+            sel = [r for k, r in runs.items() if k[0] == part and k[1] == name]
+            cfg = problems.get(name) or (PROBLEMS[name].as_dict() if name in PROBLEMS else {})
+            title = cfg.get("title", name)
+            if cfg.get("synthetic"):
+                prob_args = ", ".join(f"{k}={v}" for k, v in cfg["synthetic"].items())
+                title += f" [{prob_args}]"
+            title += ": paper's step sizes" if part == "paper" else ": tuned step sizes"
+            steps = None
+            if part == "tuned" and name in choice:
+                steps = {k: stepsize_label(v) for k, v in choice[name].items()}
+            written += plot_comparison(sel, title, cfg.get("error_label", "error"),
+                                       out / f"{name}{suffix}", formats, steps)
+    if report:
+        if doc is None:
+            raise ValueError(f"report.md needs {json_path} next to the CSV")
+        path = out / "report.md"
+        io.atomic_write_text(path, write_report(runs, doc))
+        written.append(path)
+    return written

@@ -1,0 +1,101 @@
+"""From CSV rows to per-run traces, median curves across seeds, and hitting times."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["Run", "group_runs", "method_order", "step_values", "median_band", "first_reach"]
+
+
+class Run:
+    """The trace of one run, as arrays sorted by iteration."""
+
+    def __init__(self, rows: Sequence[dict]):
+        rows = sorted(rows, key=lambda r: r["iteration"])
+        first = rows[0]
+        self.part = first["part"]
+        self.problem = first["problem"]
+        self.method = first["method"]
+        self.blocks = first["blocks"]
+        self.seed = first["seed"]
+        self.stepsize = first["stepsize"]
+        for col in ("iteration", "time", "flops", "cost", "error"):
+            setattr(self, col, np.array([r[col] for r in rows], dtype=np.float64))
+
+    @property
+    def final_error(self) -> float:
+        return float(self.error[-1])
+
+
+def group_runs(rows: Iterable[dict]) -> dict[tuple, Run]:
+    """Runs keyed by (part, problem, method, seed, stepsize)."""
+    buckets: dict[tuple, list[dict]] = {}
+    for r in rows:
+        buckets.setdefault((r["part"], r["problem"], r["method"], r["seed"], r["stepsize"]),
+                           []).append(r)
+    return {k: Run(v) for k, v in buckets.items()}
+
+
+def method_order(keys: Iterable[str]) -> list[str]:
+    """``rsm`` first, then RSSM by number of blocks."""
+    def rank(k: str) -> tuple:
+        return (0, 0) if k == "rsm" else (1, int(k.split("-l")[-1]) if "-l" in k else 0)
+    return sorted(set(keys), key=rank)
+
+
+def step_values(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """y of the last recorded point with x_i <= g, for each g in ``grid`` (NaN before the
+    first point with x > 0; the last value after the run's end)."""
+    pos = x > 0
+    xs, ys = x[pos], y[pos]
+    out = np.full(grid.shape, np.nan)
+    if xs.size == 0:
+        return out
+    idx = np.searchsorted(xs, grid, side="right") - 1
+    ok = idx >= 0
+    out[ok] = ys[idx[ok]]
+    return out
+
+
+def median_band(runs: Sequence[Run], axis: str, n_grid: int = 160):
+    """Median and min-max of the error across ``runs`` on a log grid of ``axis``.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        One per seed.
+    axis : {"time", "flops"}
+        Horizontal variable.
+
+    Returns
+    -------
+    grid, median, low, high : ndarray
+        Only points where every run has started are kept; after a run ends it counts
+        with its last error.
+    """
+    firsts = [getattr(r, axis)[getattr(r, axis) > 0] for r in runs]
+    firsts = [f for f in firsts if f.size]
+    if not firsts:
+        empty = np.empty(0)
+        return empty, empty, empty, empty
+    lo = max(f[0] for f in firsts)
+    hi = max(f[-1] for f in firsts)
+    if hi <= lo:
+        hi = lo * 1.0001
+    grid = np.geomspace(lo, hi, n_grid)
+    vals = np.vstack([step_values(getattr(r, axis), r.error, grid) for r in runs])
+    keep = ~np.isnan(vals).any(axis=0)
+    vals, grid = vals[:, keep], grid[keep]
+    return grid, np.median(vals, axis=0), vals.min(axis=0), vals.max(axis=0)
+
+
+def first_reach(run: Run, level: float, axis: str) -> float:
+    """``axis`` value (time, flops or iteration) of the first recorded point with
+    error <= ``level``; inf if none."""
+    hit = np.nonzero(run.error <= level)[0]
+    if hit.size == 0:
+        return math.inf
+    return float(getattr(run, axis)[hit[0]])

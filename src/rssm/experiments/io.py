@@ -1,0 +1,145 @@
+"""Result files of ``rssm reproduce``: the tidy CSV and the JSON settings, written atomically.
+
+Each write goes to a temporary file in the destination folder and is then moved over the
+destination with `os.replace`, so a reader (or a reproduction killed half-way) sees either
+the previous complete file or the new complete file, never a torn one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "CSV_COLUMNS",
+    "RUN_KEY",
+    "atomic_write_text",
+    "append_rows",
+    "read_rows",
+    "finished_runs",
+    "write_json",
+    "read_json",
+    "trace_rows",
+]
+
+#: Columns of the tidy CSV, one row per recorded point of one run.
+CSV_COLUMNS = ("part", "problem", "method", "blocks", "seed", "stepsize", "iteration",
+               "time", "flops", "cost", "error")
+#: Columns that identify a run.
+RUN_KEY = ("part", "problem", "method", "seed", "stepsize")
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and `os.replace`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(value)
+    return str(value)
+
+
+def trace_rows(meta: dict, trace: dict[str, np.ndarray]) -> list[list[str]]:
+    """CSV rows of one run: the ``meta`` columns repeated, then the trace columns."""
+    n = len(trace["iteration"])
+    head = [_fmt(meta[c]) for c in CSV_COLUMNS[:6]]
+    rows = []
+    for i in range(n):
+        rows.append(head + [
+            str(int(trace["iteration"][i])),
+            _fmt(float(trace["time"][i])),
+            _fmt(float(trace["flops"][i])),
+            _fmt(float(trace["cost"][i])),
+            _fmt(float(trace["error"][i])),
+        ])
+    return rows
+
+
+def append_rows(path: str | os.PathLike, rows: Iterable[Sequence[str]]) -> None:
+    """Append ``rows`` to the CSV at ``path`` (created with a header if absent), atomically:
+    the old content plus the new rows go to a temporary file that replaces ``path``."""
+    path = Path(path)
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    buf = io.StringIO()
+    if not old:
+        buf.write(",".join(CSV_COLUMNS) + "\n")
+    else:
+        buf.write(old if old.endswith("\n") else old + "\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerows(rows)
+    atomic_write_text(path, buf.getvalue())
+
+
+def read_rows(path: str | os.PathLike) -> list[dict]:
+    """Rows of a results CSV as dicts with typed values.
+
+    Raises
+    ------
+    ValueError
+        If the file lacks any column of `CSV_COLUMNS`.
+    """
+    path = Path(path)
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(
+                f"{path} is not an rssm results CSV: missing column(s) {', '.join(missing)}"
+            )
+        out = []
+        for row in reader:
+            out.append({
+                "part": row["part"], "problem": row["problem"], "method": row["method"],
+                "blocks": int(row["blocks"]), "seed": int(row["seed"]),
+                "stepsize": row["stepsize"], "iteration": int(row["iteration"]),
+                "time": float(row["time"]), "flops": float(row["flops"]),
+                "cost": float(row["cost"]), "error": float(row["error"]),
+            })
+    return out
+
+
+def finished_runs(rows: Iterable[dict]) -> set[tuple]:
+    """The `RUN_KEY` tuples present in ``rows`` (a run's rows are written all at once)."""
+    return {tuple(r[c] for c in RUN_KEY) for r in rows}
+
+
+def _json_default(obj):
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"cannot write {type(obj).__name__} to JSON")
+
+
+def write_json(path: str | os.PathLike, data: dict) -> None:
+    """Write ``data`` as indented JSON, atomically."""
+    atomic_write_text(path, json.dumps(data, indent=2, default=_json_default) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> dict:
+    """Read a JSON file."""
+    with Path(path).open(encoding="utf-8") as fh:
+        return json.load(fh)

@@ -1,0 +1,109 @@
+"""Figures like the paper's ``fig-rsr1`` and ``fig-odl1``: two log-log panels, error
+against flops and against CPU seconds, median over seeds with a min-max band."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from rssm.experiments.analysis import Run, median_band, method_order  # noqa: E402
+from rssm.experiments.configs import MethodSpec  # noqa: E402
+
+__all__ = ["STYLES", "plot_comparison"]
+
+#: Colour, line style and marker per method key (distinct also in grey print).
+STYLES = {
+    "rsm": ("black", "-", "o"),
+    "rssm-l3": ("tab:blue", "--", "s"),
+    "rssm-l5": ("tab:orange", "-.", "^"),
+    "rssm-l10": ("tab:green", ":", "D"),
+}
+_EXTRA = ["tab:red", "tab:purple", "tab:brown", "tab:pink"]
+
+
+def _style(key: str, i: int):
+    return STYLES.get(key, (_EXTRA[i % len(_EXTRA)], "-", "v"))
+
+
+def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
+                    out_stem: str | os.PathLike, formats: Sequence[str] = ("png", "pdf"),
+                    stepsizes: dict[str, str] | None = None) -> list[Path]:
+    """Draw one figure (error vs flops, error vs CPU seconds) and save it.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        All runs of one part and problem (any methods, any seeds).
+    title : str
+        Figure title.
+    error_label : str
+        Name of the error measure (y axis).
+    out_stem : path
+        File name without extension; one file per format is written.
+    formats : sequence of str
+        Image formats, e.g. ``("png", "pdf")``.
+    stepsizes : dict, optional
+        Method key -> step-size text to show in the legend.
+
+    Returns
+    -------
+    list of Path
+        Files written.
+    """
+    by_method: dict[str, list[Run]] = {}
+    for r in runs:
+        by_method.setdefault(r.method, []).append(r)
+    fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.6), constrained_layout=True)
+    n_seeds = max((len(v) for v in by_method.values()), default=0)
+    for i, key in enumerate(method_order(by_method)):
+        color, ls, marker = _style(key, i)
+        group = by_method[key]
+        label = MethodSpec.from_key(key).label
+        if stepsizes and key in stepsizes:
+            label += f", {stepsizes[key]}"
+        for ax, axis in zip(axes, ("flops", "time"), strict=True):
+            grid, med, lo, hi = median_band(group, axis)
+            if grid.size == 0:
+                continue
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0)
+            ax.plot(grid, med, color=color, linestyle=ls, linewidth=1.8, label=label,
+                    marker=marker, markevery=max(1, grid.size // 6), markersize=5)
+    for ax, xlabel in zip(axes, ("flops (model count)", "CPU time (s, solver only)"),
+                          strict=True):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(f"error  {error_label}")
+        ax.grid(True, which="major", alpha=0.35)
+        ax.grid(True, which="minor", alpha=0.12)
+    axes[0].set_title("error vs flops")
+    axes[1].set_title("error vs CPU time")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        axes[1].legend(handles, labels, loc="best", fontsize=9,
+                       title=f"median of {n_seeds} seeds; band: min-max",
+                       title_fontsize=9, framealpha=0.9)
+    fig.suptitle(title, fontsize=12)
+    out_stem = Path(out_stem)
+    out_stem.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = out_stem.with_suffix(f".{fmt}")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}", dir=path.parent)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, dpi=130, format=fmt)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        written.append(path)
+    plt.close(fig)
+    return written

@@ -1,0 +1,388 @@
+"""Run the paper's experiments: plan the runs, execute them seed by seed, save as they end.
+
+Order: for each problem, each seed builds its data and start once, then every method runs
+on them back to back (the order rotated from seed to seed), so the CPU-time comparison of
+the methods of one seed shares machine conditions. Each finished run is appended to the
+CSV and the JSON run log atomically (`rssm.experiments.io`), so an interrupted
+reproduction keeps what it finished and ``resume=True`` skips those runs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import rssm
+from rssm.experiments import io
+from rssm.experiments.configs import (
+    PAPER_METHODS,
+    THRESHOLDS,
+    TUNED_TARGET,
+    TUNING_SEED,
+    MethodSpec,
+    ProblemConfig,
+    make_stepsize,
+    stepsize_label,
+)
+from rssm.experiments.progress import ProgressBar
+
+__all__ = [
+    "RunSpec",
+    "CSV_NAME",
+    "JSON_NAME",
+    "machine_info",
+    "plan_paper",
+    "plan_tuning",
+    "plan_tuned",
+    "choose_tuned",
+    "run_one",
+    "reproduce",
+]
+
+CSV_NAME = "results.csv"
+JSON_NAME = "results.json"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One solver run of a reproduction.
+
+    Attributes
+    ----------
+    part : {"paper", "tuning", "tuned"}
+        The paper's settings; the step-size search of ``--tuned``; its reported runs.
+    problem : str
+        Problem name.
+    method : MethodSpec
+        RSM or RSSM with l blocks.
+    seed : int
+        Data seed (and block-selection seed).
+    stepsize : dict
+        Step-size spec (`make_stepsize` form).
+    max_iter, record_every : int
+        Budget and trace resolution.
+    target_error : float or None
+        Stop once the error reaches it.
+    """
+
+    part: str
+    problem: str
+    method: MethodSpec
+    seed: int
+    stepsize: dict
+    max_iter: int
+    record_every: int
+    target_error: float | None = None
+
+    @property
+    def key(self) -> tuple:
+        """(part, problem, method key, seed, step-size label): identifies the run in the CSV."""
+        return (self.part, self.problem, self.method.key, self.seed, stepsize_label(self.stepsize))
+
+    @property
+    def label(self) -> str:
+        """Short text for the progress bar."""
+        return f"{self.part} {self.problem} {self.method.label} seed {self.seed}"
+
+
+def _rotate(seq: Sequence, k: int) -> list:
+    k %= len(seq)
+    return list(seq[k:]) + list(seq[:k])
+
+
+def plan_paper(cfg: ProblemConfig, seeds: Sequence[int],
+               methods: Sequence[MethodSpec] = PAPER_METHODS) -> list[RunSpec]:
+    """The paper part of ``cfg``: every method on every seed with the paper's step size."""
+    out = []
+    for i, seed in enumerate(seeds):
+        for m in _rotate(methods, i):
+            out.append(RunSpec("paper", cfg.name, m, int(seed), dict(cfg.paper_stepsize),
+                               cfg.max_iter(m), cfg.record_every(m)))
+    return out
+
+
+def plan_tuning(cfg: ProblemConfig, methods: Sequence[MethodSpec] = PAPER_METHODS) -> list[RunSpec]:
+    """The step-size search of the tuned part: every grid candidate for every method on the
+    data of `TUNING_SEED`, stopping at `TUNED_TARGET`."""
+    out = []
+    for j, cand in enumerate(cfg.tuned_grid):
+        for m in _rotate(methods, j):
+            out.append(RunSpec("tuning", cfg.name, m, TUNING_SEED, dict(cand),
+                               cfg.max_iter(m, tuned=True), cfg.record_every(m, tuned=True),
+                               TUNED_TARGET))
+    return out
+
+
+def plan_tuned(cfg: ProblemConfig, seeds: Sequence[int], choice: dict[str, dict],
+               methods: Sequence[MethodSpec] = PAPER_METHODS) -> list[RunSpec]:
+    """The reported tuned runs: each method with its chosen step size (``choice[key]``)."""
+    out = []
+    for i, seed in enumerate(seeds):
+        for m in _rotate(methods, i):
+            out.append(RunSpec("tuned", cfg.name, m, int(seed), dict(choice[m.key]),
+                               cfg.max_iter(m, tuned=True), cfg.record_every(m, tuned=True),
+                               TUNED_TARGET))
+    return out
+
+
+def _time_to(rows: list[dict], level: float) -> float:
+    for r in rows:
+        if r["error"] <= level:
+            return r["time"]
+    return math.inf
+
+
+def choose_tuned(cfg: ProblemConfig, rows: Sequence[dict],
+                 methods: Sequence[MethodSpec] = PAPER_METHODS) -> dict[str, dict]:
+    """Pick each method's step size from its tuning runs: the candidate that reaches
+    `TUNED_TARGET` in the least solver time; if none does, the lowest final error.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        CSV rows (at least those of part "tuning" of this problem).
+    """
+    choice = {}
+    for m in methods:
+        best, best_score = None, None
+        for cand in cfg.tuned_grid:
+            lab = stepsize_label(cand)
+            sel = [r for r in rows if r["part"] == "tuning" and r["problem"] == cfg.name
+                   and r["method"] == m.key and r["stepsize"] == lab]
+            if not sel:
+                continue
+            sel.sort(key=lambda r: r["iteration"])
+            score = (_time_to(sel, TUNED_TARGET), sel[-1]["error"])
+            if best_score is None or score < best_score:
+                best, best_score = cand, score
+        if best is None:
+            raise ValueError(f"no tuning runs found for {cfg.name} {m.key}")
+        choice[m.key] = dict(best)
+    return choice
+
+
+def machine_info() -> dict:
+    """Where and with what the runs ran: platform, CPUs, Python, numpy and its BLAS."""
+    info = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or "unknown",
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "rssm": rssm.__version__,
+        "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                  "MKL_NUM_THREADS") if k in os.environ},
+    }
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg.get("Build Dependencies", {}).get("blas", {})
+        info["blas"] = {k: blas.get(k) for k in ("name", "version", "openblas configuration")
+                        if blas.get(k) is not None}
+    except (TypeError, AttributeError):  # numpy < 1.26 has no mode="dicts"
+        info["blas"] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return info
+
+
+def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], dict]:
+    """Run ``spec`` with `rssm.minimize`; return its CSV rows and its summary for the run log."""
+    wall0 = time.perf_counter()
+    res = rssm.minimize(problem, x0, method=spec.method.method,
+                        n_blocks=max(2, spec.method.n_blocks),
+                        stepsize=make_stepsize(spec.stepsize), max_iter=spec.max_iter,
+                        target_error=spec.target_error, seed=spec.seed,
+                        record_every=spec.record_every)
+    wall = time.perf_counter() - wall0
+    meta = {"part": spec.part, "problem": spec.problem, "method": spec.method.key,
+            "blocks": spec.method.n_blocks, "seed": spec.seed,
+            "stepsize": stepsize_label(spec.stepsize)}
+    rows = io.trace_rows(meta, res.trace)
+    summary = {
+        "key": list(spec.key),
+        "stepsize": spec.stepsize,
+        "max_iter": spec.max_iter,
+        "record_every": spec.record_every,
+        "target_error": spec.target_error,
+        "n_iter": res.n_iter,
+        "time": res.time,
+        "flops": res.flops,
+        "final_error": res.error,
+        "final_cost": res.fun,
+        "feasibility": res.feasibility,
+        "stop_reason": res.stop_reason.value,
+        "wall": wall,
+        "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return rows, summary
+
+
+def _settings(configs: dict[str, ProblemConfig], seeds, quick: bool, tuned: bool) -> dict:
+    return {
+        "problems": {k: c.as_dict() for k, c in configs.items()},
+        "methods": [m.key for m in PAPER_METHODS],
+        "seeds": [int(s) for s in seeds],
+        "quick": quick,
+        "tuned": tuned,
+        "thresholds": list(THRESHOLDS),
+        "tuned_target": TUNED_TARGET,
+        "tuning_seed": TUNING_SEED,
+        "start": "data: synthetic(seed=seed); "
+                 "x0 = initial_point(numpy.random.default_rng([seed, 1]))",
+        "minimize": "rssm.minimize(problem, x0, method, n_blocks, stepsize, max_iter, "
+                    "target_error, seed=seed, record_every)",
+    }
+
+
+def _compatible(old: dict, new: dict) -> bool:
+    keys = ("problems", "methods", "quick", "thresholds", "tuned_target", "tuning_seed")
+    return all(old.get(k) == new.get(k) for k in keys)
+
+
+def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: Sequence[int],
+              *, quick: bool = False, tuned: bool = False, resume: bool = False,
+              overwrite: bool = False, progress: bool | None = None, command: str = "",
+              log: Callable[[str], None] | None = None) -> dict:
+    """Run the experiments of ``configs`` and write CSV and JSON under ``out``.
+
+    Parameters
+    ----------
+    configs : dict of str to ProblemConfig
+        Problems to run, in order.
+    out : path
+        Output folder (created).
+    seeds : sequence of int
+        Data seeds; every method runs on each.
+    quick : bool
+        Recorded in the settings (the configs carry the budgets).
+    tuned : bool
+        Also run the tuned part (grid search on `TUNING_SEED`, then every seed).
+    resume : bool
+        Keep the runs already in ``out``/results.csv and skip them.
+    overwrite : bool
+        Delete earlier results in ``out`` first.
+    progress : bool or None
+        Progress bar on stderr; None: when stderr is a terminal.
+    command : str
+        The command line, recorded in the JSON.
+    log : callable, optional
+        Receives one-line messages.
+
+    Returns
+    -------
+    dict
+        The JSON document written (settings, machine, runs, tuned choice).
+
+    Raises
+    ------
+    ValueError
+        If ``out`` holds results and neither ``resume`` nor ``overwrite`` is set, or if
+        ``resume`` finds results made with different settings.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, json_path = out / CSV_NAME, out / JSON_NAME
+    settings = _settings(configs, seeds, quick, tuned)
+    seeds = [int(s) for s in seeds]
+    if resume and overwrite:
+        raise ValueError("--resume and --overwrite exclude each other")
+    doc: dict
+    if csv_path.exists() and not (resume or overwrite):
+        raise ValueError(f"--out {out} already holds {CSV_NAME}; pass --resume to continue "
+                         "it or --overwrite to start over")
+    if overwrite:
+        for p in (csv_path, json_path):
+            if p.exists():
+                p.unlink()
+    done_rows: list[dict] = []
+    if resume and json_path.exists():
+        doc = io.read_json(json_path)
+        if not _compatible(doc.get("settings", {}), settings):
+            raise ValueError(f"--resume: {json_path} was written with other settings "
+                             "(budgets, sizes or --quick differ); use another --out or --overwrite")
+        # seeds and the tuned part may grow on resume
+        doc["settings"] = settings
+        if csv_path.exists():
+            done_rows = io.read_rows(csv_path)
+    else:
+        if csv_path.exists():
+            csv_path.unlink()
+        doc = {"settings": settings, "runs": [], "tuned_choice": {}}
+    doc["command"] = command
+    doc["machine"] = machine_info()
+    doc.setdefault("started", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    doc.setdefault("tuned_choice", {})
+    done = io.finished_runs(done_rows)
+    # A run is finished when its rows are in the CSV (the CSV is written first).
+    doc["runs"] = [r for r in doc["runs"] if tuple(r["key"]) in done]
+    logged = {tuple(r["key"]) for r in doc["runs"]}
+    io.write_json(json_path, doc)
+
+    n_total = 0
+    for cfg in configs.values():
+        n_total += len(seeds) * len(PAPER_METHODS)
+        if tuned:
+            n_total += (len(cfg.tuned_grid) + len(seeds)) * len(PAPER_METHODS)
+    bar = ProgressBar(n_total, enabled=progress)
+    say = log or (lambda msg: None)
+    t_start = time.perf_counter()
+    n_run = 0
+
+    def execute(plan: list[RunSpec]) -> None:
+        nonlocal n_run
+        cache: dict[int, tuple] = {}
+        cfg = configs[plan[0].problem] if plan else None
+        for spec in plan:
+            if spec.key in done:
+                bar.skip()
+                continue
+            if spec.seed not in cache:
+                cache.clear()
+                cache[spec.seed] = cfg.build(spec.seed)
+            problem, x0 = cache[spec.seed]
+            bar.start(spec.label)
+            rows, summary = run_one(spec, problem, x0)
+            io.append_rows(csv_path, rows)
+            done.add(spec.key)
+            if spec.key not in logged:
+                doc["runs"].append(summary)
+                logged.add(spec.key)
+            doc["elapsed"] = doc.get("elapsed", 0.0) + summary["wall"]
+            io.write_json(json_path, doc)
+            bar.finish()
+            n_run += 1
+            say(f"{spec.label}: {summary['n_iter']} iterations, {summary['time']:.2f} s, "
+                f"final error {summary['final_error']:.3g} ({summary['stop_reason']})")
+
+    try:
+        for cfg in configs.values():
+            execute(plan_paper(cfg, seeds))
+            if tuned:
+                execute(plan_tuning(cfg))
+                rows = io.read_rows(csv_path)
+                choice = choose_tuned(cfg, rows)
+                doc["tuned_choice"][cfg.name] = choice
+                io.write_json(json_path, doc)
+                execute(plan_tuned(cfg, seeds, choice))
+    finally:
+        bar.close()
+    doc["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    doc["session_seconds"] = time.perf_counter() - t_start
+    io.write_json(json_path, doc)
+    return doc
