@@ -15,11 +15,12 @@ Arrays cross the boundary without copies where the library allows it:
 
 The subgradient returned is the one reverse-mode autodiff computes. Where the cost is
 smooth it is the gradient. At kinks autodiff applies the chain rule with fixed
-conventions for the primitives (e.g. d|t|/dt = 0 at t = 0, relu'(0) = 0, max sends the
-derivative to one argument); for costs built as sums of such pieces with no
-cancellation (l1 norms, l2 norms of rows, max of affine pieces) the result is an element
-of the Clarke subdifferential, but not in general: e.g. relu(t) - relu(-t) equals t, yet
-autodiff returns 0 at t = 0, outside the Clarke subdifferential {1}. See docs/custom.md.
+conventions for the primitives (d|t|/dt at 0 is 0 in torch and 1 in jax, relu'(0) = 0,
+tied arguments of max share the derivative equally); for costs built as sums of such
+pieces with no cancellation (l1 norms, l2 norms of nonzero rows, max of smooth pieces)
+the result is an element of the Clarke subdifferential, but not in general:
+relu(t) - relu(-t) equals t, yet both return 0 at t = 0, outside the Clarke
+subdifferential {1}; and jnp.linalg.norm has a NaN gradient at 0. See docs/custom.md.
 """
 
 from __future__ import annotations
