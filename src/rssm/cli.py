@@ -318,8 +318,11 @@ def _cmd_reproduce(args, argv: Sequence[str]) -> int:
     configs = make_configs(quick=args.quick)
     if args.experiment != "all":
         configs = {args.experiment: configs[args.experiment]}
-    progress = False if args.quiet else None
-    log = None if args.quiet else (lambda msg: None)
+    # Progress bar on a terminal; one line per finished run otherwise (logs, nohup).
+    tty = sys.stderr.isatty()
+    progress = False if args.quiet else tty
+    log = None if args.quiet or tty else (lambda msg: print(f"rssm: {msg}", file=sys.stderr,
+                                                           flush=True))
     command = "rssm " + " ".join(shlex.quote(a) for a in argv)
     t0 = time.perf_counter()
     try:

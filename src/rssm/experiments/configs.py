@@ -185,11 +185,11 @@ PROBLEMS = {
         synthetic={"n": 100, "d": 10, "n_inliers": 1500, "n_outliers": 3500},
         error_label=r"dist$(X, S^\perp)$",
         paper_stepsize=_DPCP_PAPER,
-        rsm_iter=1200,
+        rsm_iter=1000,
         rssm_factor=1.0,
         record_every_points=150,
         tuned_grid=(_DPCP_PAPER,) + _geometric_grid((0.1, 0.3, 1.0), (0.9, 0.95)),
-        tuned_rsm_iter=400,
+        tuned_rsm_iter=300,
     ),
     "odl": ProblemConfig(
         name="odl",
@@ -198,11 +198,11 @@ PROBLEMS = {
         synthetic={"n": 60, "theta": 0.3},
         error_label=r"err$(X, X^\star)$",
         paper_stepsize=_ODL_PAPER,
-        rsm_iter=1500,
+        rsm_iter=1200,
         rssm_factor=1.0,
         record_every_points=150,
         tuned_grid=(_ODL_PAPER,) + _geometric_grid((1e-3, 3e-3, 1e-2), (0.9, 0.95)),
-        tuned_rsm_iter=400,
+        tuned_rsm_iter=300,
     ),
 }
 

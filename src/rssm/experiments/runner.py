@@ -33,7 +33,7 @@ from rssm.experiments.configs import (
     make_stepsize,
     stepsize_label,
 )
-from rssm.experiments.progress import ProgressBar
+from rssm.experiments.progress import ProgressBar, format_seconds
 
 __all__ = [
     "RunSpec",
@@ -367,7 +367,8 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
             io.write_json(json_path, doc)
             bar.finish()
             n_run += 1
-            say(f"{spec.label}: {summary['n_iter']} iterations, {summary['time']:.2f} s, "
+            say(f"[{bar.done}/{bar.total}, ETA {format_seconds(bar.eta())}] {spec.label}: "
+                f"{summary['n_iter']} iterations, {summary['time']:.2f} s, "
                 f"final error {summary['final_error']:.3g} ({summary['stop_reason']})")
 
     try:
