@@ -25,6 +25,11 @@ class Trace:
     def append(self, iteration: int, time: float, flops: float, cost: float, error: float) -> None:
         self._rows.append((iteration, time, flops, cost, error))
 
+    def drop_last(self) -> None:
+        """Remove the last row (no-op on an empty trace)."""
+        if self._rows:
+            self._rows.pop()
+
     @property
     def last_iteration(self) -> int:
         return int(self._rows[-1][0]) if self._rows else -1
@@ -99,7 +104,8 @@ class Result:
             f"  solver time   {self.time:.4g} s",
             f"  flops         {self.flops:.4g}",
             f"  final cost    {self.fun:.10g}",
-            f"  final error   {self.error:.4g}" if not math.isnan(self.error) else "  final error   n/a",
+            (f"  final error   {self.error:.4g}" if not math.isnan(self.error)
+             else "  final error   n/a"),
             f"  feasibility   {self.feasibility:.2e} (||X^T X - I||_max)",
         ]
         return "\n".join(lines)

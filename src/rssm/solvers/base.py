@@ -143,8 +143,11 @@ def run(
     except KeyboardInterrupt:
         reason, message = StopReason.INTERRUPTED, f"interrupted by the user after {k} iterations"
         # The interrupt may have landed between a step's write to x and the oracle's cache
-        # update: recompute the caches so the reported cost is f(x) for the returned x.
+        # update: recompute the caches and the last trace row, so the reported cost and
+        # error are those of the returned x (which then holds that step as well).
         oracle.refresh()
+        if trace.last_iteration == k:
+            trace.drop_last()
     if not message:
         message = {
             StopReason.MAX_ITER: f"reached the iteration limit ({k})",
