@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from rssm._validation import as_int, as_positive_float
+
 __all__ = [
     "StopReason",
     "Progress",
@@ -89,11 +91,21 @@ class StoppingCriterion(abc.ABC):
         return AllOf(self, other)
 
 
+def _check_criteria(criteria: tuple) -> tuple:
+    for i, c in enumerate(criteria):
+        if not isinstance(c, StoppingCriterion):
+            raise TypeError(
+                f"criteria[{i}] must be a StoppingCriterion (e.g. MaxIterations(100)), "
+                f"got {type(c).__name__}"
+            )
+    return criteria
+
+
 class MaxIterations(StoppingCriterion):
     """Stop after ``n`` iterations."""
 
     def __init__(self, n: int):
-        self.n = int(n)
+        self.n = as_int(n, "n", minimum=0)
 
     def check(self, progress: Progress) -> StopReason | None:
         return StopReason.MAX_ITER if progress.iteration >= self.n else None
@@ -106,7 +118,7 @@ class MaxTime(StoppingCriterion):
     """Stop once the solver time (recording excluded) reaches ``seconds``."""
 
     def __init__(self, seconds: float):
-        self.seconds = float(seconds)
+        self.seconds = as_positive_float(seconds, "seconds")
 
     def check(self, progress: Progress) -> StopReason | None:
         return StopReason.MAX_TIME if progress.time >= self.seconds else None
@@ -121,7 +133,7 @@ class TargetError(StoppingCriterion):
     needs_record = True
 
     def __init__(self, target: float):
-        self.target = float(target)
+        self.target = as_positive_float(target, "target", allow_zero=True)
 
     def check(self, progress: Progress) -> StopReason | None:
         if progress.error is not None and progress.error <= self.target:
@@ -157,7 +169,7 @@ class AnyOf(StoppingCriterion):
     """
 
     def __init__(self, *criteria: StoppingCriterion):
-        self.criteria = criteria
+        self.criteria = _check_criteria(criteria)
         self.needs_record = any(c.needs_record for c in criteria)
 
     def check(self, progress: Progress) -> StopReason | None:
@@ -178,7 +190,7 @@ class AllOf(StoppingCriterion):
     """Stop when every member fires; the reason is the last member's."""
 
     def __init__(self, *criteria: StoppingCriterion):
-        self.criteria = criteria
+        self.criteria = _check_criteria(criteria)
         self.needs_record = any(c.needs_record for c in criteria)
 
     def check(self, progress: Progress) -> StopReason | None:
