@@ -268,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="number of seeds (0, 1, ..., N-1)")
     rep.add_argument("--quick", action="store_true",
                      help="1/15 of the iteration budgets (same sizes): about a minute")
+    rep.add_argument("--budget", type=_positive_float, default=None, metavar="FACTOR",
+                     help="multiply the iteration budgets by FACTOR in (0, 1] (at least 4 "
+                          "iterations; overrides --quick); for tests and quick looks "
+                          "(default: 1, the full budgets)")
     rep.add_argument("--tuned", action="store_true",
                      help="also run part 2: each method with its step size chosen from a grid "
                           "(paper schedule, geometric decay), reporting time to 1e-8")
@@ -311,11 +315,14 @@ def _formats(text: str) -> list[str]:
 
 def _cmd_reproduce(args, argv: Sequence[str]) -> int:
     from rssm.experiments import make_configs, render, reproduce
+    from rssm.experiments.configs import QUICK_DIVISOR
 
     fmts = _formats(args.formats)
     if args.resume and args.overwrite:
         raise UsageError("argument --resume: not allowed with argument --overwrite")
-    configs = make_configs(quick=args.quick)
+    if args.budget is not None and args.budget > 1:
+        raise UsageError(f"argument --budget: must be in (0, 1], got {args.budget:g}")
+    configs = make_configs(quick=args.quick, scale=args.budget)
     if args.experiment != "all":
         configs = {args.experiment: configs[args.experiment]}
     # Progress bar on a terminal; one line per finished run otherwise (logs, nohup).
@@ -326,7 +333,10 @@ def _cmd_reproduce(args, argv: Sequence[str]) -> int:
     command = "rssm " + " ".join(shlex.quote(a) for a in argv)
     t0 = time.perf_counter()
     try:
-        reproduce(configs, args.out, range(args.seeds), quick=args.quick, tuned=args.tuned,
+        reproduce(configs, args.out, range(args.seeds),
+                  quick=args.quick or args.budget is not None, tuned=args.tuned,
+                  budget_scale=(args.budget if args.budget is not None
+                                else 1.0 / QUICK_DIVISOR if args.quick else 1.0),
                   resume=args.resume, overwrite=args.overwrite, progress=progress,
                   command=command, log=log)
     except KeyboardInterrupt:

@@ -207,16 +207,29 @@ PROBLEMS = {
 }
 
 
-def make_configs(quick: bool = False) -> dict[str, ProblemConfig]:
-    """The configurations of ``rssm reproduce``; ``quick`` shrinks budgets (same sizes)."""
-    if not quick:
+def make_configs(quick: bool = False, scale: float | None = None) -> dict[str, ProblemConfig]:
+    """The configurations of ``rssm reproduce`` (the paper's sizes, our budgets).
+
+    Parameters
+    ----------
+    quick : bool
+        Divide the iteration budgets by `QUICK_DIVISOR` and record 40 points per run.
+    scale : float, optional
+        Multiply the iteration budgets by ``scale`` instead (at least 4 iterations); for
+        tests and quick looks. Problem sizes never change.
+    """
+    if scale is None and not quick:
         return dict(PROBLEMS)
+    if scale is None:
+        scale = 1.0 / QUICK_DIVISOR
+    if not (isinstance(scale, (int, float)) and 0 < scale <= 1):
+        raise ValueError(f"budget scale must be in (0, 1], got {scale!r}")
     out = {}
     for name, cfg in PROBLEMS.items():
         d = asdict(cfg)
         d["tuned_grid"] = tuple(cfg.tuned_grid)
-        d["rsm_iter"] = max(20, cfg.rsm_iter // QUICK_DIVISOR)
-        d["tuned_rsm_iter"] = max(20, cfg.tuned_rsm_iter // QUICK_DIVISOR)
-        d["record_every_points"] = 40
+        d["rsm_iter"] = max(4, int(round(cfg.rsm_iter * scale)))
+        d["tuned_rsm_iter"] = max(4, int(round(cfg.tuned_rsm_iter * scale)))
+        d["record_every_points"] = min(cfg.record_every_points, 40)
         out[name] = ProblemConfig(**d)
     return out

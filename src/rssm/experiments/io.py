@@ -22,6 +22,7 @@ __all__ = [
     "CSV_COLUMNS",
     "RUN_KEY",
     "atomic_write_text",
+    "replace_atomically",
     "append_rows",
     "read_rows",
     "finished_runs",
@@ -37,6 +38,18 @@ CSV_COLUMNS = ("part", "problem", "method", "blocks", "seed", "stepsize", "itera
 RUN_KEY = ("part", "problem", "method", "seed", "stepsize")
 
 
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def replace_atomically(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Give ``tmp`` the usual file mode (mkstemp makes it 0600) and move it over ``path``."""
+    os.chmod(tmp, _umask_mode())
+    os.replace(tmp, path)
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and `os.replace`."""
     path = Path(path)
@@ -47,7 +60,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        replace_atomically(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

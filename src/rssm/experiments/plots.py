@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from rssm.experiments.analysis import Run, median_band, method_order  # noqa: E402
 from rssm.experiments.configs import MethodSpec  # noqa: E402
+from rssm.experiments.io import replace_atomically  # noqa: E402
 
 __all__ = ["STYLES", "plot_comparison"]
 
@@ -100,7 +101,7 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
         os.close(fd)
         try:
             fig.savefig(tmp, dpi=130, format=fmt)
-            os.replace(tmp, path)
+            replace_atomically(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)

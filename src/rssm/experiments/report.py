@@ -180,8 +180,9 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
     machine = doc.get("machine", {})
     lines = ["# Reproduction of Section 5 (`sect-exp`): RSSM vs RSM", ""]
     if settings.get("quick"):
-        lines += [f"> **Quick run** (`--quick`): iteration budgets are 1/{QUICK_DIVISOR} of the "
-                  "full ones (same problem sizes), so the curves stop early and the tables "
+        scale = settings.get("budget_scale", 1.0 / QUICK_DIVISOR)
+        lines += [f"> **Reduced run**: iteration budgets are {scale:.3g} times the full ones "
+                  "(same problem sizes), so the curves stop early and the tables "
                   "below say little about the paper's claim. The full run is in "
                   "`docs/reproduction/` of the rssm repository.", ""]
     lines += [

@@ -233,8 +233,10 @@ def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], di
     return rows, summary
 
 
-def _settings(configs: dict[str, ProblemConfig], seeds, quick: bool, tuned: bool) -> dict:
+def _settings(configs: dict[str, ProblemConfig], seeds, quick: bool, tuned: bool,
+              budget_scale: float) -> dict:
     return {
+        "budget_scale": budget_scale,
         "problems": {k: c.as_dict() for k, c in configs.items()},
         "methods": [m.key for m in PAPER_METHODS],
         "seeds": [int(s) for s in seeds],
@@ -258,6 +260,7 @@ def _compatible(old: dict, new: dict) -> bool:
 def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: Sequence[int],
               *, quick: bool = False, tuned: bool = False, resume: bool = False,
               overwrite: bool = False, progress: bool | None = None, command: str = "",
+              budget_scale: float = 1.0,
               log: Callable[[str], None] | None = None) -> dict:
     """Run the experiments of ``configs`` and write CSV and JSON under ``out``.
 
@@ -281,6 +284,8 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
         Progress bar on stderr; None: when stderr is a terminal.
     command : str
         The command line, recorded in the JSON.
+    budget_scale : float
+        Factor of the configs' budgets against the full ones (recorded in the JSON).
     log : callable, optional
         Receives one-line messages.
 
@@ -298,7 +303,7 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path, json_path = out / CSV_NAME, out / JSON_NAME
-    settings = _settings(configs, seeds, quick, tuned)
+    settings = _settings(configs, seeds, quick, tuned, budget_scale)
     seeds = [int(s) for s in seeds]
     if resume and overwrite:
         raise ValueError("--resume and --overwrite exclude each other")
@@ -306,6 +311,9 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     if csv_path.exists() and not (resume or overwrite):
         raise ValueError(f"--out {out} already holds {CSV_NAME}; pass --resume to continue "
                          "it or --overwrite to start over")
+    # Temporary files of writes cut short (kill -9 during os.replace's preparation).
+    for stale in list(out.glob(f".{CSV_NAME}.*.tmp")) + list(out.glob(f".{JSON_NAME}.*.tmp")):
+        stale.unlink()
     if overwrite:
         for p in (csv_path, json_path):
             if p.exists():

@@ -1,0 +1,182 @@
+"""`rssm solve`, the parser built from the problem registry, one-line errors, progress bar."""
+
+from __future__ import annotations
+
+import csv
+import io as _io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm import cli
+from rssm.cli import build_parser, main
+from rssm.experiments.progress import ProgressBar, format_seconds
+from rssm.problems import DPCP, REGISTRY
+from rssm.stepsizes import Geometric
+from rssm.trace import TRACE_COLUMNS
+
+SMALL = ["--n", "20", "--d", "3", "--n-inliers", "120", "--n-outliers", "80"]
+
+
+def test_solve_csv_matches_minimize(tmp_path, capsys):
+    out = tmp_path / "trace.csv"
+    rc = main(["solve", "dpcp", *SMALL, "--method", "rssm", "--blocks", "4", "--stepsize",
+               "geometric", "--mu0", "0.3", "--beta", "0.9", "--max-iter", "60",
+               "--record-every", "7", "--seed", "3", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "RSSM (l=4, uniform)" in text and "final error" in text and "max_iter" in text
+    with out.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert tuple(rows[0]) == TRACE_COLUMNS
+    assert [int(r[0]) for r in rows[1:]] == [0, 7, 14, 21, 28, 35, 42, 49, 56, 60]
+    # the same run through the library: data seed 3, start from default_rng([3, 1])
+    prob = DPCP.synthetic(n=20, d=3, n_inliers=120, n_outliers=80, seed=3)
+    x0 = prob.initial_point(np.random.default_rng([3, 1]))
+    res = rssm.minimize(prob, x0, method="rssm", n_blocks=4, stepsize=Geometric(0.3, 0.9),
+                        max_iter=60, seed=3, record_every=7)
+    np.testing.assert_allclose([float(r[4]) for r in rows[1:]], res.trace["error"],
+                               rtol=1e-12, atol=0)
+    np.testing.assert_allclose(float(rows[-1][3]), res.fun, rtol=1e-12)
+
+
+def test_solve_json(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    rc = main(["solve", "odl", "--n", "8", "--m", "200", "--method", "rsm", "--max-iter", "30",
+               "--out", str(out)])
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    assert doc["problem"] == "odl" and doc["synthetic"] == {"n": 8, "theta": 0.3, "m": 200}
+    assert doc["method"] == "rsm" and doc["stepsize"]["rule"] == "PaperSchedule"
+    assert doc["stepsize"]["delta"] == pytest.approx(1e-3)
+    assert doc["summary"]["n_iter"] == 30 and doc["summary"]["stop_reason"] == "max_iter"
+    assert set(doc["trace"]) == set(TRACE_COLUMNS)
+    assert doc["trace"]["iteration"][-1] == 30
+    assert doc["summary"]["error"] == pytest.approx(doc["trace"]["error"][-1], rel=1e-15)
+    assert "trace: " in capsys.readouterr().out
+
+
+def test_solve_target_error_stops(capsys):
+    rc = main(["solve", "dpcp", *SMALL, "--method", "rsm", "--stepsize", "geometric",
+               "--mu0", "0.3", "--beta", "0.9", "--max-iter", "2000", "--target-error", "1e-6",
+               "--record-every", "5"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "target_error" in out
+    err = float(out.split("final error")[1].split()[0])
+    assert err <= 1e-6
+
+
+def test_problem_options_come_from_registry(monkeypatch):
+    """A problem added to REGISTRY later appears in `rssm solve` with its own options."""
+
+    class Toy(DPCP):
+        """Toy problem for the registry test."""
+
+        @classmethod
+        def synthetic(cls, n: int = 12, spread: float = 0.5, seed=None):
+            """Toy instance."""
+            return DPCP.synthetic(n=n, d=2, n_inliers=50, n_outliers=30, seed=seed)
+
+    monkeypatch.setitem(REGISTRY, "toy", Toy)
+    parser = build_parser()
+    args = parser.parse_args(["solve", "toy", "--spread", "0.25"])
+    assert args.problem == "toy" and args.syn_n == 12 and args.syn_spread == 0.25
+    helptext = _help(["solve", "toy", "--help"])
+    assert "--spread FLOAT" in helptext and "(default: 0.5)" in helptext
+    assert "(default: 12)" in helptext
+
+
+def _help(argv) -> str:
+    buf = _io.StringIO()
+    with pytest.raises(SystemExit) as exc:
+        import contextlib
+
+        with contextlib.redirect_stdout(buf):
+            build_parser().parse_args(argv)
+    assert exc.value.code == 0
+    return buf.getvalue()
+
+
+def test_help_lists_defaults():
+    text = _help(["solve", "dpcp", "--help"])
+    for piece in ("--n INT", "(default: 100)", "(default: 1500)", "--method {rsm,rssm}",
+                  "{paper,geometric,constant,invsqrt}", "(default: uniform)"):
+        assert piece in text, piece
+    text = _help(["reproduce", "--help"])
+    for piece in ("--quick", "--tuned", "--resume", "--seeds", "(default: 5)", "--quiet"):
+        assert piece in text, piece
+    assert "rssm reproduce all --quick --out rssm-results" in _help(["--help"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "names"),
+    [
+        (["solve", "dpcp", "--method", "foo"], ["--method", "rsm", "rssm"]),
+        (["solve", "dpcp", "--stepsize", "cosine"], ["--stepsize", "geometric", "invsqrt"]),
+        (["solve", "dpcp", "--selection", "random"], ["--selection", "uniform", "cyclic"]),
+        (["solve", "dpcp", "--blocks", "200"], ["--blocks", "2 <= n_blocks <= p = 90"]),
+        (["solve", "dpcp", "--blocks", "0"], ["--blocks", ">= 1"]),
+        (["solve", "dpcp", "--d", "0"], ["--d", ">= 1"]),
+        (["solve", "dpcp", "--max-iter", "ten"], ["--max-iter", "integer"]),
+        (["solve", "dpcp", "--mu0", "0.1"], ["--mu0", "geometric"]),
+        (["solve", "dpcp", "--stepsize", "geometric", "--mu0", "1"], ["--beta"]),
+        (["solve", "dpcp", "--stepsize", "geometric", "--mu0", "1", "--beta", "2"],
+         ["--beta", "beta"]),
+        (["solve", "dpcp", "--out", "trace.txt"], ["--out", ".csv", ".json"]),
+        (["solve", "nosuch"], ["PROBLEM", "dpcp", "odl"]),
+        (["reproduce", "everything"], ["experiment", "all", "dpcp", "odl"]),
+        (["reproduce", "all", "--formats", "gif"], ["--formats", "png", "pdf"]),
+        (["reproduce", "all", "--budget", "2"], ["--budget", "(0, 1]"]),
+        (["reproduce", "all", "--resume", "--overwrite"], ["--resume", "--overwrite"]),
+        (["plot", "no/such/results.csv"], ["RESULTS.csv", "no such file"]),
+        ([], ["COMMAND"]),
+    ],
+)
+def test_bad_options_one_line_exit_2(argv, names, capsys):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("rssm: error: ")
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_python_m_rssm_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "rssm", "solve", "dpcp", "--method", "bad"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("rssm: error: argument --method: invalid choice")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_library_names_mapped_to_options():
+    assert cli._name_option("n_blocks must be >= 2") == "argument --blocks: n_blocks must be >= 2"
+    assert cli._name_option("n_inliers must be >= 0").startswith("argument --n-inliers:")
+    assert cli._name_option("something else") == "something else"
+
+
+def test_progress_bar_line():
+    buf = _io.StringIO()
+    bar = ProgressBar(5, enabled=True, stream=buf, width=10)
+    bar.skip(2)
+    bar.start("paper dpcp RSM seed 0")
+    bar.finish()
+    line = bar.line("paper dpcp RSSM (l=3) seed 0")
+    assert "3/5 runs" in line and "RSSM (l=3)" in line and "ETA" in line
+    assert line.startswith("[" + "#" * 6 + "-" * 4 + "]")
+    assert buf.getvalue().startswith("\r[")
+    quiet = ProgressBar(5, stream=_io.StringIO())  # not a terminal: disabled
+    assert quiet.enabled is False
+
+
+@pytest.mark.parametrize(("sec", "text"), [(9.87, "9.9s"), (73.2, "1m13s"), (4000, "1h06m"),
+                                          (float("nan"), "?")])
+def test_format_seconds(sec, text):
+    assert format_seconds(sec) == text

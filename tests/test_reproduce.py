@@ -1,0 +1,205 @@
+"""End to end: `rssm reproduce` at a tiny budget, `--resume`, and `rssm plot`.
+
+The problems have the paper's sizes; the budgets are 1% of the full ones (`--budget 0.01`)
+and two seeds, so the whole module runs in a few seconds of solver time.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rssm.cli import main
+from rssm.experiments import io
+from rssm.experiments.configs import PAPER_METHODS, TUNING_SEED, make_configs, stepsize_label
+from rssm.experiments.runner import plan_paper, plan_tuned
+
+BUDGET = 0.01
+SEEDS = 2
+ARGS = ["reproduce", "all", "--budget", str(BUDGET), "--seeds", str(SEEDS), "--tuned", "--quiet"]
+
+
+def _expected_points(max_iter: int, every: int) -> int:
+    """Recorded points of a run that hits its iteration limit: 0, every, 2 every, ..., end."""
+    return max_iter // every + 1 + (1 if max_iter % every else 0)
+
+
+@pytest.fixture(scope="module")
+def outdir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("repro") / "res"
+    assert main(ARGS + ["--out", str(out)]) == 0
+    return out
+
+
+def _rows(out: Path) -> list[dict]:
+    return io.read_rows(out / "results.csv")
+
+
+def test_files_written(outdir):
+    for name in ("dpcp", "odl", "dpcp-tuned", "odl-tuned"):
+        png = (outdir / f"{name}.png").read_bytes()
+        pdf = (outdir / f"{name}.pdf").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+        assert pdf[:5] == b"%PDF-" and len(pdf) > 5_000
+    # no temporary files left by the atomic writes
+    assert not [p for p in outdir.iterdir() if p.name.startswith(".")]
+
+
+def test_csv_columns_and_row_counts(outdir):
+    with (outdir / "results.csv").open(newline="") as fh:
+        header = next(csv.reader(fh))
+    assert tuple(header) == io.CSV_COLUMNS
+    rows = _rows(outdir)
+    counts = Counter((r["part"], r["problem"], r["method"], r["seed"]) for r in rows)
+    configs = make_configs(scale=BUDGET)
+    for name, cfg in configs.items():
+        for spec in plan_paper(cfg, range(SEEDS)):
+            got = counts[("paper", name, spec.method.key, spec.seed)]
+            assert got == _expected_points(spec.max_iter, spec.record_every), spec
+        # every method of every tuning candidate ran on the tuning seed
+        n_tuning = sum(1 for r in {(r["method"], r["stepsize"]) for r in rows
+                                   if r["part"] == "tuning" and r["problem"] == name})
+        assert n_tuning == len(cfg.tuned_grid) * len(PAPER_METHODS)
+        assert {r["seed"] for r in rows if r["part"] == "tuning"} == {TUNING_SEED}
+        tuned = {(r["method"], r["seed"]) for r in rows
+                 if r["part"] == "tuned" and r["problem"] == name}
+        assert len(tuned) == SEEDS * len(PAPER_METHODS)
+    # the budget of RSSM with l blocks is l/2 times RSM's
+    last = {k: 0 for k in counts}
+    for r in rows:
+        k = (r["part"], r["problem"], r["method"], r["seed"])
+        last[k] = max(last[k], r["iteration"])
+    for name, cfg in configs.items():
+        assert last[("paper", name, "rsm", 0)] == cfg.rsm_iter
+        assert last[("paper", name, "rssm-l10", 0)] == 5 * cfg.rsm_iter
+
+
+def test_same_data_and_start_for_all_methods(outdir):
+    """Iteration 0 (cost and error of X^0 on the seed's data) is identical across methods
+    and differs between seeds."""
+    rows = [r for r in _rows(outdir) if r["part"] == "paper" and r["iteration"] == 0]
+    for name in ("dpcp", "odl"):
+        per_seed = {}
+        for r in rows:
+            if r["problem"] == name:
+                per_seed.setdefault(r["seed"], set()).add((r["cost"], r["error"]))
+        assert all(len(v) == 1 for v in per_seed.values()), per_seed
+        assert len({next(iter(v)) for v in per_seed.values()}) == SEEDS
+
+
+def test_json_settings(outdir):
+    doc = io.read_json(outdir / "results.json")
+    st = doc["settings"]
+    assert st["seeds"] == [0, 1]
+    assert st["methods"] == ["rsm", "rssm-l3", "rssm-l5", "rssm-l10"]
+    assert st["problems"]["dpcp"]["synthetic"] == {"n": 100, "d": 10, "n_inliers": 1500,
+                                                   "n_outliers": 3500}
+    assert st["problems"]["odl"]["synthetic"] == {"n": 60, "theta": 0.3}
+    assert st["problems"]["dpcp"]["paper_stepsize"] == {"rule": "paper", "delta": 0.9,
+                                                        "a": 2.0, "rho": 0.991}
+    assert st["problems"]["odl"]["paper_stepsize"] == {"rule": "paper", "delta": 1e-3,
+                                                       "a": 4.0, "rho": 0.995}
+    assert doc["command"].startswith("rssm reproduce all --budget 0.01")
+    for key in ("platform", "cpu_count", "numpy", "blas"):
+        assert key in doc["machine"]
+    n_runs = 2 * len(PAPER_METHODS) * SEEDS * 2 + sum(
+        len(c.tuned_grid) * len(PAPER_METHODS) for c in make_configs(scale=BUDGET).values())
+    assert len(doc["runs"]) == n_runs
+    assert set(doc["tuned_choice"]) == {"dpcp", "odl"}
+    # each run's summary agrees with its last CSV row
+    rows = _rows(outdir)
+    run = doc["runs"][0]
+    part, prob, method, seed, step = run["key"]
+    mine = [r for r in rows if (r["part"], r["problem"], r["method"], r["seed"],
+                                r["stepsize"]) == (part, prob, method, seed, step)]
+    assert mine[-1]["iteration"] == run["n_iter"]
+    assert mine[-1]["error"] == pytest.approx(run["final_error"], rel=1e-12)
+
+
+def test_report_tables_filled(outdir):
+    text = (outdir / "report.md").read_text()
+    assert "No finished" not in text
+    for label in ("| RSM |", "| RSSM (l=3) |", "| RSSM (l=5) |", "| RSSM (l=10) |"):
+        # paper and tuned table of both problems
+        assert sum(line.startswith(label) for line in text.splitlines()) == 4, label
+    assert text.count(" time to 0.01 |") == 4 and text.count(" time to 1e-08 |") == 2
+    assert "## Part 2: tuned step sizes" in text
+    assert "iteration budgets are 0.01 times the full ones" in text
+    assert "Command: `rssm reproduce all --budget 0.01" in text
+    assert "the claim **" in text
+    assert "![Robust subspace recovery (DPCP)](dpcp.png)" in text
+
+
+def test_resume_skips_finished_and_reruns_missing(outdir, tmp_path):
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    before = (out / "results.csv").read_text()
+    assert main(ARGS + ["--out", str(out), "--resume"]) == 0
+    assert (out / "results.csv").read_text() == before  # nothing re-run
+
+    # Drop the last paper run of odl seed 1 (as if it had been interrupted) and resume.
+    rows = _rows(out)
+    cfg = make_configs(scale=BUDGET)["odl"]
+    victim = plan_paper(cfg, range(SEEDS))[-1]
+    key = ("paper", "odl", victim.method.key, victim.seed)
+    kept = [r for r in rows if (r["part"], r["problem"], r["method"], r["seed"]) != key]
+    lost = [r for r in rows if (r["part"], r["problem"], r["method"], r["seed"]) == key]
+    assert lost
+    with (out / "results.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(io.CSV_COLUMNS)
+        for r in kept:
+            w.writerow([r[c] for c in io.CSV_COLUMNS])
+    assert main(ARGS + ["--out", str(out), "--resume"]) == 0
+    again = _rows(out)
+    assert len(again) == len(rows)
+    redone = [r for r in again if (r["part"], r["problem"], r["method"], r["seed"]) == key]
+    # the same seed gives the same iterates: error and cost bit for bit, time differs
+    assert [r["error"] for r in redone] == [r["error"] for r in lost]
+    assert [r["cost"] for r in redone] == [r["cost"] for r in lost]
+    doc = io.read_json(out / "results.json")
+    assert len([r for r in doc["runs"] if tuple(r["key"][:4]) == (*key[:3], key[3])]) == 1
+
+
+def test_existing_results_need_resume_or_overwrite(outdir, tmp_path, capsys):
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    assert main(ARGS + ["--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rssm: error:")
+    assert "--resume" in err[0] and "--overwrite" in err[0]
+
+
+def test_plot_redraws(outdir, tmp_path, capsys):
+    out = tmp_path / "figs"
+    assert main(["plot", str(outdir / "results.csv"), "--out", str(out), "--formats", "png"]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["dpcp-tuned.png", "dpcp.png", "odl-tuned.png", "odl.png", "report.md"]
+    assert all(p.stat().st_size > 10_000 for p in out.glob("*.png"))
+    assert (out / "report.md").read_text() == (outdir / "report.md").read_text()
+
+
+def test_tuned_runs_use_the_chosen_stepsize(outdir):
+    doc = io.read_json(outdir / "results.json")
+    cfg = make_configs(scale=BUDGET)["dpcp"]
+    plan = plan_tuned(cfg, range(SEEDS), doc["tuned_choice"]["dpcp"])
+    rows = _rows(outdir)
+    have = {(r["method"], r["seed"], r["stepsize"]) for r in rows
+            if r["part"] == "tuned" and r["problem"] == "dpcp"}
+    assert have == {(s.method.key, s.seed, s.key[4]) for s in plan}
+    # the chosen candidate has the least time to 1e-8, else the lowest final error
+    for key, chosen in doc["tuned_choice"]["dpcp"].items():
+        scores = {}
+        for cand in cfg.tuned_grid:
+            lab = stepsize_label(cand)
+            mine = sorted((r for r in rows if r["part"] == "tuning" and r["problem"] == "dpcp"
+                           and r["method"] == key and r["stepsize"] == lab),
+                          key=lambda r: r["iteration"])
+            hit = [r["time"] for r in mine if r["error"] <= 1e-8]
+            scores[lab] = (hit[0] if hit else math.inf, mine[-1]["error"])
+        assert scores[stepsize_label(chosen)] == min(scores.values())
