@@ -53,3 +53,10 @@ def test_readme_bring_your_own_objective_block():
     assert blocks, "the section should contain a python code block"
     proc = _run(["-c", blocks[0]])
     assert proc.returncode == 0, proc.stderr
+    # The README's five lines are those of examples/custom_objective.py (which asserts that
+    # the run recovers X*), comments aside.
+    example = (ROOT / "examples" / "custom_objective.py").read_text()
+    five = re.search(r"^# --- five lines.*?\n(.*?)^# ---", example, re.M | re.S).group(1)
+    code = {line.split("#")[0].strip() for line in blocks[0].splitlines()}
+    for line in five.strip().splitlines():
+        assert line.split("#")[0].strip() in code, f"README lacks: {line}"
