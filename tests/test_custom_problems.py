@@ -114,10 +114,12 @@ def test_composite_reproduces_dpcp_and_odl():
         assert comp.cost(x0) == pytest.approx(ref.cost(x0), rel=1e-13)
         np.testing.assert_allclose(comp.subgradient(x0), ref.subgradient(x0), rtol=0, atol=1e-12)
         step = Geometric(1e-2, 0.95)
-        r_ref = rssm.minimize(ref, x0, n_blocks=3, stepsize=step, max_iter=60, seed=7)
-        r_comp = rssm.minimize(comp, x0, n_blocks=3, stepsize=step, max_iter=60, seed=7)
-        np.testing.assert_allclose(r_comp.x, r_ref.x, rtol=0, atol=1e-10)
-        assert r_comp.fun == pytest.approx(r_ref.fun, rel=1e-10)
+        for kw in (dict(n_blocks=3), dict(method="rsm")):
+            r_ref = rssm.minimize(ref, x0, stepsize=step, max_iter=60, seed=7, **kw)
+            r_comp = rssm.minimize(comp, x0, stepsize=step, max_iter=60, seed=7, **kw)
+            np.testing.assert_allclose(r_comp.x, r_ref.x, rtol=0, atol=1e-10)
+            assert r_comp.fun == pytest.approx(r_ref.fun, rel=1e-10)
+            assert np.linalg.norm(r_comp.x - x0) > 1e-2  # the runs moved
 
 
 @pytest.mark.parametrize(
