@@ -17,6 +17,15 @@ from typing import Any
 import numpy as np
 
 
+def describe(value: Any, limit: int = 60) -> str:
+    """A short one-line description of ``value`` for error messages (arrays by shape and
+    dtype, long reprs cut)."""
+    if isinstance(value, np.ndarray):
+        return f"an array with shape {value.shape} and dtype {value.dtype}"
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def as_float_matrix(
     value: Any,
     name: str,
@@ -68,13 +77,29 @@ def as_float_matrix(
     return out
 
 
+def check_array_size(shape: tuple[int, ...], what: str) -> None:
+    """Refuse sizes whose array could not even be addressed (NumPy would fail deep inside
+    with "Maximum allowed dimension exceeded"); the message names ``what``."""
+    entries = 1
+    for s in shape:
+        entries *= int(s)
+    if entries > np.iinfo(np.intp).max // 8:
+        raise ValueError(f"{what} = {' x '.join(map(str, shape))} is too large to allocate")
+
+
 def as_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Check that ``value`` is an integer within [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        if (
+            isinstance(value, (float, np.floating))
+            and float(value).is_integer()
+            and abs(float(value)) <= 2.0**53
+        ):
             value = int(value)
         else:
-            raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+            raise TypeError(
+                f"{name} must be an integer, got {describe(value)} ({type(value).__name__})"
+            )
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
@@ -93,7 +118,9 @@ def as_positive_float(
 ) -> float:
     """Check that ``value`` is a finite real number > 0 (or >= 0), optionally bounded."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+        raise TypeError(
+            f"{name} must be a real number, got {describe(value)} ({type(value).__name__})"
+        )
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
@@ -123,7 +150,7 @@ def make_rng(seed: Any, name: str = "seed") -> np.random.Generator:
     if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
         raise TypeError(
             f"{name} must be None, a non-negative integer or a numpy.random.Generator, "
-            f"got {seed!r} ({type(seed).__name__})"
+            f"got {describe(seed)} ({type(seed).__name__})"
         )
     if seed < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {seed}")

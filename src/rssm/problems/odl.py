@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm._validation import (
+    as_float_matrix,
+    as_int,
+    as_positive_float,
+    check_array_size,
+    make_rng,
+)
 from rssm.blocks import Partition
 from rssm.problem import Problem
 from rssm.problems._data import DataOracle
@@ -83,6 +89,7 @@ class ODL(Problem):
         n = as_int(n, "n", minimum=2)
         theta = as_positive_float(theta, "theta", upper=1.0)
         m = round(10 * n**1.5) if m is None else as_int(m, "m", minimum=1)
+        check_array_size((n, max(n, m)), "n x max(n, m)")
         rng = make_rng(seed)
         x_star = stiefel.random_point(n, n, rng)
         codes = rng.standard_normal((n, m)) * (rng.random((n, m)) < theta)

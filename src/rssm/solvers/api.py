@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import as_int, as_positive_float, make_rng
+from rssm._validation import as_int, as_positive_float, describe, make_rng
 from rssm.blocks import PairSelector, Partition, make_selector
 from rssm.problem import Problem
 from rssm.solvers.base import run
@@ -110,7 +110,7 @@ def minimize(
             f"got {type(problem).__name__}"
         )
     if not isinstance(method, str) or method.lower() not in METHODS:
-        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+        raise ValueError(f"method must be one of {sorted(METHODS)}, got {describe(method)}")
     method = method.lower()
     rng = make_rng(seed)
     n, p = problem.shape

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
+from rssm._validation import describe
 from rssm.blocks import PairSelector, Partition
 from rssm.problem import Oracle, Problem
 from rssm.stepsizes import StepContext, StepSize
@@ -106,12 +107,18 @@ def run(
         perf = time.perf_counter
         while reason is None:
             t0 = perf()
-            gamma = stepsize(k, ctx)
+            try:
+                gamma = stepsize(k, ctx)
+            except (OverflowError, ZeroDivisionError) as exc:
+                raise ValueError(
+                    f"stepsize could not compute gamma_{k}: {type(exc).__name__}: {exc}"
+                ) from exc
             if not (isinstance(gamma, float) or isinstance(gamma, (int, np.floating))) or not (
                 math.isfinite(gamma) and gamma > 0
             ):
                 raise ValueError(
-                    f"stepsize returned gamma_{k} = {gamma!r}; it must be a finite number > 0"
+                    f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite "
+                    "number > 0"
                 )
             try:
                 f = solver.step(float(gamma))
