@@ -9,7 +9,7 @@ Quick use::
     print(res)
 """
 
-from rssm import blocks, problems, stepsizes, stiefel, stopping
+from rssm import blocks, diagnostics, problems, stepsizes, stiefel, stopping
 from rssm.blocks import Partition
 from rssm.problem import Oracle, Problem
 from rssm.solvers import METHODS, minimize
@@ -31,6 +31,7 @@ __all__ = [
     "stepsizes",
     "stiefel",
     "blocks",
+    "diagnostics",
     "stopping",
     "__version__",
 ]
