@@ -92,10 +92,23 @@ def median_band(runs: Sequence[Run], axis: str, n_grid: int = 160):
     return grid, np.median(vals, axis=0), vals.min(axis=0), vals.max(axis=0)
 
 
-def first_reach(run: Run, level: float, axis: str) -> float:
-    """``axis`` value (time, flops or iteration) of the first recorded point with
-    error <= ``level``; inf if none."""
-    hit = np.nonzero(run.error <= level)[0]
-    if hit.size == 0:
-        return math.inf
-    return float(getattr(run, axis)[hit[0]])
+def first_reach(run: Run, level: float, axis: str, stay: bool = True) -> float:
+    """``axis`` value (time, flops or iteration) at which the error reaches ``level``.
+
+    With ``stay`` (the default) this is the first recorded point from which the error stays
+    at or below ``level`` until the run ends, so a brief dip of an oscillating subgradient
+    method does not count; otherwise the first recorded point at or below ``level``.
+    inf if there is none.
+    """
+    below = run.error <= level
+    if stay:
+        if below.size == 0 or not below[-1]:
+            return math.inf
+        above = np.nonzero(~below)[0]
+        first = 0 if above.size == 0 else int(above[-1]) + 1
+    else:
+        hit = np.nonzero(below)[0]
+        if hit.size == 0:
+            return math.inf
+        first = int(hit[0])
+    return float(getattr(run, axis)[first])

@@ -73,7 +73,10 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
             grid, med, lo, hi = median_band(group, axis)
             if grid.size == 0:
                 continue
-            ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0)
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.15, linewidth=0)
+            for r in group:  # each seed, faint, so a split across seeds stays visible
+                xs = getattr(r, axis)
+                ax.plot(xs[xs > 0], r.error[xs > 0], color=color, linewidth=0.6, alpha=0.35)
             ax.plot(grid, med, color=color, linestyle=ls, linewidth=1.8, label=label,
                     marker=marker, markevery=max(1, grid.size // 6), markersize=5)
     for ax, xlabel in zip(axes, ("flops (model count)", "CPU time (s, solver only)"),
@@ -89,7 +92,8 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         axes[1].legend(handles, labels, loc="best", fontsize=9,
-                       title=f"median of {n_seeds} seeds; band: min-max",
+                       title=f"thick: median of {n_seeds} seeds; band: min-max;\n"
+                             "thin: each seed",
                        title_fontsize=9, framealpha=0.9)
     fig.suptitle(title, fontsize=12)
     out_stem = Path(out_stem)
