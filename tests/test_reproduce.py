@@ -139,7 +139,7 @@ def test_resume_skips_finished_and_reruns_missing(outdir, tmp_path):
     out = tmp_path / "res"
     shutil.copytree(outdir, out)
     before = (out / "results.csv").read_text()
-    assert main(ARGS + ["--out", str(out), "--resume"]) == 0
+    assert main(ARGS + ["--out", str(out), "--resume", "--formats", "png"]) == 0
     assert (out / "results.csv").read_text() == before  # nothing re-run
 
     # Drop the last paper run of odl seed 1 (as if it had been interrupted) and resume.
@@ -155,7 +155,7 @@ def test_resume_skips_finished_and_reruns_missing(outdir, tmp_path):
         w.writerow(io.CSV_COLUMNS)
         for r in kept:
             w.writerow([r[c] for c in io.CSV_COLUMNS])
-    assert main(ARGS + ["--out", str(out), "--resume"]) == 0
+    assert main(ARGS + ["--out", str(out), "--resume", "--formats", "png"]) == 0
     again = _rows(out)
     assert len(again) == len(rows)
     redone = [r for r in again if (r["part"], r["problem"], r["method"], r["seed"]) == key]
