@@ -197,7 +197,9 @@ class DPCP(Problem):
     def error(self, x) -> float:
         """dist(X, S^perp), computed stably (see `subspace_distance`)."""
         if self.subspace is None:
-            raise ValueError("this DPCP instance has no ground-truth subspace, so error(X) is undefined")
+            raise ValueError(
+                "this DPCP instance has no ground-truth subspace, so error(X) is undefined"
+            )
         return subspace_distance(self.subspace, x)
 
     def initial_point(self, rng=None) -> np.ndarray:

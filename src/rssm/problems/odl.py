@@ -117,7 +117,9 @@ class ODL(Problem):
     def error(self, x) -> float:
         """err(X, X*) of Section 5.2 (see `dictionary_error`)."""
         if self.dictionary is None:
-            raise ValueError("this ODL instance has no ground-truth dictionary, so error(X) is undefined")
+            raise ValueError(
+                "this ODL instance has no ground-truth dictionary, so error(X) is undefined"
+            )
         return dictionary_error(x, self.dictionary)
 
     def initial_point(self, rng=None) -> np.ndarray:
