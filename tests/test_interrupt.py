@@ -224,7 +224,7 @@ def test_kill_9_leaves_complete_files_and_resume_finishes_identically(
     assert set(got) == set(ref)
     for key in ref:
         assert _numbers(got[key]) == _numbers(ref[key]), key
-    assert not list(out.glob(".*.tmp"))  # stale temporary files are cleared
+    assert not list(out.glob(".results.*.tmp"))  # stale temporary files are cleared
     assert (out / "dpcp.png").stat().st_size > 0 and (out / "report.md").exists()
 
 
