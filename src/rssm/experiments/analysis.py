@@ -73,8 +73,8 @@ def median_band(runs: Sequence[Run], axis: str, n_grid: int = 160):
     Returns
     -------
     grid, median, low, high : ndarray
-        Only points where every run has started are kept; after a run ends it counts
-        with its last error.
+        From the point where every run has started to the median of the runs' ends; a run
+        that ended earlier counts with its last error.
     """
     firsts = [getattr(r, axis)[getattr(r, axis) > 0] for r in runs]
     firsts = [f for f in firsts if f.size]
@@ -82,7 +82,7 @@ def median_band(runs: Sequence[Run], axis: str, n_grid: int = 160):
         empty = np.empty(0)
         return empty, empty, empty, empty
     lo = max(f[0] for f in firsts)
-    hi = max(f[-1] for f in firsts)
+    hi = float(np.median([f[-1] for f in firsts]))
     if hi <= lo:
         hi = lo * 1.0001
     grid = np.geomspace(lo, hi, n_grid)

@@ -61,7 +61,7 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
     by_method: dict[str, list[Run]] = {}
     for r in runs:
         by_method.setdefault(r.method, []).append(r)
-    fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.6), constrained_layout=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11.5, 5.2), constrained_layout=True)
     n_seeds = max((len(v) for v in by_method.values()), default=0)
     for i, key in enumerate(method_order(by_method)):
         color, ls, marker = _style(key, i)
@@ -91,10 +91,11 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
     axes[1].set_title("error vs CPU time")
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
-        axes[1].legend(handles, labels, loc="best", fontsize=9,
-                       title=f"thick: median of {n_seeds} seeds; band: min-max;\n"
-                             "thin: each seed",
-                       title_fontsize=9, framealpha=0.9)
+        fig.legend(handles, labels, loc="outside lower center", ncol=2,
+                   fontsize=9, framealpha=0.9,
+                   title=f"thick line: median of {n_seeds} seeds, drawn until half of them "
+                         "have ended; shaded band: min to max over seeds; thin lines: each seed",
+                   title_fontsize=9)
     fig.suptitle(title, fontsize=12)
     out_stem = Path(out_stem)
     out_stem.parent.mkdir(parents=True, exist_ok=True)
