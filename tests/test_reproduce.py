@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import rssm
 from rssm.cli import main
 from rssm.experiments import io
 from rssm.experiments.configs import PAPER_METHODS, TUNING_SEED, make_configs, stepsize_label
@@ -203,3 +204,33 @@ def test_tuned_runs_use_the_chosen_stepsize(outdir):
             hit = [r["time"] for r in mine if r["error"] <= 1e-8]
             scores[lab] = (hit[0] if hit else math.inf, mine[-1]["error"])
         assert scores[stepsize_label(chosen)] == min(scores.values())
+
+
+def test_interrupted_run_is_not_saved_and_resume_finishes(tmp_path, monkeypatch, capsys):
+    """Ctrl-C inside a run (minimize returns stop reason 'interrupted') ends the reproduction
+    with status 130; the cut-short run is not in the CSV, and --resume runs it."""
+    real = rssm.minimize
+    calls = {"n": 0}
+
+    def interrupt_third(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            def callback(progress):
+                if progress.iteration >= 2:
+                    raise KeyboardInterrupt
+            kwargs["callback"] = callback
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rssm, "minimize", interrupt_third)
+    out = tmp_path / "res"
+    argv = ["reproduce", "dpcp", "--budget", "0.01", "--seeds", "1", "--quiet",
+            "--formats", "png", "--out", str(out)]
+    assert main(argv) == 130
+    assert "--resume" in capsys.readouterr().err
+    rows = io.read_rows(out / "results.csv")
+    assert len({r["method"] for r in rows}) == 2  # the two runs before the interrupted one
+    monkeypatch.setattr(rssm, "minimize", real)
+    assert main(argv + ["--resume"]) == 0
+    rows = io.read_rows(out / "results.csv")
+    assert sorted({r["method"] for r in rows}) == ["rsm", "rssm-l10", "rssm-l3", "rssm-l5"]
+    assert len(io.read_json(out / "results.json")["runs"]) == 4

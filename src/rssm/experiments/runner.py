@@ -34,6 +34,7 @@ from rssm.experiments.configs import (
     stepsize_label,
 )
 from rssm.experiments.progress import ProgressBar, format_seconds
+from rssm.stopping import StopReason
 
 __all__ = [
     "RunSpec",
@@ -202,7 +203,13 @@ def machine_info() -> dict:
 
 
 def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], dict]:
-    """Run ``spec`` with `rssm.minimize`; return its CSV rows and its summary for the run log."""
+    """Run ``spec`` with `rssm.minimize`; return its CSV rows and its summary for the run log.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        If the run was interrupted (its partial trace is dropped, so ``--resume`` reruns it).
+    """
     wall0 = time.perf_counter()
     res = rssm.minimize(problem, x0, method=spec.method.method,
                         n_blocks=max(2, spec.method.n_blocks),
@@ -210,6 +217,9 @@ def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], di
                         target_error=spec.target_error, seed=spec.seed,
                         record_every=spec.record_every)
     wall = time.perf_counter() - wall0
+    if res.stop_reason is StopReason.INTERRUPTED:
+        # minimize turns Ctrl-C into a Result; a cut-short run must not be saved as finished.
+        raise KeyboardInterrupt
     meta = {"part": spec.part, "problem": spec.problem, "method": spec.method.key,
             "blocks": spec.method.n_blocks, "seed": spec.seed,
             "stepsize": stepsize_label(spec.stepsize)}
