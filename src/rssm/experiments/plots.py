@@ -105,7 +105,9 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}", dir=path.parent)
         os.close(fd)
         try:
-            fig.savefig(tmp, dpi=130, format=fmt)
+            # no creation date in PDFs, so redrawing unchanged data gives the same file
+            meta = {"CreationDate": None} if fmt == "pdf" else None
+            fig.savefig(tmp, dpi=130, format=fmt, metadata=meta)
             replace_atomically(tmp, path)
         finally:
             if os.path.exists(tmp):

@@ -207,9 +207,10 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
         f"{machine.get('blas', {}).get('version', '')}; thread settings "
         f"{machine.get('thread_env') or 'default'}.",
         f"- Seeds {_seeds(settings['seeds'])}. For each seed every method runs on the same "
-        "data and the same start, one after the other (order rotated per seed). CPU time is "
-        "the solver's own time (`Result.trace['time']`), recording excluded; flops are the "
-        "library's flop model.",
+        "data and the same start, one after the other (order rotated per seed). \"CPU time\" "
+        "is the solver's own time (`Result.trace['time']`: wall clock of the iterations on "
+        "one BLAS thread, recording and error evaluation excluded); flops are the library's "
+        "flop model.",
         "- \"Time (flops) to reach\" a level is the first recorded point from which the error "
         "stays at or below it until the run ends (a brief dip of an oscillating subgradient "
         "method does not count); it is read at recorded points, so it is rounded up to the "
