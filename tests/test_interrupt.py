@@ -235,9 +235,6 @@ def _safe_runs(csv_path):
         return {}
 
 
-@pytest.mark.xfail(strict=True, reason="cli/runner bug: minimize turns Ctrl-C into a Result "
-                   "with stop reason 'interrupted'; run_one saves that truncated run as "
-                   "finished and reproduce goes on (see issue 6 report)")
 def test_ctrl_c_during_a_reproduce_run_saves_no_truncated_run(tmp_path, monkeypatch, capsys):
     """Ctrl-C inside the second run: `rssm reproduce` must stop with status 130 and keep
     only the first (finished) run, so --resume redoes the interrupted one in full."""
