@@ -82,6 +82,9 @@ def test_problem_options_come_from_registry(monkeypatch):
             """Toy instance."""
             return DPCP.synthetic(n=n, d=2, n_inliers=50, n_outliers=30, seed=seed)
 
+        def default_stepsize(self):
+            return Geometric(0.25, 0.9)
+
     monkeypatch.setitem(REGISTRY, "toy", Toy)
     parser = build_parser()
     args = parser.parse_args(["solve", "toy", "--spread", "0.25"])
@@ -89,6 +92,29 @@ def test_problem_options_come_from_registry(monkeypatch):
     helptext = _help(["solve", "toy", "--help"])
     assert "--spread FLOAT" in helptext and "(default: 0.5)" in helptext
     assert "(default: 12)" in helptext
+
+
+def test_solve_uses_the_problems_own_stepsize(monkeypatch, capsys):
+    """--stepsize default (the default) takes the problem's rule; parameters not given on
+    the command line come from it, so a problem without the paper's schedule still runs."""
+
+    class Toy(DPCP):
+        @classmethod
+        def synthetic(cls, n: int = 12, seed=None):
+            base = DPCP.synthetic(n=n, d=2, n_inliers=50, n_outliers=30, seed=seed)
+            return cls(base.yt, base.p, base.subspace)
+
+        def default_stepsize(self):
+            return Geometric(0.25, 0.9)
+
+    monkeypatch.setitem(REGISTRY, "toy", Toy)
+    assert main(["solve", "toy", "--max-iter", "5"]) == 0
+    assert "Geometric(mu0=0.25, beta=0.9)" in capsys.readouterr().out
+    assert main(["solve", "toy", "--max-iter", "5", "--beta", "0.5"]) == 0
+    assert "Geometric(mu0=0.25, beta=0.5)" in capsys.readouterr().out
+    assert main(["solve", "toy", "--stepsize", "paper"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rssm: error: argument --stepsize paper:") and "--delta" in err
 
 
 def _help(argv) -> str:
@@ -105,7 +131,7 @@ def _help(argv) -> str:
 def test_help_lists_defaults():
     text = _help(["solve", "dpcp", "--help"])
     for piece in ("--n INT", "(default: 100)", "(default: 1500)", "--method {rsm,rssm}",
-                  "{paper,geometric,constant,invsqrt}", "(default: uniform)"):
+                  "{default,paper,geometric,constant,invsqrt}", "(default: uniform)"):
         assert piece in text, piece
     text = _help(["reproduce", "--help"])
     for piece in ("--quick", "--tuned", "--resume", "--seeds", "(default: 5)", "--quiet"):

@@ -182,10 +182,13 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--selection", choices=sorted(SELECTION_RULES), default="uniform",
                    help="block-pair rule of RSSM (uniform is the paper's)")
     s = p.add_argument_group("step size")
-    s.add_argument("--stepsize", choices=list(_STEP_PARAMS), default="paper",
-                   help="paper: Delta_k/(sqrt(k+2) log(k+2)) with Delta_k = delta "
+    s.add_argument("--stepsize", choices=["default", *_STEP_PARAMS], default="default",
+                   help="default: the problem's own rule (the paper's schedule for dpcp and "
+                        "odl); paper: Delta_k/(sqrt(k+2) log(k+2)) with Delta_k = delta "
                         "binom(l,2)^(a rho^k - 1) for RSSM, delta for RSM; geometric: "
-                        "mu0 beta^(k/epoch); constant: c; invsqrt: c/sqrt(k+1)")
+                        "mu0 beta^(k/epoch); constant: c; invsqrt: c/sqrt(k+1). Parameters "
+                        "not given are the problem's own when its rule is of that kind "
+                        "(default: default)")
     s.add_argument("--delta", type=_positive_float, default=None,
                    help="paper: Delta (default: the problem's, e.g. 0.9 for dpcp, 1e-3 for odl)")
     s.add_argument("--a", type=_positive_float, default=None,
@@ -193,11 +196,12 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
     s.add_argument("--rho", type=_positive_float, default=None,
                    help="paper: decay rho in (0, 1] (default: the problem's)")
     s.add_argument("--mu0", type=_positive_float, default=None,
-                   help="geometric: initial step (required with geometric)")
+                   help="geometric: initial step (default: the problem's, if geometric)")
     s.add_argument("--beta", type=_positive_float, default=None,
-                   help="geometric: decay per epoch, in (0, 1] (required with geometric)")
+                   help="geometric: decay per epoch, in (0, 1] (default: the problem's, if "
+                        "geometric)")
     s.add_argument("--c", type=_positive_float, default=None,
-                   help="constant / invsqrt: c (required with these)")
+                   help="constant / invsqrt: c (default: the problem's, if of that kind)")
     b = p.add_argument_group("budget and output")
     b.add_argument("--max-iter", type=_nonneg_int, default=None,
                    help="iteration limit (default: 1000 when no limit at all is given)")
@@ -365,37 +369,41 @@ def _cmd_plot(args) -> int:
 
 
 def _make_stepsize(args, problem):
+    """The step-size rule of ``--stepsize`` and its parameters; parameters not given come
+    from the problem's own default rule when it is of the same kind."""
     from rssm.stepsizes import Constant, Geometric, InverseSqrt, PaperSchedule
 
+    classes = {"paper": PaperSchedule, "geometric": Geometric, "constant": Constant,
+               "invsqrt": InverseSqrt}
+    base = problem.default_stepsize()
+    base_rule = next((k for k, c in classes.items() if type(base) is c), None)
     rule = args.stepsize
+    if rule == "default":
+        if base_rule is None:
+            raise UsageError(f"argument --stepsize: {type(problem).__name__} has no default step "
+                             f"size; choose from {', '.join(classes)}")
+        rule = base_rule
     for name in sorted({n for ps in _STEP_PARAMS.values() for n in ps}):
         if getattr(args, name) is not None and name not in _STEP_PARAMS[rule]:
             users = [r for r, ps in _STEP_PARAMS.items() if name in ps]
             raise UsageError(f"argument --{name}: only used with --stepsize "
                              f"{' or '.join(users)} (got --stepsize {rule})")
+    own = base.describe() if rule == base_rule else {}
+    values = {n: getattr(args, n) if getattr(args, n) is not None else own.get(n)
+              for n in _STEP_PARAMS[rule]}
     if rule == "paper":
-        base = problem.default_stepsize()
-        if isinstance(base, PaperSchedule):
-            delta = args.delta if args.delta is not None else base.delta
-            a = args.a if args.a is not None else base.a
-            rho = args.rho if args.rho is not None else base.rho
-        elif args.delta is None:
-            raise UsageError(f"argument --stepsize: {type(problem).__name__} has no paper "
-                             "schedule; give --delta (and --a, --rho) or choose from "
-                             "geometric, constant, invsqrt")
-        else:
-            delta, a, rho = args.delta, args.a, args.rho
-        if (a is None) != (rho is None):
+        if values["delta"] is None:
+            raise UsageError(f"argument --stepsize paper: {type(problem).__name__} has no paper "
+                             "schedule of its own; give --delta (and --a, --rho)")
+        if (values["a"] is None) != (values["rho"] is None):
             raise UsageError("argument --a: --a and --rho go together")
-        return PaperSchedule(delta, a, rho)
+        return PaperSchedule(values["delta"], values["a"], values["rho"])
+    missing = [f"--{n}" for n, v in values.items() if v is None]
+    if missing:
+        raise UsageError(f"argument --stepsize {rule}: needs {' and '.join(missing)}")
     if rule == "geometric":
-        missing = [f"--{n}" for n in ("mu0", "beta") if getattr(args, n) is None]
-        if missing:
-            raise UsageError(f"argument --stepsize geometric: needs {' and '.join(missing)}")
-        return Geometric(args.mu0, args.beta)
-    if args.c is None:
-        raise UsageError(f"argument --stepsize {rule}: needs --c")
-    return Constant(args.c) if rule == "constant" else InverseSqrt(args.c)
+        return Geometric(values["mu0"], values["beta"])
+    return Constant(values["c"]) if rule == "constant" else InverseSqrt(values["c"])
 
 
 def _summary_table(rows: list[tuple[str, str]]) -> str:
