@@ -234,3 +234,14 @@ def test_interrupted_run_is_not_saved_and_resume_finishes(tmp_path, monkeypatch,
     rows = io.read_rows(out / "results.csv")
     assert sorted({r["method"] for r in rows}) == ["rsm", "rssm-l10", "rssm-l3", "rssm-l5"]
     assert len(io.read_json(out / "results.json")["runs"]) == 4
+
+
+def test_resume_without_json_keeps_the_csv(outdir, tmp_path, capsys):
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    (out / "results.json").unlink()
+    before = (out / "results.csv").read_text()
+    assert main(ARGS + ["--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rssm: error: --resume:") and "results.json" in err
+    assert (out / "results.csv").read_text() == before

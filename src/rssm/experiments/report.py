@@ -196,8 +196,10 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
                   "(same problem sizes), so the curves stop early and the tables "
                   "below say little about the paper's claim. The full run is in "
                   "`docs/reproduction/` of the rssm repository.", ""]
+    history = doc.get("history", [])
+    earlier = "".join(f" (earlier: `{h['command']}` at {h['at']})" for h in history[:-1])
     lines += [
-        f"- Command: `{doc.get('command', '')}`",
+        f"- Command: `{doc.get('command', '')}`{earlier}",
         f"- Started {doc.get('started', '?')}, finished {doc.get('finished', 'not yet')}"
         f" (UTC); solver + recording wall time of all runs {doc.get('elapsed', 0):.0f} s.",
         f"- Machine: {machine.get('platform', '?')}, {machine.get('cpu_model', '?')}, "

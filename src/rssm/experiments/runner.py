@@ -329,6 +329,9 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
             if p.exists():
                 p.unlink()
     done_rows: list[dict] = []
+    if resume and csv_path.exists() and not json_path.exists():
+        raise ValueError(f"--resume: {csv_path} has no {JSON_NAME} beside it, so its settings "
+                         "are unknown; use another --out or --overwrite")
     if resume and json_path.exists():
         doc = io.read_json(json_path)
         if not _compatible(doc.get("settings", {}), settings):
@@ -343,6 +346,9 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
             csv_path.unlink()
         doc = {"settings": settings, "runs": [], "tuned_choice": {}}
     doc["command"] = command
+    doc.setdefault("history", []).append(
+        {"command": command,
+         "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
     doc["machine"] = machine_info()
     doc.setdefault("started", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     doc.setdefault("tuned_choice", {})
