@@ -154,6 +154,7 @@ def test_help_lists_defaults():
         (["solve", "dpcp", "--stepsize", "geometric", "--mu0", "1", "--beta", "2"],
          ["--beta", "beta"]),
         (["solve", "dpcp", "--out", "trace.txt"], ["--out", ".csv", ".json"]),
+        (["solve", "dpcp", "--out", "no/such/folder/t.csv"], ["--out", "does not exist"]),
         (["solve", "nosuch"], ["PROBLEM", "dpcp", "odl"]),
         (["reproduce", "everything"], ["experiment", "all", "dpcp", "odl"]),
         (["reproduce", "all", "--formats", "gif"], ["--formats", "png", "pdf"]),

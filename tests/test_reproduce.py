@@ -245,3 +245,32 @@ def test_resume_without_json_keeps_the_csv(outdir, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("rssm: error: --resume:") and "results.json" in err
     assert (out / "results.csv").read_text() == before
+
+
+def test_resume_rebuilds_a_run_log_entry_lost_between_csv_and_json(outdir, tmp_path):
+    """A kill after the CSV append and before the JSON write leaves a run in the CSV without
+    its summary; --resume rebuilds the summary from the CSV rows (without rerunning)."""
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    doc = io.read_json(out / "results.json")
+    lost = doc["runs"].pop(3)
+    io.write_json(out / "results.json", doc)
+    before = (out / "results.csv").read_text()
+    assert main(ARGS + ["--out", str(out), "--resume", "--formats", "png"]) == 0
+    assert (out / "results.csv").read_text() == before
+    runs = {tuple(r["key"]): r for r in io.read_json(out / "results.json")["runs"]}
+    assert len(runs) == len(doc["runs"]) + 1
+    again = runs[tuple(lost["key"])]
+    assert again["rebuilt_from_csv"] is True
+    for field in ("n_iter", "time", "flops", "final_error", "final_cost", "stop_reason"):
+        assert again[field] == lost[field], field
+
+
+def test_out_under_a_file_is_one_line_exit_2(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    argv = ["reproduce", "dpcp", "--budget", "0.01", "--seeds", "1", "--quiet",
+            "--out", str(blocker / "dir")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rssm: error: argument --out: cannot create")

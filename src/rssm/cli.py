@@ -11,6 +11,7 @@ import argparse
 import inspect
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -329,6 +330,11 @@ def _cmd_reproduce(args, argv: Sequence[str]) -> int:
     if args.budget is not None and args.budget > 1:
         raise UsageError(f"argument --budget: must be in (0, 1], got {args.budget:g}")
     configs = make_configs(quick=args.quick, scale=args.budget)
+    try:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"argument --out: cannot create folder {args.out}: "
+                         f"{exc.strerror or exc}") from None
     if args.experiment != "all":
         configs = {args.experiment: configs[args.experiment]}
     # Progress bar on a terminal; one line per finished run otherwise (logs, nohup).
@@ -420,6 +426,12 @@ def _cmd_solve(args) -> int:
     out = Path(args.out) if args.out else None
     if out is not None and out.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"argument --out: file name must end in .csv or .json, got {out.name!r}")
+    if out is not None:
+        parent = out.parent if str(out.parent) else Path(".")
+        if not parent.is_dir():
+            raise UsageError(f"argument --out: folder {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise UsageError(f"argument --out: folder {parent} is not writable")
     cls = REGISTRY[args.problem]
     kwargs = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
     problem = cls.synthetic(**kwargs, seed=args.seed)
@@ -508,6 +520,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = " ".join(str(exc).split())
         print(f"rssm: error: {_name_option(msg)}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the file system failed (disk full, permissions changed mid-run)
+        print(f"rssm: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
 
 
 #: Library argument names -> command-line options, to name the option in error messages.

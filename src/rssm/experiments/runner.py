@@ -243,6 +243,26 @@ def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], di
     return rows, summary
 
 
+def _summary_from_rows(spec: RunSpec, rows: list[dict]) -> dict:
+    """A run-log entry rebuilt from the run's CSV rows (its JSON entry was lost to a kill
+    between the two writes); wall time and feasibility are unknown."""
+    rows = sorted(rows, key=lambda r: r["iteration"])
+    last = rows[-1]
+    if spec.target_error is not None and last["error"] <= spec.target_error:
+        reason = StopReason.TARGET_ERROR.value
+    elif last["iteration"] >= spec.max_iter:
+        reason = StopReason.MAX_ITER.value
+    else:
+        reason = "unknown"
+    return {
+        "key": list(spec.key), "stepsize": spec.stepsize, "max_iter": spec.max_iter,
+        "record_every": spec.record_every, "target_error": spec.target_error,
+        "n_iter": last["iteration"], "time": last["time"], "flops": last["flops"],
+        "final_error": last["error"], "final_cost": last["cost"], "feasibility": None,
+        "stop_reason": reason, "wall": 0.0, "finished_at": None, "rebuilt_from_csv": True,
+    }
+
+
 def _settings(configs: dict[str, ProblemConfig], seeds, quick: bool, tuned: bool,
               budget_scale: float) -> dict:
     return {
@@ -356,6 +376,9 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     # A run is finished when its rows are in the CSV (the CSV is written first).
     doc["runs"] = [r for r in doc["runs"] if tuple(r["key"]) in done]
     logged = {tuple(r["key"]) for r in doc["runs"]}
+    done_by_key: dict[tuple, list[dict]] = {}
+    for r in done_rows:
+        done_by_key.setdefault(tuple(r[c] for c in io.RUN_KEY), []).append(r)
     io.write_json(json_path, doc)
 
     n_total = 0
@@ -374,6 +397,11 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
         cfg = configs[plan[0].problem] if plan else None
         for spec in plan:
             if spec.key in done:
+                if spec.key not in logged and spec.key in done_by_key:
+                    # killed between the CSV append and the JSON write: rebuild the entry
+                    doc["runs"].append(_summary_from_rows(spec, done_by_key[spec.key]))
+                    logged.add(spec.key)
+                    io.write_json(json_path, doc)
                 bar.skip()
                 continue
             if spec.seed not in cache:
