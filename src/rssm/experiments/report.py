@@ -218,6 +218,7 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
         "method does not count); it is read at recorded points, so it is rounded up to the "
         "next recorded iteration. Cells give the median over seeds, with \"not reached\" "
         "counted as infinite; `(k/N)` means only k of the N seeds reached the level.",
+        _feasibility_line(doc),
         "",
         "SUMMARY_PLACEHOLDER",
         "## Part 1: the paper's settings",
@@ -287,6 +288,14 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
     at = lines.index("SUMMARY_PLACEHOLDER")
     lines[at:at + 1] = _summary(summary)
     return "\n".join(lines) + "\n"
+
+
+def _feasibility_line(doc: dict) -> str:
+    feas = [r["feasibility"] for r in doc.get("runs", []) if r.get("feasibility") is not None]
+    if not feas:
+        return "- Feasibility of the final iterates: not recorded."
+    return (f"- Feasibility of the final iterates: max ||X^T X - I||_max = {max(feas):.2g} "
+            f"over {len(feas)} runs.")
 
 
 def _summary(summary: list[tuple[str, dict]]) -> list[str]:
