@@ -499,9 +499,6 @@ def test_cli_bad_usage_is_one_line_exit_2(argv, option):
     assert lines[0].startswith("rssm: error: ") and option in lines[0], lines[0]
 
 
-@pytest.mark.xfail(strict=True, reason="cli bug: an --out that cannot be created (parent is a "
-                   "file, or not writable) escapes as a raw OSError traceback, exit 1; `solve` "
-                   "only fails after the whole run (see issue 6 report)")
 @pytest.mark.parametrize("command", ["solve", "reproduce"])
 def test_cli_unwritable_out_is_one_line_exit_2(command, tmp_path):
     blocker = tmp_path / "a_file"

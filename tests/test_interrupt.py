@@ -261,9 +261,6 @@ def test_ctrl_c_during_a_reproduce_run_saves_no_truncated_run(tmp_path, monkeypa
     assert len(_runs_by_key(out / "results.csv")) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="runner writes the CSV before the JSON run log; a kill "
-                   "between the two leaves the run in the CSV without its summary, and "
-                   "--resume never adds it (see issue 6 report)")
 def test_resume_restores_a_run_log_entry_lost_to_a_kill(reference_reproduction, tmp_path):
     import shutil
 
