@@ -354,8 +354,6 @@ def test_step_size_rules(rule, value):
             assert res.n_iter == 3 and res.feasibility <= 1e-12
 
 
-@pytest.mark.xfail(strict=True, reason="PaperSchedule accepts any a >= 0, but "
-                   "binom(l, 2) ** (a rho^k - 1) overflows for large a (see issue 6 report)")
 def test_paper_schedule_refuses_an_exponent_that_overflows():
     with pytest.raises(ValueError, match=r"\ba\b"):
         PaperSchedule(0.9, 440.0, 0.99)
@@ -408,8 +406,6 @@ def test_random_point_refuses_non_integer_sizes_with_a_named_message(n):
         stiefel.random_point(n, 2, np.random.default_rng(0))
 
 
-@pytest.mark.xfail(strict=True, reason="rssm/blocks.py embeds repr(value) in its messages; "
-                   "for an array that spans several lines (see issue 6 report)")
 @pytest.mark.parametrize("call_it", [
     lambda: make_selector(np.arange(30.0)),
     lambda: Partition([np.arange(30.0).reshape(5, 6), [1]]),

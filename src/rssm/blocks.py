@@ -11,14 +11,14 @@ oracles address them without fancy-index copies when blocks are contiguous (the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rssm._validation import as_int, check_generator
+from rssm._validation import as_int, check_generator, describe
 
 __all__ = [
     "ColumnSet",
@@ -39,7 +39,7 @@ def _runs(idx: np.ndarray) -> tuple[slice, ...]:
     breaks = np.flatnonzero(np.diff(idx) != 1) + 1
     starts = np.concatenate(([0], breaks))
     ends = np.concatenate((breaks, [idx.size]))
-    return tuple(slice(int(idx[s]), int(idx[e - 1]) + 1) for s, e in zip(starts, ends))
+    return tuple(slice(int(idx[s]), int(idx[e - 1]) + 1) for s, e in zip(starts, ends, strict=True))
 
 
 @dataclass(frozen=True)
@@ -92,9 +92,13 @@ class Partition:
             except Exception:
                 raise TypeError(f"partition block {b} is not a sequence of integers") from None
             if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
-                raise TypeError(f"partition block {b} must be a 1-D sequence of integers, got {block!r}")
+                raise TypeError(
+                    f"partition block {b} must be a 1-D sequence of integers, got {describe(block)}"
+                )
             if a.size == 0:
-                raise ValueError(f"partition block {b} is empty; every block needs at least one column")
+                raise ValueError(
+                    f"partition block {b} is empty; every block needs at least one column"
+                )
             arrs.append(np.sort(a.astype(np.intp)))
         if len(arrs) < 2:
             raise ValueError(f"a partition needs at least 2 blocks, got {len(arrs)}")
@@ -231,5 +235,6 @@ def make_selector(selection: Any) -> PairSelector:
     if isinstance(selection, str) and selection in SELECTION_RULES:
         return SELECTION_RULES[selection]()
     raise ValueError(
-        f"selection must be one of {sorted(SELECTION_RULES)} or a PairSelector, got {selection!r}"
+        f"selection must be one of {sorted(SELECTION_RULES)} or a PairSelector, "
+        f"got {describe(selection)}"
     )

@@ -11,7 +11,14 @@ import abc
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from rssm._validation import as_positive_float
+
+#: Largest exponent parameter ``a`` PaperSchedule accepts; the paper uses 2 and 4, and
+#: binom(l, 2)^(a - 1) leaves float64 for a of a few hundred already at l = 10.
+_MAX_A = 100.0
+_LOG_MAX = math.log(np.finfo(np.float64).max)
 
 __all__ = ["StepContext", "StepSize", "PaperSchedule", "Geometric", "Constant", "InverseSqrt"]
 
@@ -46,7 +53,8 @@ class StepSize(abc.ABC):
 
     def describe(self) -> dict:
         """Parameters as a plain dict (for result files)."""
-        return {"rule": type(self).__name__, **{k: v for k, v in vars(self).items() if not k.startswith("_")}}
+        params = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        return {"rule": type(self).__name__, **params}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "rule")
@@ -77,7 +85,7 @@ class PaperSchedule(StepSize):
         self.delta = as_positive_float(delta, "delta")
         if (a is None) != (rho is None):
             raise ValueError("PaperSchedule needs both a and rho, or neither")
-        self.a = None if a is None else float(as_positive_float(a, "a", allow_zero=True))
+        self.a = None if a is None else as_positive_float(a, "a", allow_zero=True, upper=_MAX_A)
         self.rho = None if rho is None else as_positive_float(rho, "rho", upper=1.0)
 
     @classmethod
@@ -95,7 +103,13 @@ class PaperSchedule(StepSize):
         if ctx.method != "rssm" or self.a is None:
             return self.delta
         pairs = ctx.n_blocks * (ctx.n_blocks - 1) / 2.0
-        return self.delta * pairs ** (self.a * self.rho**k - 1.0)
+        log_delta = math.log(self.delta) + (self.a * self.rho**k - 1.0) * math.log(pairs)
+        if log_delta > _LOG_MAX:
+            raise ValueError(
+                f"stepsize {self!r}: Delta_{k} = delta * binom(l, 2)^(a rho^k - 1) overflows "
+                f"float64 at l={ctx.n_blocks}; choose a smaller delta or a (the paper uses a=2, 4)"
+            )
+        return math.exp(log_delta)
 
     def __call__(self, k: int, ctx: StepContext) -> float:
         return self.delta_k(k, ctx) / (math.sqrt(k + 2.0) * math.log(k + 2.0))
@@ -145,7 +159,9 @@ def as_stepsize(value, name: str = "stepsize") -> StepSize:
     if isinstance(value, StepSize):
         return value
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be a StepSize, a callable (k, ctx) -> float, or a positive number")
+        raise TypeError(
+            f"{name} must be a StepSize, a callable (k, ctx) -> float, or a positive number"
+        )
     if isinstance(value, (int, float)):
         return Constant(value)
     if callable(value):
