@@ -51,11 +51,12 @@ class Oracle:
 
     def subgradient(self) -> np.ndarray:
         """A Euclidean subgradient of f at the current iterate (n x p)."""
-        return self.problem.subgradient(self.x)
+        return _checked(self.problem.subgradient(self.x), self.x.shape, "subgradient")
 
     def partial_subgradient(self, cols: ColumnSet) -> np.ndarray:
         """A partial Euclidean subgradient for the columns ``cols`` (n x |C|)."""
-        return self.problem.partial_subgradient(self.x, cols.selector)
+        g = self.problem.partial_subgradient(self.x, cols.selector)
+        return _checked(g, (self.x.shape[0], cols.size), "partial_subgradient")
 
     def update(self, cols: ColumnSet | None) -> None:
         """Tell the oracle that the columns ``cols`` of ``x`` changed (None: all)."""
@@ -75,6 +76,17 @@ class Oracle:
     def flops_update(self, c: int) -> float:
         """Flops of updating the cache after c columns changed."""
         return 0.0
+
+
+def _checked(g, shape: tuple[int, int], what: str) -> np.ndarray:
+    """Refuse an oracle result of the wrong shape or kind (a user problem's bug) by name."""
+    g = np.asarray(g)
+    if g.shape != shape or g.dtype.kind not in "iuf":
+        raise ValueError(
+            f"the problem's {what} returned an array with shape {g.shape} and dtype {g.dtype}; "
+            f"expected real numbers with shape {shape}"
+        )
+    return g
 
 
 class GenericOracle(Oracle):
