@@ -41,7 +41,7 @@ CONFIG = {
     "full": dict(rounds=25, steps=5, gemm=2048, scale_reps=3,
                  m_sweep=[5000, 10000, 20000, 50000, 100000],
                  n_sweep=[125, 250, 500, 1000, 2000], p_sweep=[62, 125, 250, 500, 1000],
-                 p_sweep_n=1000, p_sweep_m=10000, odl_sweep=[60, 120, 250, 500],
+                 p_sweep_n=1010, p_sweep_m=10000, odl_sweep=[60, 120, 250, 500],
                  acc_cap=6.0, acc_seeds=5, acc_large=(300, 270, 15000), peer_cap=6.0),
 }
 
@@ -290,7 +290,7 @@ def memory(cfg: dict, out: str) -> list[dict]:
           "the data plus the 2 m p cache")
     rows = []
     m = cfg["m_sweep"][-1]
-    for n, p in ((100, 90), (cfg["p_sweep_n"], cfg["p_sweep"][-1] // 2)):
+    for n, p in ((100, 90), (cfg["p_sweep_n"] // 2, cfg["p_sweep"][1])):
         prob = dpcp(n, p, m)
         x0 = start(prob)
         data = prob.yt.nbytes
