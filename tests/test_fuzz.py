@@ -398,8 +398,6 @@ def test_random_point_sizes(n, p, seed):
             stiefel.random_point(n, p, rng)
 
 
-@pytest.mark.xfail(strict=True, reason="random_point converts n, p with int(): a str gives "
-                   "NumPy's 'invalid literal' message, 2.5 is truncated; see issue 6 report")
 @pytest.mark.parametrize("n", ["a", 2.5])
 def test_random_point_refuses_non_integer_sizes_with_a_named_message(n):
     with pytest.raises((ValueError, TypeError), match=r"\bn\b must be"):

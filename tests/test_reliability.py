@@ -311,12 +311,6 @@ def test_overflowing_step_size_stops_non_finite_or_stays_feasible(method):
         assert res.feasibility <= FEAS_TOL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: with gamma * ||grad|| >~ 1e5 the SVD fallback of the RSSM step "
-    "loses orthogonality to the untouched columns (feasibility ~ eps * gamma); see the "
-    "issue 6 report",
-)
 @pytest.mark.parametrize("gamma", [1e8, 1e16, 1e308])
 def test_huge_rssm_step_sizes_stay_feasible(gamma):
     prob = DPCP.synthetic(n=10, d=3, n_inliers=30, n_outliers=20, seed=0)

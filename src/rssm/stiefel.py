@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack as _lapack
 
-from rssm._validation import as_float_matrix, as_positive_float, check_generator
+from rssm._validation import as_float_matrix, as_int, as_positive_float, check_generator
 
 __all__ = [
     "sym",
@@ -31,6 +31,8 @@ __all__ = [
 #: switches from the Gram route to a thin SVD. Gram route orthogonality error is about
 #: eps * cond(Xi)^2, so 0.1 keeps it within ~10 eps.
 _GRAM_MIN_RATIO = 0.1
+#: Re-projection rounds after an SVD polar factor in the RSSM step (see `_submanifold_step`).
+_REPROJECT_ROUNDS = 2
 
 
 def sym(a: np.ndarray) -> np.ndarray:
@@ -157,7 +159,19 @@ def _submanifold_step(
     w = x.T @ xi                         # W = X^T Xi, W[C] = 0: X W = X_{-C} X_{-C}^T Xi
     w[sel] = 0.0
     xi -= x @ w
-    return polar(xi)
+    q = _polar_gram(xi)
+    if q is not None:
+        return q
+    # Xi ill conditioned: only for steps with gamma ||P(G_C)|| >~ 3, far beyond the theory's
+    # gamma < 1/L. The SVD polar factor is orthonormal, but its rounding error (about
+    # eps * cond(Xi)) leaks into span(X_{-C}); project it out again and re-orthonormalize.
+    # Two rounds keep ||X^T X - I|| at the eps level up to gamma ||P(G_C)|| ~ 1e100.
+    q = polar(xi)
+    for _ in range(_REPROJECT_ROUNDS):
+        w = x.T @ q
+        w[sel] = 0.0
+        q = polar(q - x @ w)
+    return q
 
 
 def _full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
@@ -211,7 +225,8 @@ def random_point(n: int, p: int, rng: np.random.Generator) -> np.ndarray:
         Source of randomness (required: no global state is used).
     """
     check_generator(rng)
-    n, p = int(n), int(p)
+    n = as_int(n, "n")
+    p = as_int(p, "p")
     if not 1 <= p <= n:
         raise ValueError(f"random_point needs 1 <= p <= n, got n={n}, p={p}")
     g = rng.standard_normal((n, p))

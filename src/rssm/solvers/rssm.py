@@ -36,6 +36,7 @@ class RSSMSolver(Solver):
             self.oracle.flops_partial(c)
             + 8.0 * n * p * c      # X^T G, X Y (tangent); X^T Xi, X W (block projection)
             + 4.0 * n * c + c * c  # X Y - G, gamma *, + X_C, Xi - X W; sym(Y[C])
-            + polar_flops(n, c)
+            + polar_flops(n, c)    # Gram route; the SVD fallback of steps with
+            #                        gamma ||P(G_C)|| >~ 3 (beyond gamma < 1/L) is not counted
             + self.oracle.flops_update(c)
         )
