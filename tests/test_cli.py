@@ -207,3 +207,18 @@ def test_progress_bar_line():
                                           (float("nan"), "?")])
 def test_format_seconds(sec, text):
     assert format_seconds(sec) == text
+
+
+def test_solve_prints_the_problem_summary(capsys):
+    """Sparse PCA reports explained variance and sparsity next to the cost (issue 5)."""
+    rc = main(["solve", "sparse_pca", "--max-iter", "3000", "--seed", "0"])
+    assert rc == 0
+    lines = {ln.split("  ")[0]: ln.split()[-1] for ln in capsys.readouterr().out.splitlines()
+             if ln.strip()}
+    from rssm.problems import SparsePCA
+
+    prob = SparsePCA.synthetic(seed=0)
+    # the planted loadings are 90% zero; after 3000 iterations the iterate is that sparse
+    assert float(lines["sparsity"]) == pytest.approx(0.9, abs=0.01)
+    assert 0.0 < float(lines["explained variance"]) < 1.0
+    assert prob.summary(prob.initial_point())["explained_variance"] > 0

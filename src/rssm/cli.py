@@ -459,6 +459,10 @@ def _cmd_solve(args) -> int:
         ("final error", f"{res.error:.4g}" if problem.has_error else "n/a"),
         ("feasibility", f"{res.feasibility:.2e}  (||X^T X - I||_max)"),
     ]
+    # Problem-specific figures (e.g. sparse PCA's explained variance and sparsity).
+    extra = problem.summary(res.x) if callable(getattr(problem, "summary", None)) else {}
+    rows += [(k.replace("_", " "), f"{v:.6g}") for k, v in extra.items()
+             if k not in ("cost", "error")]
     print(_summary_table(rows))
     if out is not None:
         _write_trace(out, res, args, kwargs, rule)
