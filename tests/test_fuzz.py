@@ -8,6 +8,7 @@ takes seconds.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 import warnings
@@ -508,3 +509,31 @@ def test_cli_unwritable_out_is_one_line_exit_2(command, tmp_path):
     except OSError as exc:
         pytest.fail(f"raw {type(exc).__name__}: {exc}")
     assert rc == 2 and err.startswith("rssm: error: argument --out") and err.count("\n") == 1
+
+
+# -- the other registered problems ------------------------------------------------------------
+
+_OTHER = sorted(set(rssm.problems.REGISTRY) - {"dpcp", "odl"})
+_KEYWORDS = [(name, kw) for name in _OTHER
+             for kw in inspect.signature(rssm.problems.REGISTRY[name].synthetic).parameters]
+
+
+@pytest.mark.parametrize(("name", "kw"), _KEYWORDS, ids=[f"{n}-{k}" for n, k in _KEYWORDS])
+@FUZZ
+@given(value=scalars())
+def test_registered_synthetic_keywords(name, kw, value):
+    """Every keyword of every registered problem's synthetic(): a clear error naming it,
+    or a valid instance on which one RSSM iteration stays on the manifold."""
+    numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, bool)
+    if numeric and kw != "seed" and math.isfinite(value) and abs(value) > 40:
+        value = type(value)(value % 41)  # sizes stay small: this is about validation, not memory
+    cls = rssm.problems.REGISTRY[name]
+    prob = call(lambda: cls.synthetic(**{kw: value, **({} if kw == "seed" else {"seed": 0})}),
+                kw)
+    if prob is not None:
+        n, p = prob.shape
+        assert 1 <= p <= n
+        if p >= 2:
+            res = rssm.minimize(prob, n_blocks=2, max_iter=1, seed=0)
+            assert res.feasibility <= 1e-12

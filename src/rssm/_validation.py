@@ -87,8 +87,20 @@ def check_array_size(shape: tuple[int, ...], what: str) -> None:
         raise ValueError(f"{what} = {' x '.join(map(str, shape))} is too large to allocate")
 
 
-def as_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    """Check that ``value`` is an integer within [minimum, maximum]."""
+def as_int(
+    value: Any,
+    name: str,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    minimum_is: str | None = None,
+    maximum_is: str | None = None,
+) -> int:
+    """Check that ``value`` is an integer within [minimum, maximum].
+
+    ``minimum_is`` / ``maximum_is`` name a bound that comes from another argument (e.g.
+    ``"m"`` for n <= m), so the message names both arguments.
+    """
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
         if (
             isinstance(value, (float, np.floating))
@@ -102,9 +114,11 @@ def as_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | 
             )
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+        bound = f"{minimum_is} = {minimum}" if minimum_is else str(minimum)
+        raise ValueError(f"{name} must be >= {bound}, got {value}")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+        bound = f"{maximum_is} = {maximum}" if maximum_is else str(maximum)
+        raise ValueError(f"{name} must be <= {bound}, got {value}")
     return value
 
 
@@ -115,8 +129,10 @@ def as_positive_float(
     allow_zero: bool = False,
     upper: float | None = None,
     upper_inclusive: bool = True,
+    upper_is: str | None = None,
 ) -> float:
-    """Check that ``value`` is a finite real number > 0 (or >= 0), optionally bounded."""
+    """Check that ``value`` is a finite real number > 0 (or >= 0), optionally bounded
+    (``upper_is`` names a bound that comes from another argument)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
         raise TypeError(
             f"{name} must be a real number, got {describe(value)} ({type(value).__name__})"
@@ -127,7 +143,8 @@ def as_positive_float(
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
     if upper is not None and (value > upper or (value == upper and not upper_inclusive)):
-        raise ValueError(f"{name} must be {'<=' if upper_inclusive else '<'} {upper}, got {value}")
+        bound = f"{upper_is} = {upper:g}" if upper_is else str(upper)
+        raise ValueError(f"{name} must be {'<=' if upper_inclusive else '<'} {bound}, got {value}")
     return value
 
 

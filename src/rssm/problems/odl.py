@@ -85,7 +85,12 @@ class ODL(Problem):
     def synthetic(cls, n: int = 60, theta: float = 0.3, m: int | None = None, seed=None) -> ODL:
         """The paper's instance (Section 5.2): X* Haar on O(n); codes S (n x m) with entries
         N(0, 1) with probability ``theta`` and 0 otherwise; Y = X* S; m = round(10 n^1.5)
-        unless given."""
+        unless given.
+
+        X* is the first draw from ``seed``: a Haar start drawn from a generator seeded the
+        same way (``initial_point(numpy.random.default_rng(seed))``) is X* itself. Seed the
+        start differently (``rssm.minimize(..., x0=None, seed=seed)`` draws it from a spawned
+        child stream; ``rssm reproduce`` uses ``default_rng([seed, 1])``)."""
         n = as_int(n, "n", minimum=2)
         theta = as_positive_float(theta, "theta", upper=1.0)
         m = round(10 * n**1.5) if m is None else as_int(m, "m", minimum=1)

@@ -85,8 +85,8 @@ class L1Procrustes(CompositeProblem):
         minimizer over St(n, p) as well. ``error`` is ||X - X*||_F.
         """
         m = as_int(m, "m", minimum=2)
-        n = as_int(n, "n", minimum=1, maximum=m)
-        p = as_int(p, "p", minimum=1, maximum=n)
+        n = as_int(n, "n", minimum=1, maximum=m, maximum_is="m")
+        p = as_int(p, "p", minimum=1, maximum=n, maximum_is="n")
         frac = as_positive_float(outlier_fraction, "outlier_fraction", allow_zero=True, upper=1.0,
                                  upper_inclusive=False)
         scale = as_positive_float(outlier_scale, "outlier_scale")

@@ -85,9 +85,9 @@ class PlantedSparseBasis(CompositeProblem):
         columns.
         """
         n = as_int(n, "n", minimum=2)
-        p = as_int(p, "p", minimum=1, maximum=n - 1)
-        m = as_int(m, "m", minimum=n)
-        theta = as_positive_float(theta, "theta", upper=1.0 / p)
+        p = as_int(p, "p", minimum=1, maximum=n - 1, maximum_is="n - 1")
+        m = as_int(m, "m", minimum=n, minimum_is="n")
+        theta = as_positive_float(theta, "theta", upper=1.0 / p, upper_is="1/p")
         k = max(1, int(round(theta * m)))
         rng = make_rng(seed)
         idx = rng.permutation(m)[: p * k].reshape(p, k)

@@ -113,8 +113,8 @@ class SparsePCA(CompositeProblem):
         up to the order and signs of the columns.
         """
         n = as_int(n, "n", minimum=2)
-        r = as_int(r, "r", minimum=1, maximum=n - 1)
-        m = as_int(m, "m", minimum=n + 1)
+        r = as_int(r, "r", minimum=1, maximum=n - 1, maximum_is="n - 1")
+        m = as_int(m, "m", minimum=n + 1, minimum_is="n + 1")
         s = as_int(support, "support", minimum=1)
         if r * s > n:
             raise ValueError(f"r * support must be <= n = {n} (disjoint supports), got {r} * {s}")
