@@ -118,13 +118,13 @@ def test_procrustes_start_and_error():
     "call, match",
     [
         (lambda: SparsePCA.synthetic(n=10, r=3, support=4), "r \\* support must be <= n"),
-        (lambda: SparsePCA.synthetic(n=10, m=5), "m must be >= 11"),
+        (lambda: SparsePCA.synthetic(n=10, m=5), "m must be >= n \\+ 1 = 11"),
         (lambda: SparsePCA.synthetic(mu=0.0), "mu must be > 0"),
         (lambda: L1Procrustes.synthetic(outlier_fraction=1.0), "outlier_fraction must be < 1"),
-        (lambda: L1Procrustes.synthetic(n=5, p=6), "p must be <= 5"),
+        (lambda: L1Procrustes.synthetic(n=5, p=6), "p must be <= n = 5"),
         (lambda: L1Procrustes(np.ones((4, 2)), np.ones((4, 3))), "b must have at most n = 2"),
-        (lambda: PlantedSparseBasis.synthetic(p=4, theta=0.3), "theta must be <= 0.25"),
-        (lambda: PlantedSparseBasis.synthetic(n=4, p=4), "p must be <= 3"),
+        (lambda: PlantedSparseBasis.synthetic(p=4, theta=0.3), "theta must be <= 1/p = 0.25"),
+        (lambda: PlantedSparseBasis.synthetic(n=4, p=4), "p must be <= n - 1 = 3"),
     ],
 )
 def test_bad_arguments_name_the_argument(call, match):
