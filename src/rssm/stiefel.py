@@ -25,6 +25,7 @@ __all__ = [
     "random_point",
     "feasibility",
     "check_point",
+    "as_point",
 ]
 
 #: Below this ratio of smallest to largest eigenvalue of the Gram matrix, `polar`
@@ -267,3 +268,14 @@ def check_point(x: np.ndarray, atol: float = 1e-8, name: str = "x") -> None:
             f"exceeds the tolerance {atol:.1e}; pass a matrix with orthonormal columns "
             f"(rssm.stiefel.polar({name}) projects a full-rank matrix onto the manifold)"
         )
+
+
+def as_point(value, name: str, shape: tuple[int | None, int | None], atol: float = 1e-8):
+    """None stays None; anything else must be a finite real matrix of ``shape`` (None: any
+    size on that axis) with orthonormal columns (to ``atol``), returned as a float64 copy.
+    Used for the ground truths the problems accept (true subspace, dictionary, ...)."""
+    if value is None:
+        return None
+    arr = as_float_matrix(value, name, shape=shape, copy=True)
+    check_point(arr, atol=atol, name=name)
+    return arr

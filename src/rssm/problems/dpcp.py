@@ -116,8 +116,7 @@ class DPCP(Problem):
         self.m = m
         self.subspace = None
         if subspace is not None:
-            s = as_float_matrix(subspace, "subspace", shape=(n, None), copy=True)
-            stiefel.check_point(s, atol=1e-8, name="subspace")
+            s = stiefel.as_point(subspace, "subspace", (n, None))
             if s.shape[1] + self.p != n:
                 raise ValueError(
                     f"subspace has d={s.shape[1]} columns but p={self.p}; the error "

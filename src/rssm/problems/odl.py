@@ -70,11 +70,7 @@ class ODL(Problem):
         self.p = n if p is None else as_int(p, "p", minimum=1, maximum=n)
         self.shape = (n, self.p)
         self.m = m
-        self.dictionary = None
-        if dictionary is not None:
-            d = as_float_matrix(dictionary, "dictionary", shape=(n, n), copy=True)
-            stiefel.check_point(d, atol=1e-8, name="dictionary")
-            self.dictionary = d
+        self.dictionary = stiefel.as_point(dictionary, "dictionary", (n, n))
 
     @classmethod
     def from_data(cls, y, p: int | None = None, dictionary=None) -> ODL:

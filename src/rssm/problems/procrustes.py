@@ -45,11 +45,7 @@ class L1Procrustes(CompositeProblem):
                 f"b must have at most n = {n} columns (X is n x p, p <= n), got {b.shape[1]}"
             )
         super().__init__(a.T, b.shape[1], EntrywiseLoss.l1(), offset=b, name="l1_procrustes")
-        self.x_true = None
-        if x_true is not None:
-            xt = as_float_matrix(x_true, "x_true", shape=self.shape, copy=True)
-            stiefel.check_point(xt, atol=1e-8, name="x_true")
-            self.x_true = xt
+        self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod
     def synthetic(

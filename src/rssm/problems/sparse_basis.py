@@ -46,11 +46,7 @@ class PlantedSparseBasis(CompositeProblem):
     def __init__(self, q, p: int, x_true=None):
         q = as_float_matrix(q, "q")
         super().__init__(q.T, p, EntrywiseLoss.l1(), name="sparse_basis")
-        self.x_true = None
-        if x_true is not None:
-            xt = as_float_matrix(x_true, "x_true", shape=self.shape, copy=True)
-            stiefel.check_point(xt, atol=1e-8, name="x_true")
-            self.x_true = xt
+        self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod
     def synthetic(

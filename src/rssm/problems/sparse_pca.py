@@ -52,11 +52,7 @@ class SparsePCA(CompositeProblem):
         super().__init__(arr.T, r, EntrywiseLoss.neg_square(), l1_penalty=mu, name="sparse_pca")
         self.mu = mu
         self._total_var = float(np.sum(arr * arr))
-        self.loadings = None
-        if loadings is not None:
-            v = as_float_matrix(loadings, "loadings", shape=self.shape, copy=True)
-            stiefel.check_point(v, atol=1e-8, name="loadings")
-            self.loadings = v
+        self.loadings = stiefel.as_point(loadings, "loadings", self.shape)
 
     @classmethod
     def from_data(cls, a, r: int, mu: float = 0.2, normalize: bool = True) -> SparsePCA:
