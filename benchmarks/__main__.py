@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="BLAS threads (default 1: robust on a shared machine)")
     ap.add_argument("--only", nargs="*", default=None,
-                    choices=["periter", "scaling", "memory", "accuracy", "peers"],
+                    choices=["periter", "fusion", "scaling", "memory", "accuracy", "peers"],
                     help="run only these sections")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"),
                     help="directory for CSV files and the plot")

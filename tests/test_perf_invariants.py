@@ -147,3 +147,22 @@ def test_flop_model_counts_what_is_computed() -> None:
     want = (2 * m * n * p + m * p) + (2 * m * n * p + 2 * m * p + 2 * m * 1) \
         + 4 * n * p * p + 4 * n * p + 4 * n * p * p + 11 * p**3
     assert got == pytest.approx(want, rel=1e-15)
+
+
+def test_benchmark_fused_data_pass_computes_the_same_product():
+    """The chunked variant timed by ``python -m benchmarks`` (section 1b) computes the same
+    G^T = (X_C^T Yt diag(s)) Yt^T as the two whole GEMMs, so the comparison is fair."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("bench_suite", root / "benchmarks" / "suite.py")
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    yt = np.random.default_rng(3).standard_normal((30, 1100))
+    run, ref = suite._data_pass(yt, 7, None)
+    run()
+    for chunk in (256, 512, 2048):
+        fused, g = suite._data_pass(yt, 7, chunk)
+        fused()
+        np.testing.assert_allclose(g, ref, rtol=1e-12, atol=1e-9)
