@@ -46,7 +46,8 @@ CONFIG = {
                  n_sweep=[125, 250, 500, 1000, 2000], p_sweep=[62, 125, 250, 500, 1000],
                  p_sweep_n=1010, p_sweep_m=10000, odl_sweep=[60, 120, 250, 500],
                  acc_cap=6.0, acc_seeds=5, acc_large=(300, 270, 15000), acc_large_cap=60.0,
-                 acc_large_grid=((0.3, 0.95), (1.0, 0.95)), peer_cap=6.0),
+                 acc_large_grid=((0.3, 0.95), (1.0, 0.95)), peer_cap=6.0,
+                 fusion_large=((100, 100000, (9, 18)), (1010, 10000, (6, 12)))),
 }
 
 
@@ -245,17 +246,20 @@ def _data_pass(yt: np.ndarray, c: int, chunk: int | None) -> tuple[Callable[[], 
 def fusion(cfg: dict, out: str) -> list[dict]:
     print(f"\n== 1b. Would one chunked pass over Yt help small blocks? Cache update + weights "
           f"+ next subgradient as two whole GEMMs against one pass over column chunks of Yt "
-          f"(median of {cfg['rounds'] * 8} interleaved repetitions)")
+          f"(median of {cfg['rounds'] * 8} interleaved repetitions; {cfg['rounds']} for data "
+          f"beyond 1e6 entries)")
     rows = []
     shapes = [("dpcp", 100, 5000, (18, 36, 90)), ("odl", 60, 4648, (12, 24, 60))]
+    shapes += [("dpcp", n, m, cs) for n, m, cs in cfg.get("fusion_large", ())]
     chunks = (512, 1024, 2048)
     for name, n, m, cs in shapes:
         yt = np.random.default_rng(0).standard_normal((n, m))
+        reps = cfg["rounds"] * 8 if n * m <= 10**6 else cfg["rounds"]
         for c in cs:
             fns = {"two GEMMs": _data_pass(yt, c, None)[0],
                    **{f"chunks of {b}": _data_pass(yt, c, b)[0] for b in chunks}}
             ts = {k: [] for k in fns}
-            for _ in range(cfg["rounds"] * 8):
+            for _ in range(reps):
                 for k, f in fns.items():
                     t = PC()
                     f()
@@ -349,6 +353,7 @@ def plot_scaling(rows: list[dict], fits: list[dict], path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     sweeps = list(dict.fromkeys(r["sweep"] for r in rows))
     fig, axes = plt.subplots(1, len(sweeps), figsize=(4.2 * len(sweeps), 3.8))
@@ -359,6 +364,10 @@ def plot_scaling(rows: list[dict], fits: list[dict], path: str) -> None:
                          math.nan)
             ax.loglog([r["value"] for r in sel], [r["sec_per_iter"] for r in sel], "o-",
                       label=f"{k} (slope {slope:.2f})")
+        # Label the swept values themselves; log minor labels overlap.
+        xs = sorted({r["value"] for r in rows if r["sweep"] == sw})
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xticks(xs, [f"{v:g}" for v in xs], fontsize=7)
         ax.set_xlabel(sel[0]["var"])
         ax.set_ylabel("seconds / iteration")
         ax.set_title(sw)
