@@ -76,6 +76,23 @@ def test_interrupt_in_the_callback(prob):
     assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-13)
 
 
+def test_interrupt_in_the_callback_of_the_last_row(prob):
+    """A KeyboardInterrupt raised by the callback on the extra final row (max_iter between
+    recording points) still returns the result, marked interrupted."""
+    calls = []
+
+    def cb(progress):
+        calls.append(progress.iteration)
+        if progress.iteration == 25:
+            raise KeyboardInterrupt
+
+    res = rssm.minimize(prob, n_blocks=3, max_iter=25, seed=1, record_every=10, callback=cb)
+    assert calls == [0, 10, 20, 25]
+    assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == 25
+    np.testing.assert_array_equal(res.trace["iteration"], [0, 10, 20, 25])
+    assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-13)
+
+
 class _InterruptedOracle(_DPCPOracle):
     """DPCP oracle that raises KeyboardInterrupt in `update` (after the solver wrote the
     new columns into x, before the caches follow) on the ``at``-th call."""

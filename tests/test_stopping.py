@@ -170,6 +170,38 @@ def test_callback_sees_every_recording_point_including_the_last(small_dpcp):
     assert [p.iteration for p in seen] == [0, 5, 10, 15, 20, 25]
 
 
+def test_callback_sees_the_last_row_between_recording_points(small_dpcp):
+    """max_iter not a multiple of record_every: the extra final row reaches the callback,
+    which then has seen exactly the rows of the returned trace."""
+    seen = []
+    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=23, record_every=5,
+                        callback=seen.append, seed=0)
+    assert res.stop_reason is StopReason.MAX_ITER
+    assert [p.iteration for p in seen] == [0, 5, 10, 15, 20, 23]
+    np.testing.assert_array_equal([p.iteration for p in seen], res.trace["iteration"])
+    assert seen[-1].cost == res.fun
+    np.testing.assert_array_equal(seen[-1].x, res.x)
+
+
+def test_callback_sees_the_last_row_after_a_time_limit(small_dpcp):
+    seen = []
+    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_time=0.05,
+                        record_every=10**6, callback=seen.append, seed=0)
+    assert res.stop_reason is StopReason.MAX_TIME and res.n_iter > 0
+    assert [p.iteration for p in seen] == [0, res.n_iter]
+    assert seen[-1].error == res.error
+
+
+def test_combined_criteria_forward_the_last_row(small_dpcp):
+    seen_any, seen_all = [], []
+    stop = (MaxIterations(10**6) & CallbackStop(seen_all.append)) | CallbackStop(seen_any.append)
+    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=7, record_every=5,
+                        stop=stop, seed=0)
+    assert res.n_iter == 7
+    assert [p.iteration for p in seen_any] == [0, 5, 7]
+    assert [p.iteration for p in seen_all][-1] == 7
+
+
 def test_stop_argument_combines_with_the_others(small_dpcp):
     # AllOf: stops only when both hold (here at iteration 20, a recording point)
     stop = MaxIterations(20) & CallbackStop(lambda p: p.iteration >= 12)

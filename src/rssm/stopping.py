@@ -84,6 +84,12 @@ class StoppingCriterion(abc.ABC):
     def check(self, progress: Progress) -> StopReason | None:
         """A reason to stop, or None."""
 
+    def final(self, progress: Progress) -> None:
+        """Called once with the last recorded row when the run stopped on a row that was
+        not checked: a time limit, an iteration limit between recording points or a
+        non-finite step (not after a user interrupt). Default: nothing."""
+        return None
+
     def __or__(self, other: StoppingCriterion) -> AnyOf:
         return AnyOf(self, other)
 
@@ -157,6 +163,9 @@ class CallbackStop(StoppingCriterion):
     def check(self, progress: Progress) -> StopReason | None:
         return StopReason.CALLBACK if self.fn(progress) else None
 
+    def final(self, progress: Progress) -> None:
+        self.fn(progress)  # the last row of the trace; the return value no longer matters
+
     def __repr__(self) -> str:
         return f"CallbackStop({getattr(self.fn, '__name__', 'fn')})"
 
@@ -182,6 +191,10 @@ class AnyOf(StoppingCriterion):
                 reason = r
         return reason
 
+    def final(self, progress: Progress) -> None:
+        for c in self.criteria:
+            c.final(progress)
+
     def __repr__(self) -> str:
         return " | ".join(map(repr, self.criteria))
 
@@ -202,6 +215,10 @@ class AllOf(StoppingCriterion):
             if reason is None:
                 return None
         return reason
+
+    def final(self, progress: Progress) -> None:
+        for c in self.criteria:
+            c.final(progress)
 
     def __repr__(self) -> str:
         return " & ".join(map(repr, self.criteria))

@@ -86,7 +86,9 @@ def minimize(
         and end). Default: max(1, max_iter // 200), or 10 without an iteration limit.
     callback : callable, optional
         ``callback(progress)`` at each recording point with a `rssm.stopping.Progress`
-        (iteration, time, flops, cost, error, read-only x); return True to stop.
+        (iteration, time, flops, cost, error, read-only x); return True to stop. It sees
+        every row of the trace, the last one included (also when a time or iteration limit
+        ends the run between recording points), except after a KeyboardInterrupt.
     partition : Partition or sequence of index sequences, optional
         A user partition of the columns (blocks may differ in size); overrides ``n_blocks``.
     selection : {"uniform", "cyclic", "shuffled"} or PairSelector

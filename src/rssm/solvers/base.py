@@ -163,7 +163,16 @@ def run(
             StopReason.CALLBACK: f"the callback asked to stop after {k} iterations",
         }.get(reason, str(reason))
     if trace.last_iteration != k:
-        record()
+        # The run ended between recording points (time or iteration limit, a non-finite
+        # step): record the returned iterate, and let callbacks see that last row too,
+        # except after a user interrupt (no user code runs after Ctrl-C).
+        prog = record()
+        if reason is not StopReason.INTERRUPTED:
+            try:
+                stop.final(prog)
+            except KeyboardInterrupt:
+                reason = StopReason.INTERRUPTED
+                message = f"interrupted by the user after {k} iterations"
     tr = trace.as_dict()
     return Result(
         x=solver.x.copy(),
