@@ -61,35 +61,29 @@ def test_interrupt_in_the_step_size_returns_the_run_so_far(prob, method, k):
     assert res.feasibility <= 1e-12
 
 
-def test_interrupt_in_the_callback(prob):
+@pytest.mark.parametrize(
+    ("max_iter", "at", "calls_expected"),
+    [
+        (500, 30, [0, 10, 20, 30]),  # at a recording point
+        # on the extra final row (max_iter between recording points): the result is still
+        # returned, marked interrupted
+        (25, 25, [0, 10, 20, 25]),
+    ],
+    ids=["recording-point", "last-row"],
+)
+def test_interrupt_in_the_callback(prob, max_iter, at, calls_expected):
     calls = []
 
     def cb(progress):
         calls.append(progress.iteration)
-        if progress.iteration == 30:
+        if progress.iteration == at:
             raise KeyboardInterrupt
 
-    res = rssm.minimize(prob, n_blocks=3, max_iter=500, seed=1, record_every=10, callback=cb)
-    assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == 30
-    assert calls == [0, 10, 20, 30]
-    np.testing.assert_array_equal(res.trace["iteration"], [0, 10, 20, 30])
-    assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-13)
-
-
-def test_interrupt_in_the_callback_of_the_last_row(prob):
-    """A KeyboardInterrupt raised by the callback on the extra final row (max_iter between
-    recording points) still returns the result, marked interrupted."""
-    calls = []
-
-    def cb(progress):
-        calls.append(progress.iteration)
-        if progress.iteration == 25:
-            raise KeyboardInterrupt
-
-    res = rssm.minimize(prob, n_blocks=3, max_iter=25, seed=1, record_every=10, callback=cb)
-    assert calls == [0, 10, 20, 25]
-    assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == 25
-    np.testing.assert_array_equal(res.trace["iteration"], [0, 10, 20, 25])
+    res = rssm.minimize(prob, n_blocks=3, max_iter=max_iter, seed=1, record_every=10,
+                        callback=cb)
+    assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == at
+    assert calls == calls_expected
+    np.testing.assert_array_equal(res.trace["iteration"], calls_expected)
     assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-13)
 
 

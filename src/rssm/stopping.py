@@ -170,16 +170,32 @@ class CallbackStop(StoppingCriterion):
         return f"CallbackStop({getattr(self.fn, '__name__', 'fn')})"
 
 
-class AnyOf(StoppingCriterion):
+class _Combination(StoppingCriterion):
+    """Members shared by `AnyOf` and `AllOf`: the criteria, whether any of them needs a
+    recording point, and `final` forwarded to each of them."""
+
+    _joiner = ""
+
+    def __init__(self, *criteria: StoppingCriterion):
+        self.criteria = _check_criteria(criteria)
+        self.needs_record = any(c.needs_record for c in criteria)
+
+    def final(self, progress: Progress) -> None:
+        for c in self.criteria:
+            c.final(progress)
+
+    def __repr__(self) -> str:
+        return self._joiner.join(map(repr, self.criteria))
+
+
+class AnyOf(_Combination):
     """Stop when any member fires; the reason is the first member's that fired.
 
     Every member is asked, even after one has fired, so that a callback sees every
     recording point, including the one where an iteration limit stops the run.
     """
 
-    def __init__(self, *criteria: StoppingCriterion):
-        self.criteria = _check_criteria(criteria)
-        self.needs_record = any(c.needs_record for c in criteria)
+    _joiner = " | "
 
     def check(self, progress: Progress) -> StopReason | None:
         reason = None
@@ -191,20 +207,11 @@ class AnyOf(StoppingCriterion):
                 reason = r
         return reason
 
-    def final(self, progress: Progress) -> None:
-        for c in self.criteria:
-            c.final(progress)
 
-    def __repr__(self) -> str:
-        return " | ".join(map(repr, self.criteria))
-
-
-class AllOf(StoppingCriterion):
+class AllOf(_Combination):
     """Stop when every member fires; the reason is the last member's."""
 
-    def __init__(self, *criteria: StoppingCriterion):
-        self.criteria = _check_criteria(criteria)
-        self.needs_record = any(c.needs_record for c in criteria)
+    _joiner = " & "
 
     def check(self, progress: Progress) -> StopReason | None:
         reason = None
@@ -215,10 +222,3 @@ class AllOf(StoppingCriterion):
             if reason is None:
                 return None
         return reason
-
-    def final(self, progress: Progress) -> None:
-        for c in self.criteria:
-            c.final(progress)
-
-    def __repr__(self) -> str:
-        return " & ".join(map(repr, self.criteria))

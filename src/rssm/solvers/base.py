@@ -69,6 +69,10 @@ def _commit_check(new: np.ndarray) -> None:
         raise NonFiniteStep("the step produced non-finite values")
 
 
+def _interrupted(k: int) -> str:
+    return f"interrupted by the user after {k} iterations"
+
+
 def run(
     solver: Solver,
     stepsize: StepSize,
@@ -148,7 +152,7 @@ def run(
                 prog = Progress(k, t_solver, flops)
             reason = stop.check(prog)
     except KeyboardInterrupt:
-        reason, message = StopReason.INTERRUPTED, f"interrupted by the user after {k} iterations"
+        reason, message = StopReason.INTERRUPTED, _interrupted(k)
         # The interrupt may have landed between a step's write to x and the oracle's cache
         # update: recompute the caches and the last trace row, so the reported cost and
         # error are those of the returned x (which then holds that step as well).
@@ -172,7 +176,7 @@ def run(
                 stop.final(prog)
             except KeyboardInterrupt:
                 reason = StopReason.INTERRUPTED
-                message = f"interrupted by the user after {k} iterations"
+                message = _interrupted(k)
     tr = trace.as_dict()
     return Result(
         x=solver.x.copy(),
