@@ -38,7 +38,7 @@ SWITCH_MARGIN = 1.25
 _WINDOW = 3
 #: Iterations between probes: starts here, grows 4x after each probe that confirms the
 #: current choice, up to `_MAX_INTERVAL`, and returns here after a switch.
-_FIRST_INTERVAL = 16
+_FIRST_INTERVAL = 4
 _MAX_INTERVAL = 4096
 #: A probe step slower than this many times the current median ends the probe at once, so
 #: a probe on a loaded machine costs one slow step, not a window of them.
