@@ -176,16 +176,31 @@ class ChunkedData:
         for lo, hi in self.bounds:
             yield lo, hi, self.read(lo, hi)
 
+    def _dask_rows(self):
+        """The Dask source as m x n (a lazy transpose when needed)."""
+        return self.source if self.rows_are_samples else self.source.T
+
     def check_finite(self) -> None:
         """Raise ValueError if any sample has a NaN or infinite entry (one pass)."""
         bad = 0
         first = None
+        if self.kind == "dask":
+            import dask
+            import dask.array as da
+
+            badrow = ~da.isfinite(self._dask_rows()).all(axis=1)
+            bad, first = (int(v) for v in dask.compute(badrow.sum(), da.argmax(badrow)))
+            self._raise_nonfinite(bad, first)
+            return
         for lo, _, blk in self.chunks():
             ok = np.isfinite(blk).all(axis=0)
             nb = int(ok.size - np.count_nonzero(ok))
             if nb and first is None:
                 first = lo + int(np.argmin(ok))
             bad += nb
+        self._raise_nonfinite(bad, first)
+
+    def _raise_nonfinite(self, bad: int, first: int | None) -> None:
         if bad:
             raise ValueError(
                 f"{self.name} has {bad} sample(s) with NaN or infinite entries (the first is "
@@ -193,6 +208,9 @@ class ChunkedData:
 
     def gram(self) -> np.ndarray:
         """Yt Yt^T (n x n), summed over chunks."""
+        if self.kind == "dask":
+            a = self._dask_rows()
+            return np.asarray((a.T @ a).compute(), dtype=np.float64)
         g = np.zeros((self.n, self.n))
         for _, _, blk in self.chunks():
             g += blk @ blk.T
