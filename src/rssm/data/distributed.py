@@ -29,7 +29,7 @@ import numpy as np
 from rssm.blocks import ColumnSet, Partition
 from rssm.problem import Oracle
 
-__all__ = ["DaskOracle", "ChunkActor", "active_client"]
+__all__ = ["DaskOracle", "ChunkActor", "active_client", "from_npy"]
 
 _MISSING = "the Dask oracles need dask[array,distributed]: pip install 'rssm[dask]'"
 
@@ -44,6 +44,43 @@ def active_client():
         return default_client()
     except ValueError:
         return None
+
+
+def _read_rows(path: str, lo: int, hi: int) -> np.ndarray:
+    return np.array(np.load(path, mmap_mode="r")[lo:hi], dtype=np.float64)
+
+
+def from_npy(path, chunk_size: int | None = None):
+    """A Dask array over an ``.npy`` file of m samples as rows (m x n), read by the workers.
+
+    Every worker opens the file itself and reads only its chunks, so the data never passes
+    through the client; the file must be visible to every worker at the same path (a
+    shared file system). Pass the result to `rssm.data.samples`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``.npy`` file (C order, 2-D, real).
+    chunk_size : int, optional
+        Samples per chunk (default: 64 MiB of float64 data).
+    """
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        raise ImportError(_MISSING) from None
+    from rssm.data.chunked import DEFAULT_CHUNK_BYTES
+
+    path = str(path)
+    mm = np.load(path, mmap_mode="r")
+    if mm.ndim != 2:
+        raise ValueError(f"path must hold a 2-D array, got shape {mm.shape}")
+    m, n = mm.shape
+    k = int(chunk_size) if chunk_size else max(1, DEFAULT_CHUNK_BYTES // (8 * n))
+    blocks = [da.from_delayed(dask.delayed(_read_rows, pure=True)(path, lo, min(lo + k, m)),
+                              shape=(min(lo + k, m) - lo, n), dtype=np.float64)
+              for lo in range(0, m, k)]
+    return da.concatenate(blocks, axis=0)
 
 
 class ChunkActor:
