@@ -299,3 +299,17 @@ def test_dask_composite_same_iterates(dask_client):
     r1 = rssm.minimize(small, x0, n_blocks=2, max_iter=30, seed=0)
     r2 = rssm.minimize(big, x0, n_blocks=2, max_iter=30, seed=0)
     assert _rel(r2.x, r1.x) < RTOL
+
+
+def test_dask_from_npy_workers_read_the_file(dask_client, dpcp_data, tmp_path):
+    from rssm.data.distributed import from_npy
+
+    prob, a = dpcp_data
+    np.save(tmp_path / "a.npy", a)
+    arr = from_npy(tmp_path / "a.npy", chunk_size=300)
+    assert arr.chunks[0] == (300, 300, 100)
+    big = DPCP(samples(arr), prob.p)
+    x0 = prob.initial_point()
+    r1 = rssm.minimize(prob, x0, max_iter=20, seed=6)
+    r2 = rssm.minimize(big, x0, max_iter=20, seed=6)
+    assert _rel(r2.x, r1.x) < RTOL

@@ -376,7 +376,6 @@ def _write_out_folder(folder: Path, res, args, settings: dict, rule, problem) ->
     replace_atomically(tmp, folder / "X.npy")
     _write_trace(folder / "trace.csv", res, args, settings, rule)
     doc = {
-        "command": "rssm " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "problem": args.problem,
         "repr": repr(problem),
         ("data" if getattr(args, "data", None) else "synthetic"): settings,
