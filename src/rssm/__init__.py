@@ -9,7 +9,7 @@ Quick use::
     print(res)
 """
 
-from rssm import blocks, diagnostics, problems, stepsizes, stiefel, stopping
+from rssm import blocks, data, diagnostics, problems, stepsizes, stiefel, stopping
 from rssm.blocks import Partition
 from rssm.problem import Oracle, Problem
 from rssm.solvers import METHODS, minimize
@@ -32,6 +32,7 @@ __all__ = [
     "stiefel",
     "blocks",
     "diagnostics",
+    "data",
     "stopping",
     "__version__",
 ]

@@ -14,6 +14,7 @@ import math
 import os
 import shlex
 import sys
+import tempfile
 import time
 import types
 import typing
@@ -229,9 +230,11 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
                    help="BLAS/OpenMP threads during the run: 'auto' (default: the machine's "
                         "pools, one thread while timed probes show it is faster) or a fixed "
                         "count N (bit-identical reruns)")
-    b.add_argument("--out", default=None, metavar="FILE",
+    b.add_argument("--out", default=None, metavar="FILE|DIR",
                    help="write the trace to FILE (.csv: one row per recorded point; "
-                        ".json: settings, summary and trace; default: not written)")
+                        ".json: settings, summary and trace), or to the folder DIR (no "
+                        "suffix; created if needed) the solution X.npy, trace.csv and "
+                        "settings.json (default: not written)")
 
 
 def _build_solve(sub) -> None:
@@ -241,7 +244,9 @@ def _build_solve(sub) -> None:
         "solve", help="one run on a built-in problem", formatter_class=_Formatter,
         description="Run RSSM or RSM once on a synthetic instance of a built-in problem, "
                     "print a summary table and optionally save the trace. Each problem "
-                    "takes its own size options: see `rssm solve PROBLEM --help`.")
+                    "takes its own size options: see `rssm solve PROBLEM --help`. dpcp, odl, "
+                    "sparse_pca and sparse_basis also run on a data file (--data FILE, one "
+                    "sample per row).")
     probs = solve.add_subparsers(dest="problem", metavar="PROBLEM", parser_class=_Parser)
     probs.required = True
     for name, cls in REGISTRY.items():
@@ -256,7 +261,153 @@ def _build_solve(sub) -> None:
                            help=f"{param.name} of {cls.__name__}.synthetic" + (
                                " (default: the problem's own rule)"
                                if default is None else ""))
+        _add_data_options(pp, name)
         _add_solve_common(pp)
+
+
+# -- rssm solve --data: a user's data file ---------------------------------------------------
+#: Problems that run on a data file, with the synthetic options that still apply to them
+#: (the others describe the synthetic instance, which the file replaces).
+_DATA_PROBLEMS = {"dpcp": ("d",), "odl": (), "sparse_pca": ("r", "mu"), "sparse_basis": ("p",)}
+
+_DATA_HELP = {
+    "dpcp": "DPCP.from_data(Yt, d=--d): inliers near a d-dimensional subspace, p = n - d",
+    "odl": "ODL.from_data(Y, p=--p)",
+    "sparse_pca": "SparsePCA.from_data(A, r=--r, mu=--mu): columns centred and scaled",
+    "sparse_basis": "PlantedSparseBasis(Q, p=--p): rows of Q span the subspace",
+}
+
+
+def _add_data_options(pp: argparse.ArgumentParser, name: str) -> None:
+    """``--data FILE`` and its companions, for the problems that take data."""
+    if name not in _DATA_PROBLEMS:
+        return
+    g = pp.add_argument_group(
+        "data file (instead of a synthetic instance)",
+        f"The file holds ONE SAMPLE PER ROW: m rows of n numbers (scikit-learn's layout); "
+        f"rssm transposes it to the API's samples-as-columns internally. Built as "
+        f"{_DATA_HELP[name]}.")
+    g.add_argument("--data", default=None, metavar="FILE",
+                   help="data file, one sample per row: .npy, .npz (--key), .csv/.txt "
+                        "(optional header row), HDF5 .h5/.hdf5 (--dataset) or Zarr "
+                        "(.zarr folder or .zip; --dataset for a group)")
+    g.add_argument("--key", default=None, help="array of an .npz file (when it holds several)")
+    g.add_argument("--dataset", default=None,
+                   help="dataset of an HDF5 file or array of a Zarr group (when there are "
+                        "several), e.g. points or group/points")
+    if name in ("dpcp", "odl"):
+        g.add_argument("--out-of-core", choices=["auto", "always", "never"], default="auto",
+                       help="stream the file a chunk of samples at a time instead of reading "
+                            "it into memory (.npy, HDF5, Zarr); auto: when it exceeds a "
+                            "quarter of the machine's memory")
+        g.add_argument("--chunk-size", type=_positive_int, default=None, metavar="SAMPLES",
+                       help="samples per chunk when streaming (default: 64 MiB of data)")
+    if name == "odl":
+        g.add_argument("--p", type=_positive_int, default=None, dest="data_p",
+                       help="number of dictionary atoms p <= n (default: n)")
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _problem_from_data(args, cls):
+    """The problem of ``--data``: (problem, settings dict, label for the summary)."""
+    from rssm.data import io as dio
+    from rssm.data import samples
+
+    name = args.problem
+    option = {"path": "--data", "key": "--key", "dataset": "--dataset"}
+    try:
+        arr = dio.load(args.data, key=args.key, dataset=args.dataset)
+    except dio.DataFileError as exc:
+        raise UsageError(f"argument {option[exc.argument]}: {exc}") from None
+    allowed = _DATA_PROBLEMS[name]
+    for opt, param in problem_options(cls):
+        if param.name not in allowed and getattr(args, f"syn_{param.name}") != param.default:
+            raise UsageError(f"argument {opt}: sets the synthetic instance; not used with "
+                             f"--data (options that apply: "
+                             f"{', '.join('--' + a for a in allowed) or 'none'})")
+    m, n = (int(s) for s in arr.shape)
+    mode = getattr(args, "out_of_core", "never")
+    in_ram = isinstance(arr, np.ndarray) and not isinstance(arr, np.memmap)
+    mem = _physical_memory()
+    stream = not in_ram and (mode == "always" or (
+        mode == "auto" and mem is not None and 8 * m * n > mem // 4))
+    if mode == "always" and in_ram:
+        raise UsageError(f"argument --out-of-core: {Path(args.data).suffix} files are read "
+                         "into memory; use .npy, HDF5 or Zarr to stream")
+    settings = {"data": str(args.data), "key": args.key, "dataset": args.dataset,
+                "samples": m, "features": n, "out_of_core": stream}
+    if stream:
+        data = samples(arr, chunk_size=args.chunk_size, check_finite=False)
+        settings["chunk_size"] = data.chunk_size
+    else:
+        data = np.asarray(arr, dtype=np.float64).T  # a view; the problem makes its copy
+    dim_option = {"dpcp": "--d", "odl": "--p", "sparse_pca": "--r", "sparse_basis": "--p"}
+    try:
+        if name == "dpcp":
+            problem = cls.from_data(data, d=args.syn_d)
+            settings["d"] = args.syn_d
+        elif name == "odl":
+            problem = cls.from_data(data, p=args.data_p)
+            settings["p"] = problem.shape[1]
+        elif name == "sparse_pca":
+            problem = cls.from_data(data.T, r=args.syn_r, mu=args.syn_mu)
+            settings.update(r=args.syn_r, mu=args.syn_mu)
+        else:
+            problem = cls(data.T, args.syn_p)
+            settings["p"] = args.syn_p
+    except ValueError as exc:
+        msg = " ".join(str(exc).split())
+        opt = "--mu" if msg.startswith("mu ") else dim_option[name]
+        raise UsageError(f"argument {opt}: {msg} (the data has n = {n} features per sample, "
+                         f"m = {m} samples)") from None
+    extra = ", ".join(f"{k}={settings[k]}" for k in ("d", "p", "r", "mu") if k in settings)
+    label = (f"{name} data={args.data} (m={m} samples, n={n}{', streamed' if stream else ''})"
+             + (f" {extra}" if extra else ""))
+    return problem, settings, label
+
+
+def _out_folder(out: Path | None) -> Path | None:
+    """``--out`` names a folder when it exists as one or has no suffix."""
+    if out is None:
+        return None
+    return out if out.is_dir() or not out.suffix else None
+
+
+def _write_out_folder(folder: Path, res, args, settings: dict, rule, problem) -> None:
+    """X.npy (the solution), trace.csv and settings.json (settings and summary)."""
+    from rssm.experiments.io import atomic_write_text, replace_atomically
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".X.", suffix=".npy", dir=folder)
+    with os.fdopen(fd, "wb") as fh:
+        np.save(fh, res.x)
+    replace_atomically(tmp, folder / "X.npy")
+    _write_trace(folder / "trace.csv", res, args, settings, rule)
+    doc = {
+        "problem": args.problem,
+        "repr": repr(problem),
+        ("data" if getattr(args, "data", None) else "synthetic"): settings,
+        "seed": args.seed,
+        "start": "initial_point(numpy.random.default_rng([seed, 1]))",
+        "method": res.method, "n_blocks": res.n_blocks, "selection": res.selection,
+        "stepsize": rule.describe(), "max_iter": args.max_iter, "max_time": args.max_time,
+        "target_error": args.target_error, "record_every": args.record_every,
+        "summary": {
+            "stop_reason": res.stop_reason.value, "message": res.message,
+            "n_iter": res.n_iter, "time": res.time, "flops": res.flops, "cost": res.fun,
+            "error": None if math.isnan(res.error) else res.error,
+            "feasibility": res.feasibility,
+        },
+        "files": {"X.npy": f"the solution X, {res.x.shape[0]} x {res.x.shape[1]}, float64",
+                  "trace.csv": "one row per recorded point"},
+    }
+    atomic_write_text(folder / "settings.json", json.dumps(doc, indent=1) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -437,17 +588,24 @@ def _cmd_solve(args) -> int:
     from rssm.problems import REGISTRY
 
     out = Path(args.out) if args.out else None
-    if out is not None and out.suffix.lower() not in (".csv", ".json"):
-        raise UsageError(f"argument --out: file name must end in .csv or .json, got {out.name!r}")
+    out_dir = _out_folder(out)
+    if out is not None and out_dir is None and out.suffix.lower() not in (".csv", ".json"):
+        raise UsageError(f"argument --out: file name must end in .csv or .json (or name a "
+                         f"folder, without a suffix), got {out.name!r}")
     if out is not None:
-        parent = out.parent if str(out.parent) else Path(".")
+        parent = (out_dir if out_dir is not None and out_dir.is_dir() else out.parent) \
+            if str(out.parent) else Path(".")
         if not parent.is_dir():
             raise UsageError(f"argument --out: folder {parent} does not exist")
         if not os.access(parent, os.W_OK):
             raise UsageError(f"argument --out: folder {parent} is not writable")
     cls = REGISTRY[args.problem]
-    kwargs = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
-    problem = cls.synthetic(**kwargs, seed=args.seed)
+    if getattr(args, "data", None) is not None:
+        problem, kwargs, label = _problem_from_data(args, cls)
+    else:
+        kwargs = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
+        problem = cls.synthetic(**kwargs, seed=args.seed)
+        label = f"{args.problem} {', '.join(f'{k}={v}' for k, v in kwargs.items())}"
     x0 = problem.initial_point(np.random.default_rng([args.seed, 1]))
     rule = _make_stepsize(args, problem)
     res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks, stepsize=rule,
@@ -459,8 +617,7 @@ def _cmd_solve(args) -> int:
     method = res.method.upper() + (f" (l={res.n_blocks}, {res.selection})"
                                    if res.method == "rssm" else "")
     rows = [
-        ("problem", f"{args.problem} {', '.join(f'{k}={v}' for k, v in kwargs.items())} "
-                    f"seed={args.seed}  (St({n}, {p}))"),
+        ("problem", f"{label} seed={args.seed}  (St({n}, {p}))"),
         ("method", method),
         ("step size", repr(rule)),
         ("stop reason", f"{res.stop_reason.value}: {res.message}"),
@@ -479,7 +636,11 @@ def _cmd_solve(args) -> int:
     rows += [(k.replace("_", " "), f"{v:.6g}") for k, v in extra.items()
              if k not in ("cost", "error")]
     print(_summary_table(rows))
-    if out is not None:
+    if out_dir is not None:
+        _write_out_folder(out_dir, res, args, kwargs, rule, problem)
+        print(f"solution, trace ({len(res.trace['iteration'])} points) and settings written "
+              f"to {out_dir}")
+    elif out is not None:
         _write_trace(out, res, args, kwargs, rule)
         print(f"trace: {len(res.trace['iteration'])} points written to {out}")
     return 0

@@ -16,6 +16,7 @@ Either way an RSSM iteration costs O(m n |C|) flops, as for the built-in problem
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,13 @@ import numpy as np
 
 from rssm._validation import as_float_matrix, as_int, as_positive_float
 from rssm.blocks import ColumnSet, Partition
+from rssm.data.chunked import (
+    ChunkedData,
+    as_data_matrix,
+    chunked_cost,
+    chunked_subgradient,
+    make_data_oracle,
+)
 from rssm.problem import Problem
 from rssm.problems._data import DataOracle
 from rssm.stepsizes import as_stepsize
@@ -216,7 +224,8 @@ class CompositeProblem(Problem):
     Parameters
     ----------
     y : array_like, shape (n, m)
-        Data points y_j as columns.
+        Data points y_j as columns; out-of-core arrays are streamed (see
+        `rssm.problems.DPCP`; ``offset`` and ``sample_weights`` stay in memory).
     p : int
         Number of columns of X.
     loss : EntrywiseLoss or NormLoss
@@ -256,7 +265,7 @@ class CompositeProblem(Problem):
                 f"loss must be an EntrywiseLoss or a NormLoss (e.g. EntrywiseLoss.l1()), "
                 f"got {type(loss).__name__}"
             )
-        self.yt = as_float_matrix(y, "y", copy=True)
+        self.yt = as_data_matrix(y, "y")
         n, m = self.yt.shape
         self.p = as_int(p, "p", minimum=1, maximum=n)
         self.shape = (n, self.p)
@@ -281,12 +290,31 @@ class CompositeProblem(Problem):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         self.name = name
 
+    # -- samples (out-of-core and distributed data) ---------------------------------------
+    @property
+    def _data(self):
+        return self.yt
+
+    def _sample_slice(self, yt: np.ndarray, lo: int, hi: int) -> CompositeProblem:
+        """The loss part of this problem on the samples lo..hi-1 (``yt`` = their columns;
+        offset and sample weights sliced to them; no l1 penalty, which the whole adds
+        once)."""
+        part = copy.copy(self)
+        part.yt = yt
+        part.m = hi - lo
+        part.bt = None if self.bt is None else self.bt[:, lo:hi]
+        part.cw = None if self.cw is None else self.cw[lo:hi]
+        part.l1_penalty = 0.0
+        return part
+
     # -- oracles --------------------------------------------------------------------------
     def _resid(self, x: np.ndarray) -> np.ndarray:
         z = self.yt.T @ x  # m x p
         return z if self.bt is None else z - self.bt.T
 
     def cost(self, x) -> float:
+        if isinstance(self.yt, ChunkedData):
+            return chunked_cost(self, x)
         res = self._resid(x)
         if isinstance(self.loss, NormLoss):
             v = np.asarray(self.loss.value(np.linalg.norm(res, axis=1)), dtype=np.float64)
@@ -296,6 +324,8 @@ class CompositeProblem(Problem):
         return total + self.l1_penalty * float(np.abs(x).sum())
 
     def subgradient(self, x) -> np.ndarray:
+        if isinstance(self.yt, ChunkedData):
+            return chunked_subgradient(self, x)
         res = self._resid(x)
         if isinstance(self.loss, NormLoss):
             r = np.linalg.norm(res, axis=1)
@@ -313,6 +343,8 @@ class CompositeProblem(Problem):
         return g
 
     def make_oracle(self, x, partition):
+        if isinstance(self.yt, ChunkedData):
+            return make_data_oracle(self, x, partition)
         return _CompositeOracle(self, x, partition)
 
     def subgradient_flops(self) -> float:

@@ -8,11 +8,20 @@ outliers. A minimizer spans S^perp.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, as_int, check_array_size, make_rng
+from rssm._validation import as_int, check_array_size, make_rng
 from rssm.blocks import ColumnSet, Partition
+from rssm.data.chunked import (
+    ChunkedData,
+    as_data_matrix,
+    chunked_cost,
+    chunked_subgradient,
+    make_data_oracle,
+)
 from rssm.problem import Problem
 from rssm.problems._data import DataOracle
 from rssm.stepsizes import PaperSchedule
@@ -56,6 +65,9 @@ class _DPCPOracle(DataOracle):
         )
         self.bn = np.empty((nb, problem.yt.shape[1]))
         self.inv_norm = np.empty(problem.yt.shape[1])
+        # The 1/m of f: problem.m is the number of all samples, also when this oracle
+        # serves one chunk of them (rssm.data.chunked).
+        self.m_total = problem.m
         super().__init__(problem, x, partition, problem.yt)
 
     def _block_norms(self, b: int) -> None:
@@ -73,14 +85,14 @@ class _DPCPOracle(DataOracle):
         np.sqrt(r, out=r)
         self._norm = r
         # 1/||z_j||, and 0 where z_j = 0: 0 lies in the subdifferential of ||.|| at 0.
-        np.divide(1.0 / self.m, r, out=self.inv_norm, where=r > 0)
+        np.divide(1.0 / self.m_total, r, out=self.inv_norm, where=r > 0)
         self.inv_norm[r <= 0] = 0.0
 
     def _weights(self, rows: slice, out: np.ndarray) -> None:
         np.multiply(self.zt[rows], self.inv_norm, out=out)
 
     def cost(self) -> float:
-        return float(self._norm.sum() / self.m)
+        return float(self._norm.sum() / self.m_total)
 
     def _stat_flops(self, c: int) -> float:
         return 2.0 * self.m * c + 2.0 * self.m * self.bn.shape[0]
@@ -92,7 +104,10 @@ class DPCP(Problem):
     Parameters
     ----------
     yt : array_like, shape (n, m)
-        Data points as columns.
+        Data points as columns. Out-of-core arrays (a `numpy.memmap`, an h5py or Zarr
+        dataset, a Dask array, or `rssm.data.samples` of an m x n array with points as
+        rows) are not copied into memory but streamed a chunk of points at a time
+        (docs/data.md).
     p : int
         Number of columns of X; for subspace recovery p = n - d.
     subspace : array_like, shape (n, d), optional
@@ -109,7 +124,7 @@ class DPCP(Problem):
     name = "dpcp"
 
     def __init__(self, yt, p: int, subspace=None):
-        self.yt = as_float_matrix(yt, "yt", copy=True)
+        self.yt = as_data_matrix(yt, "yt")
         n, m = self.yt.shape
         self.p = as_int(p, "p", minimum=1, maximum=n)
         self.shape = (n, self.p)
@@ -128,7 +143,7 @@ class DPCP(Problem):
     def from_data(cls, yt, d: int | None = None, p: int | None = None, subspace=None) -> DPCP:
         """Build from a user's data matrix (n x m, points as columns), with either the
         subspace dimension ``d`` (then p = n - d) or ``p`` directly."""
-        arr = as_float_matrix(yt, "yt")
+        arr = yt if isinstance(yt, ChunkedData) else as_data_matrix(yt, "yt")
         n = arr.shape[0]
         if (d is None) == (p is None):
             raise ValueError("give exactly one of d (subspace dimension) or p (= n - d)")
@@ -170,11 +185,27 @@ class DPCP(Problem):
         prob.n_inliers, prob.n_outliers = n_in, n_out
         return prob
 
+    # -- samples (out-of-core and distributed data) ---------------------------------------
+    @property
+    def _data(self):
+        return self.yt
+
+    def _sample_slice(self, yt: np.ndarray, lo: int, hi: int) -> DPCP:
+        """This problem on the samples lo..hi-1 (``yt`` = their columns), with the 1/m of
+        the whole: the chunks' costs and subgradients sum to the problem's."""
+        part = copy.copy(self)
+        part.yt = yt
+        return part
+
     # -- oracles --------------------------------------------------------------------------
     def cost(self, x) -> float:
+        if isinstance(self.yt, ChunkedData):
+            return chunked_cost(self, x)
         return float(np.linalg.norm(self.yt.T @ x, axis=1).sum() / self.m)
 
     def subgradient(self, x) -> np.ndarray:
+        if isinstance(self.yt, ChunkedData):
+            return chunked_subgradient(self, x)
         z = self.yt.T @ x
         r = np.linalg.norm(z, axis=1)
         w = np.zeros_like(r)
@@ -182,6 +213,8 @@ class DPCP(Problem):
         return self.yt @ (z * w[:, None])
 
     def make_oracle(self, x, partition):
+        if isinstance(self.yt, ChunkedData):
+            return make_data_oracle(self, x, partition)
         return _DPCPOracle(self, x, partition)
 
     def subgradient_flops(self) -> float:
@@ -206,7 +239,8 @@ class DPCP(Problem):
         eigenvectors of Yt Yt^T (deterministic; ``rng`` is ignored)."""
         n, p = self.shape
         # eigh of the n x n scatter matrix: O(m n^2 + n^3) once, before the solver starts.
-        w, v = np.linalg.eigh(self.yt @ self.yt.T)
+        gram = self.yt.gram() if isinstance(self.yt, ChunkedData) else self.yt @ self.yt.T
+        w, v = np.linalg.eigh(gram)
         return np.ascontiguousarray(v[:, :p])
 
     def default_stepsize(self):

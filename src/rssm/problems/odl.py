@@ -6,17 +6,25 @@ where Y = X* S with X* orthogonal and S sparse.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from rssm import stiefel
 from rssm._validation import (
-    as_float_matrix,
     as_int,
     as_positive_float,
     check_array_size,
     make_rng,
 )
 from rssm.blocks import Partition
+from rssm.data.chunked import (
+    ChunkedData,
+    as_data_matrix,
+    chunked_cost,
+    chunked_subgradient,
+    make_data_oracle,
+)
 from rssm.problem import Problem
 from rssm.problems._data import DataOracle
 from rssm.stepsizes import PaperSchedule
@@ -55,7 +63,7 @@ class ODL(Problem):
     Parameters
     ----------
     y : array_like, shape (n, m)
-        Observations as columns.
+        Observations as columns; out-of-core arrays are streamed (see `DPCP`).
     p : int, optional
         Number of dictionary atoms sought; default n.
     dictionary : array_like, shape (n, n), optional
@@ -65,7 +73,7 @@ class ODL(Problem):
     name = "odl"
 
     def __init__(self, y, p: int | None = None, dictionary=None):
-        self.y = as_float_matrix(y, "y", copy=True)
+        self.y = as_data_matrix(y, "y")
         n, m = self.y.shape
         self.p = n if p is None else as_int(p, "p", minimum=1, maximum=n)
         self.shape = (n, self.p)
@@ -98,13 +106,30 @@ class ODL(Problem):
         prob.theta = theta
         return prob
 
+    # -- samples (out-of-core and distributed data) ---------------------------------------
+    @property
+    def _data(self):
+        return self.y
+
+    def _sample_slice(self, y: np.ndarray, lo: int, hi: int) -> ODL:
+        """This problem on the samples lo..hi-1 (``y`` = their columns)."""
+        part = copy.copy(self)
+        part.y = y
+        return part
+
     def cost(self, x) -> float:
+        if isinstance(self.y, ChunkedData):
+            return chunked_cost(self, x)
         return float(np.abs(self.y.T @ x).sum())
 
     def subgradient(self, x) -> np.ndarray:
+        if isinstance(self.y, ChunkedData):
+            return chunked_subgradient(self, x)
         return self.y @ np.sign(self.y.T @ x)
 
     def make_oracle(self, x, partition: Partition | None):
+        if isinstance(self.y, ChunkedData):
+            return make_data_oracle(self, x, partition)
         return _ODLOracle(self, x, partition, self.y)
 
     def subgradient_flops(self) -> float:
