@@ -76,13 +76,16 @@ class Partition:
 
     Parameters
     ----------
-    blocks : sequence of sequences of int
-        The blocks C_1, ..., C_l; together they must contain each of 0..p-1 exactly once.
+    blocks : sequence of sequences of int, or 2-D int array
+        The blocks C_1, ..., C_l (the rows of a 2-D array are blocks of equal size);
+        together they must contain each of 0..p-1 exactly once.
     p : int, optional
         Number of columns; inferred when omitted.
     """
 
-    def __init__(self, blocks: Sequence[Sequence[int]], p: int | None = None):
+    def __init__(self, blocks: Sequence[Sequence[int]] | np.ndarray, p: int | None = None):
+        if isinstance(blocks, np.ndarray) and blocks.ndim == 2:
+            blocks = list(blocks)  # a 2-D integer array: one block per row
         if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Sequence):
             raise TypeError("partition must be a sequence of column-index sequences")
         arrs = []

@@ -177,8 +177,9 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("method")
     g.add_argument("--method", choices=sorted(METHODS), default="rssm",
                    help="RSSM (Algorithm alg-RSSM) or the Riemannian subgradient method")
-    g.add_argument("--blocks", type=_positive_int, default=5,
-                   help="RSSM's number of column blocks l (2 <= l <= p; ignored by RSM)")
+    g.add_argument("--blocks", type=_positive_int, default=None,
+                   help="RSSM's number of column blocks l (2 <= l <= p; ignored by RSM) "
+                        "(default: min(5, p))")
     g.add_argument("--selection", choices=sorted(SELECTION_RULES), default="uniform",
                    help="block-pair rule of RSSM (uniform is the paper's)")
     s = p.add_argument_group("step size")
@@ -434,6 +435,9 @@ def _cmd_solve(args) -> int:
     cls = REGISTRY[args.problem]
     kwargs = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
     problem = cls.synthetic(**kwargs, seed=args.seed)
+    if args.method == "rssm" and problem.shape[1] < 2:
+        raise UsageError(f"argument --method: RSSM needs p >= 2 columns to form 2 blocks, got "
+                         f"p={problem.shape[1]}; use --method rsm")
     x0 = problem.initial_point(np.random.default_rng([args.seed, 1]))
     rule = _make_stepsize(args, problem)
     res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks, stepsize=rule,
@@ -522,6 +526,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError) as exc:
         msg = " ".join(str(exc).split())
         print(f"rssm: error: {_name_option(msg)}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:  # sizes too large: one line naming them, not a traceback
+        what = " ".join(str(exc).split()) or "a NumPy allocation failed"
+        print(f"rssm: error: out of memory: {what}", file=sys.stderr)
         return 2
     except OSError as exc:  # the file system failed (disk full, permissions changed mid-run)
         print(f"rssm: error: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -61,7 +61,9 @@ class Progress:
     error : float or None
         Ground-truth error at a recording point when the problem has one, else None.
     x : ndarray or None
-        Read-only view of the current iterate at a recording point, else None.
+        At a recording point, a read-only copy of the iterate (a snapshot: storing it keeps
+        that iterate; the copy costs one n x p array per recording point, made outside the
+        timed region), else None.
     """
 
     iteration: int

@@ -268,7 +268,13 @@ class CompositeProblem(Problem):
             self.bt = np.ascontiguousarray(b.T)
         self.cw = None
         if sample_weights is not None:
-            w = np.asarray(sample_weights, dtype=np.float64)
+            w = np.asarray(sample_weights)
+            if w.dtype.kind not in "iuf":
+                raise TypeError(
+                    f"sample_weights must hold real numbers (int or float dtypes), got dtype "
+                    f"{w.dtype}"
+                )
+            w = w.astype(np.float64)
             if w.shape != (m,) or not np.all(np.isfinite(w)) or np.any(w < 0):
                 raise ValueError(
                     f"sample_weights must be {m} finite non-negative numbers (one per column "

@@ -11,7 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, as_int, check_array_size, make_rng
+from rssm._validation import (
+    as_float_matrix,
+    as_int,
+    check_array_size,
+    check_memory,
+    make_rng,
+)
 from rssm.blocks import ColumnSet, Partition
 from rssm.problem import Problem
 from rssm.problems._data import DataOracle
@@ -157,6 +163,8 @@ class DPCP(Problem):
         n_in = as_int(n_inliers, "n_inliers", minimum=0)
         n_out = as_int(n_outliers, "n_outliers", minimum=0)
         check_array_size((n, max(n, n_in + n_out)), "n x max(n, n_inliers + n_outliers)")
+        check_memory(4 * 8.0 * n * (n_in + n_out),
+                     f"DPCP.synthetic: Y, n x m = {n} x {n_in + n_out},")
         if n_in + n_out == 0:
             raise ValueError("n_inliers + n_outliers must be positive")
         rng = make_rng(seed)

@@ -35,12 +35,15 @@ METHODS = {"rssm": RSSMSolver, "rsm": RSMSolver}
 #: Iteration limit used when no iteration, time or custom limit is given.
 DEFAULT_MAX_ITER = 1000
 
+#: RSSM's number of blocks when ``n_blocks`` is not given: ``min(DEFAULT_N_BLOCKS, p)``.
+DEFAULT_N_BLOCKS = 5
+
 
 def minimize(
     problem: Problem,
     x0: np.ndarray | None = None,
     method: str = "rssm",
-    n_blocks: int = 5,
+    n_blocks: int | None = None,
     stepsize: StepSize | Callable | float | None = None,
     max_iter: int | None = None,
     max_time: float | None = None,
@@ -65,10 +68,13 @@ def minimize(
         with ``child`` a generator spawned from ``seed`` (an independent stream).
     method : {"rssm", "rsm"}
         RSSM (Algorithm ``alg-RSSM``) or the Riemannian subgradient method.
-    n_blocks : int
+    n_blocks : int, optional
         RSSM's number of blocks l, 2 <= l <= p; the columns are split into contiguous
-        blocks whose sizes differ by at most one. Ignored by RSM and when ``partition``
-        is given.
+        blocks whose sizes differ by at most one. Default ``min(5, p)`` (`DEFAULT_N_BLOCKS`
+        capped at p; see docs/guarantees.md, "Choosing n_blocks"). RSSM needs p >= 2: on
+        St(n, 1) it raises a ValueError that names ``method='rsm'`` (with one column there is
+        no pair of blocks; RSM is what a single block would do). Ignored by RSM and when
+        ``partition`` is given.
     stepsize : StepSize, callable or float, optional
         Rule ``(k, ctx) -> gamma_k``; a number means a constant step. Default: the
         problem's own (the paper's schedule for DPCP and ODL).
@@ -86,13 +92,16 @@ def minimize(
         and end). Default: max(1, max_iter // 200), or 10 without an iteration limit.
     callback : callable, optional
         ``callback(progress)`` at each recording point with a `rssm.stopping.Progress`
-        (iteration, time, flops, cost, error, read-only x); return True to stop. It sees
+        (iteration, time, flops, cost, error, and ``x``, a read-only copy of the iterate:
+        one n x p copy per recording point, off the clock); return True to stop. It sees
         every row of the trace, the last one included (also when a time or iteration limit
-        ends the run between recording points), except after a KeyboardInterrupt.
-    partition : Partition or sequence of index sequences, optional
-        A user partition of the columns (blocks may differ in size); overrides ``n_blocks``.
+        ends the run between recording points, or the cost turns non-finite), except after
+        a KeyboardInterrupt.
+    partition : Partition, sequence of index sequences or 2-D int array, optional
+        A user partition of the columns (blocks may differ in size; the rows of a 2-D array
+        are equal-sized blocks); overrides ``n_blocks``.
     selection : {"uniform", "cyclic", "shuffled"} or PairSelector
-        Block-pair rule; "uniform" is the paper's.
+        Block-pair rule; "uniform" is the paper's. Checked for every method, used by RSSM.
     stop : StoppingCriterion, optional
         Further criterion, combined with the others by "any".
     atol : float
@@ -122,7 +131,7 @@ def minimize(
         # The start draws from a child stream of the seed, not the seed's own stream: an
         # instance built with the same seed (e.g. ODL.synthetic(seed=s), which draws its
         # ground truth X* first) must not hand X* to the solver as its Haar start.
-        x = problem.initial_point(rng.spawn(1)[0])
+        x = problem.initial_point(_child(rng))
     else:
         x = x0
     x = problem.check_x(x, "x0", atol=atol)
@@ -130,22 +139,24 @@ def minimize(
     part: Partition | None = None
     selector: PairSelector | None = None
     sel_name: str | None = None
+    selector = make_selector(selection)  # checked for RSM too, so a typo is not ignored
     if method == "rssm":
         if partition is not None:
             part = partition if isinstance(partition, Partition) else Partition(partition, p)
             if part.p != p:
                 raise ValueError(f"partition covers {part.p} columns but the problem has p={p}")
         else:
-            nb = as_int(n_blocks, "n_blocks")
             if p < 2:
                 raise ValueError(
                     f"RSSM needs p >= 2 columns to form 2 blocks, got p={p}; use method='rsm'"
                 )
+            nb = min(DEFAULT_N_BLOCKS, p) if n_blocks is None else as_int(n_blocks, "n_blocks")
             if not 2 <= nb <= p:
                 raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p}, got {nb}")
             part = Partition.uniform(p, nb)
-        selector = make_selector(selection)
         sel_name = selector.name
+    else:
+        selector = None
 
     if stepsize is None:
         stepsize = problem.default_stepsize()
@@ -190,6 +201,17 @@ def minimize(
         seed=seed if not isinstance(seed, np.random.Generator) else "Generator",
         selection=sel_name,
     )
+
+
+def _child(rng: np.random.Generator) -> np.random.Generator:
+    """An independent child stream of ``rng`` for the start: ``rng.spawn(1)[0]``, or, when
+    the bit generator cannot spawn (e.g. ``Philox(key=...)``, seeded without a
+    SeedSequence), a generator seeded by four 32-bit words drawn from ``rng`` itself
+    (deterministic too; it advances ``rng``)."""
+    try:
+        return rng.spawn(1)[0]
+    except TypeError:
+        return np.random.default_rng(rng.integers(0, 2**32, size=4, dtype=np.uint64))
 
 
 def _check_stepsize(stepsize: Any) -> StepSize:

@@ -69,6 +69,25 @@ def _commit_check(new: np.ndarray) -> None:
         raise NonFiniteStep("the step produced non-finite values")
 
 
+def _as_gamma(gamma: Any, k: int) -> float:
+    """A step size returned by a rule, as a float: any real number (Python or NumPy, a 0-d
+    real array included) that is finite and > 0; bool, complex, strings and arrays with
+    more than one entry are refused, naming ``gamma_k``."""
+    ok = (
+        not isinstance(gamma, (bool, np.bool_))
+        and isinstance(gamma, (int, float, np.integer, np.floating, np.ndarray))
+        and np.ndim(gamma) == 0
+        and np.asarray(gamma).dtype.kind in "iuf"
+    )
+    value = float(gamma) if ok else math.nan
+    if not (ok and math.isfinite(value) and value > 0):
+        raise ValueError(
+            f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite real "
+            "number > 0 (int, float or a NumPy real scalar)"
+        )
+    return value
+
+
 def _interrupted(k: int) -> str:
     return f"interrupted by the user after {k} iterations"
 
@@ -98,14 +117,17 @@ def run(
         cost = oracle.cost()
         err = float(problem.error(solver.x)) if has_err else math.nan
         trace.append(k, t_solver, flops, cost, err)
-        view = solver.x.view()
-        view.flags.writeable = False
-        return Progress(k, t_solver, flops, cost, err if has_err else None, view)
+        # A snapshot, not a view of the working iterate (which later steps overwrite in
+        # place): one n x p copy per recording point, outside the timed region.
+        snap = solver.x.copy()
+        snap.flags.writeable = False
+        return Progress(k, t_solver, flops, cost, err if has_err else None, snap)
 
     try:
         prog = record()
         if not math.isfinite(prog.cost):
             reason, message = StopReason.NON_FINITE, "f(x0) is not finite"
+            stop.final(prog)  # callbacks see this row too
         else:
             reason = stop.check(prog)
         perf = time.perf_counter
@@ -117,15 +139,9 @@ def run(
                 raise ValueError(
                     f"stepsize could not compute gamma_{k}: {type(exc).__name__}: {exc}"
                 ) from exc
-            if not (isinstance(gamma, float) or isinstance(gamma, (int, np.floating))) or not (
-                math.isfinite(gamma) and gamma > 0
-            ):
-                raise ValueError(
-                    f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite "
-                    "number > 0"
-                )
+            gamma = _as_gamma(gamma, k)
             try:
-                f = solver.step(float(gamma))
+                f = solver.step(gamma)
             except (NonFiniteStep, np.linalg.LinAlgError) as exc:
                 # A non-finite subgradient or an overflowing step (gamma too large) makes
                 # the polar factorization see NaN/Inf; LAPACK then fails to converge. The
@@ -147,6 +163,7 @@ def run(
                 prog = record()
                 if not math.isfinite(prog.cost):
                     reason, message = StopReason.NON_FINITE, f"f(x) is not finite at iteration {k}"
+                    stop.final(prog)  # the last row of the trace: callbacks see it too
                     break
             else:
                 prog = Progress(k, t_solver, flops)
