@@ -72,6 +72,7 @@ def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
         if doc is None:
             raise ValueError(f"report.md needs {json_path} next to the CSV")
         path = out / "report.md"
-        io.atomic_write_text(path, write_report(runs, doc))
+        figures = {w.name for w in written}
+        io.atomic_write_text(path, write_report(runs, doc, figures))
         written.append(path)
     return written

@@ -373,6 +373,11 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     doc.setdefault("started", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     doc.setdefault("tuned_choice", {})
     done = io.finished_runs(done_rows)
+    # What the tables and figures will use: the seeds asked for now and those of runs kept
+    # from earlier (``--resume`` with fewer ``--seeds`` keeps them).
+    kept = {int(r["seed"]) for r in done_rows if r["part"] in ("paper", "tuned")}
+    doc["settings"]["requested_seeds"] = list(seeds)
+    doc["settings"]["seeds"] = sorted(set(seeds) | kept)
     # A run is finished when its rows are in the CSV (the CSV is written first).
     doc["runs"] = [r for r in doc["runs"] if tuple(r["key"]) in done]
     logged = {tuple(r["key"]) for r in doc["runs"]}
