@@ -210,6 +210,15 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
                    help="solver-time limit in seconds (default: none)")
     b.add_argument("--target-error", type=_positive_float, default=None,
                    help="stop once the ground-truth error is at most this (default: none)")
+    b.add_argument("--stationarity-tol", type=_positive_float, default=None, metavar="TOL",
+                   help="stop once ||P_T(G)||_F at a recording point is at most TOL (reason "
+                        "stationary; default: none)")
+    b.add_argument("--stagnation-epochs", type=_positive_float, default=None, metavar="E",
+                   help="stop once the best cost has not decreased by more than "
+                        "--stagnation-rtol (relative) over E epochs (reason no_progress; "
+                        "default: none)")
+    b.add_argument("--stagnation-rtol", type=_positive_float, default=1e-8, metavar="R",
+                   help="relative decrease that counts as progress for --stagnation-epochs")
     b.add_argument("--seed", type=_nonneg_int, default=0,
                    help="seed of the data (synthetic), the start (independent stream) "
                         "and the block selection")
@@ -443,7 +452,10 @@ def _cmd_solve(args) -> int:
     res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks, stepsize=rule,
                         max_iter=args.max_iter, max_time=args.max_time,
                         target_error=args.target_error, seed=args.seed,
-                        record_every=args.record_every, selection=args.selection)
+                        record_every=args.record_every, selection=args.selection,
+                        stationarity_tol=args.stationarity_tol,
+                        stagnation_epochs=args.stagnation_epochs,
+                        stagnation_rtol=args.stagnation_rtol)
     n, p = problem.shape
     method = res.method.upper() + (f" (l={res.n_blocks}, {res.selection})"
                                    if res.method == "rssm" else "")
@@ -460,6 +472,8 @@ def _cmd_solve(args) -> int:
         ("final cost", f"{res.fun:.10g}"),
         ("initial error", f"{res.trace['error'][0]:.4g}" if problem.has_error else "n/a"),
         ("final error", f"{res.error:.4g}" if problem.has_error else "n/a"),
+        ("stationarity", f"{res.stationarity:.4g}  (||P_T(G)||_F at the final X)"),
+        ("success", f"{res.success}  (True only when a convergence test fired)"),
         ("feasibility", f"{res.feasibility:.2e}  (||X^T X - I||_max)"),
     ]
     # Problem-specific figures (e.g. sparse PCA's explained variance and sparsity).
@@ -498,11 +512,16 @@ def _write_trace(out: Path, res, args, kwargs: dict, rule) -> None:
         "max_time": args.max_time,
         "target_error": args.target_error,
         "record_every": args.record_every,
+        "stationarity_tol": args.stationarity_tol,
+        "stagnation_epochs": args.stagnation_epochs,
+        "stagnation_rtol": args.stagnation_rtol,
         "summary": {
             "stop_reason": res.stop_reason.value, "message": res.message,
             "n_iter": res.n_iter, "time": res.time, "flops": res.flops, "cost": res.fun,
             "error": None if math.isnan(res.error) else res.error,
             "feasibility": res.feasibility,
+            "stationarity": None if math.isnan(res.stationarity) else res.stationarity,
+            "success": res.success,
         },
         "trace": {k: [None if isinstance(v, float) and math.isnan(v) else v
                       for v in np.asarray(a).tolist()] for k, a in res.trace.items()},
@@ -537,7 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 #: Library argument names -> command-line options, to name the option in error messages.
-_LIB_NAMES = {"n_blocks": "--blocks", "max_iter": "--max-iter", "max_time": "--max-time",
+_LIB_NAMES = {"n_blocks": "--blocks", "stationarity_tol": "--stationarity-tol",
+              "stagnation_epochs": "--stagnation-epochs",
+              "stagnation_rtol": "--stagnation-rtol", "max_iter": "--max-iter", "max_time": "--max-time",
               "target_error": "--target-error", "record_every": "--record-every",
               "selection": "--selection", "method": "--method", "delta": "--delta",
               "rho": "--rho", "mu0": "--mu0", "beta": "--beta", "c": "--c", "a": "--a"}

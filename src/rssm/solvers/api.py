@@ -19,8 +19,10 @@ from rssm.stepsizes import StepSize, as_stepsize
 from rssm.stopping import (
     AnyOf,
     CallbackStop,
+    CostStagnation,
     MaxIterations,
     MaxTime,
+    MinStationarity,
     Progress,
     StoppingCriterion,
     TargetError,
@@ -56,6 +58,10 @@ def minimize(
     selection: str | PairSelector = "uniform",
     stop: StoppingCriterion | None = None,
     atol: float = 1e-8,
+    stationarity_tol: float | None = None,
+    stagnation_epochs: float | None = None,
+    stagnation_rtol: float = 1e-8,
+    stationarity: bool = True,
 ) -> Result:
     """Minimize a weakly convex ``problem`` over St(n, p) with RSSM or RSM.
 
@@ -106,11 +112,28 @@ def minimize(
         Further criterion, combined with the others by "any".
     atol : float
         Tolerance on ||x0^T x0 - I||_max.
+    stationarity_tol : float, optional
+        Stop (reason ``stationary``, a success) once the recorded stationarity
+        ||P_T(G)||_F is at most this (`rssm.stopping.MinStationarity`; for nonsmooth f a
+        single subgradient's norm need not go to 0, see there).
+    stagnation_epochs : float, optional
+        Stop (reason ``no_progress``, not a success) once the best cost has not decreased
+        by more than ``stagnation_rtol * |best|`` over this many epochs
+        (`rssm.stopping.CostStagnation`; an epoch is l/2 RSSM iterations, 1 RSM iteration).
+    stagnation_rtol : float
+        Relative decrease that counts as progress for ``stagnation_epochs``.
+    stationarity : bool
+        Record ||P_T(G)||_F (eq. ``eq-Rsubdiff``) at each recording point: one full
+        subgradient per recording point, evaluated off the clock. False leaves the trace
+        column and ``Result.stationarity`` NaN (for a problem whose full subgradient is
+        expensive, or counts its calls); ``stationarity_tol`` needs it.
 
     Returns
     -------
     Result
-        Final point, cost, iterations, time, flops, stop reason and trace. A
+        Final point, cost, iterations, time, flops, stop reason, stationarity and trace.
+        ``success`` is True only when a convergence criterion fired (``target_error`` or
+        ``stationary``). A
         KeyboardInterrupt during the run returns the Result so far with stop reason
         ``interrupted``; a non-finite step returns the last finite iterate with
         ``non_finite``.
@@ -182,6 +205,18 @@ def minimize(
                 f"target_error needs a ground truth, but this {type(problem).__name__} has none"
             )
         criteria.append(TargetError(te))
+    if not isinstance(stationarity, (bool, np.bool_)):
+        raise TypeError(f"stationarity must be True or False, got {describe(stationarity)}")
+    if stationarity_tol is not None:
+        if not stationarity:
+            raise ValueError("stationarity_tol needs stationarity=True (the recorded measure)")
+        criteria.append(MinStationarity(as_positive_float(stationarity_tol, "stationarity_tol")))
+    if stagnation_epochs is not None:
+        epoch = 1.0 if part is None else part.n_blocks / 2.0
+        criteria.append(CostStagnation(
+            as_positive_float(stagnation_epochs, "stagnation_epochs"),
+            as_positive_float(stagnation_rtol, "stagnation_rtol", allow_zero=True),
+            epoch=epoch))
     if callback is not None:
         criteria.append(CallbackStop(callback))
     if stop is not None:
@@ -200,6 +235,7 @@ def minimize(
         record_every,
         seed=seed if not isinstance(seed, np.random.Generator) else "Generator",
         selection=sel_name,
+        stationarity=bool(stationarity),
     )
 
 

@@ -88,6 +88,15 @@ def _as_gamma(gamma: Any, k: int) -> float:
     return value
 
 
+def _stationarity(oracle: Oracle, x: np.ndarray) -> float:
+    """||P_T(G)||_F for the oracle's full subgradient G at x (eq. ``eq-Rsubdiff``): one
+    full subgradient per recording point, off the clock; NaN if it is not finite."""
+    with np.errstate(all="ignore"):
+        g = np.asarray(oracle.subgradient(), dtype=np.float64)
+        val = float(np.linalg.norm(stiefel.tangent_projection(x, g)))
+    return val if math.isfinite(val) else math.nan
+
+
 def _interrupted(k: int) -> str:
     return f"interrupted by the user after {k} iterations"
 
@@ -100,8 +109,10 @@ def run(
     *,
     seed: Any = None,
     selection: str | None = None,
+    stationarity: bool = True,
 ) -> Result:
-    """Run ``solver`` until ``stop`` fires; return a `Result`."""
+    """Run ``solver`` until ``stop`` fires; return a `Result`. With ``stationarity`` each
+    recording point also records ||P_T(G)||_F (off the clock)."""
     problem = solver.problem
     oracle = solver.oracle
     ctx = StepContext(solver.method, solver.n_blocks)
@@ -116,12 +127,14 @@ def run(
     def record() -> Progress:
         cost = oracle.cost()
         err = float(problem.error(solver.x)) if has_err else math.nan
-        trace.append(k, t_solver, flops, cost, err)
+        stat = _stationarity(oracle, solver.x) if stationarity else math.nan
+        trace.append(k, t_solver, flops, cost, err, stat)
         # A snapshot, not a view of the working iterate (which later steps overwrite in
         # place): one n x p copy per recording point, outside the timed region.
         snap = solver.x.copy()
         snap.flags.writeable = False
-        return Progress(k, t_solver, flops, cost, err if has_err else None, snap)
+        return Progress(k, t_solver, flops, cost, err if has_err else None, snap,
+                        None if math.isnan(stat) else stat)
 
     try:
         prog = record()
@@ -182,6 +195,8 @@ def run(
             StopReason.MAX_TIME: f"reached the time limit after {k} iterations",
             StopReason.TARGET_ERROR: f"error reached the target after {k} iterations",
             StopReason.CALLBACK: f"the callback asked to stop after {k} iterations",
+            StopReason.STATIONARY: f"||P_T(G)||_F reached the tolerance after {k} iterations",
+            StopReason.NO_PROGRESS: f"the best cost stopped decreasing (after {k} iterations)",
         }.get(reason, str(reason))
     if trace.last_iteration != k:
         # The run ended between recording points (time or iteration limit, a non-finite
@@ -212,4 +227,5 @@ def run(
         seed=seed,
         partition=None if solver.partition is None else [b.copy() for b in solver.partition.blocks],
         message=message,
+        stationarity=float(tr["stationarity"][-1]),
     )
