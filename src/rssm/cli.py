@@ -558,7 +558,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 #: Library argument names -> command-line options, to name the option in error messages.
 _LIB_NAMES = {"n_blocks": "--blocks", "stationarity_tol": "--stationarity-tol",
               "stagnation_epochs": "--stagnation-epochs",
-              "stagnation_rtol": "--stagnation-rtol", "max_iter": "--max-iter", "max_time": "--max-time",
+              "stagnation_rtol": "--stagnation-rtol", "max_iter": "--max-iter",
+              "max_time": "--max-time",
               "target_error": "--target-error", "record_every": "--record-every",
               "selection": "--selection", "method": "--method", "delta": "--delta",
               "rho": "--rho", "mu0": "--mu0", "beta": "--beta", "c": "--c", "a": "--a"}

@@ -81,7 +81,8 @@ def results_table(runs: Sequence[Run], levels: Sequence[float], floor: float = 0
     groups = _by_method(runs)
     head = (["method", "iterations"] + [f"time to {lev:g}" for lev in levels]
             + [f"flops to {lev:g}" for lev in levels]
-            + ["final error: median [min, max]", "speed-up vs RSM (time to RSM's upper-median final error)"])
+            + ["final error: median [min, max]",
+               "speed-up vs RSM (time to RSM's upper-median final error)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     base = groups.get("rsm")
     for key, group in groups.items():
