@@ -205,7 +205,8 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
                    help="constant / invsqrt: c (default: the problem's, if of that kind)")
     b = p.add_argument_group("budget and output")
     b.add_argument("--max-iter", type=_nonneg_int, default=None,
-                   help="iteration limit (default: 1000 when no limit at all is given)")
+                   help="iteration limit (default, when no limit at all is given: 1000 "
+                        "epochs, i.e. 1000 RSM iterations or 1000 l/2 RSSM iterations)")
     b.add_argument("--max-time", type=_positive_float, default=None,
                    help="solver-time limit in seconds (default: none)")
     b.add_argument("--target-error", type=_positive_float, default=None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,7 +35,8 @@ __all__ = ["minimize", "METHODS"]
 #: Method names accepted by `minimize`.
 METHODS = {"rssm": RSSMSolver, "rsm": RSMSolver}
 
-#: Iteration limit used when no iteration, time or custom limit is given.
+#: Epoch limit used when no iteration, time or custom limit is given: 1000 RSM iterations,
+#: ceil(1000 l / 2) RSSM iterations with l blocks (the same number of column updates).
 DEFAULT_MAX_ITER = 1000
 
 #: RSSM's number of blocks when ``n_blocks`` is not given: ``min(DEFAULT_N_BLOCKS, p)``.
@@ -85,7 +87,10 @@ def minimize(
         Rule ``(k, ctx) -> gamma_k``; a number means a constant step. Default: the
         problem's own (the paper's schedule for DPCP and ODL).
     max_iter : int, optional
-        Iteration limit. When neither ``max_iter``, ``max_time`` nor ``stop`` is given, 1000.
+        Iteration limit. When neither ``max_iter``, ``max_time`` nor ``stop`` is given,
+        1000 epochs: 1000 RSM iterations, ceil(1000 l / 2) RSSM iterations with l blocks
+        (each RSSM iteration moves 2 of the l blocks, so both methods get the same number
+        of column updates; with l = 5, 2500 iterations).
     max_time : float, optional
         Solver-time limit in seconds (recording excluded).
     target_error : float, optional
@@ -196,7 +201,8 @@ def minimize(
     if max_time is not None:
         criteria.append(MaxTime(as_positive_float(max_time, "max_time")))
     if max_iter is None and max_time is None and stop is None:
-        max_iter = DEFAULT_MAX_ITER
+        epoch = 1.0 if part is None else part.n_blocks / 2.0
+        max_iter = math.ceil(DEFAULT_MAX_ITER * epoch)
         criteria.append(MaxIterations(max_iter))
     if target_error is not None:
         te = as_positive_float(target_error, "target_error")
