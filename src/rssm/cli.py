@@ -3,6 +3,11 @@
 
 Bad options print one line ``rssm: error: ...`` naming the option and what is allowed and
 exit with status 2; so do ValueError/TypeError raised by the library on bad values.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``alg-RSSM`` = Algorithm 1
+(table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -265,7 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rssm", formatter_class=_Formatter, epilog=_EXAMPLES,
         description="Randomized Submanifold Subgradient Method (RSSM) on the Stiefel manifold: "
                     "reproduce the paper's experiments, redraw their figures, or solve one "
-                    "built-in problem.")
+                    "built-in problem. Paper: A. Y.-M. Cheung, J. Wang, M.-C. Yue, "
+                    "A. M.-C. So, \"Randomized Submanifold Subgradient Method for "
+                    "Optimization over Stiefel Manifolds\", arXiv:2409.01770 (labels such as "
+                    "alg-RSSM = Algorithm 1: docs/paper-map.md).")
     parser.add_argument("--version", action="version", version=f"rssm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True

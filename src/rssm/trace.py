@@ -1,4 +1,10 @@
-"""What a run records, and the `Result` it returns."""
+"""What a run records, and the `Result` it returns.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3)
+(table: docs/paper-map.md).
+"""
 
 from __future__ import annotations
 

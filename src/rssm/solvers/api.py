@@ -1,4 +1,10 @@
-"""`minimize`: validate the arguments, build the solver, run the shared loop."""
+"""`minimize`: validate the arguments, build the solver, run the shared loop.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3),
+``alg-RSSM`` = Algorithm 1 (table: docs/paper-map.md).
+"""
 
 from __future__ import annotations
 
@@ -79,7 +85,7 @@ def minimize(
     n_blocks : int, optional
         RSSM's number of blocks l, 2 <= l <= p; the columns are split into contiguous
         blocks whose sizes differ by at most one. Default ``min(5, p)`` (`DEFAULT_N_BLOCKS`
-        capped at p; see docs/guarantees.md, "Choosing n_blocks"). RSSM needs p >= 2: on
+        capped at p; docs/blocks.md says what l does, measured). RSSM needs p >= 2: on
         St(n, 1) it raises a ValueError that names ``method='rsm'`` (with one column there is
         no pair of blocks; RSM is what a single block would do). Ignored by RSM and when
         ``partition`` is given.

@@ -3,6 +3,11 @@
 The loop times the steps alone: recording the trace, evaluating the ground-truth error,
 checking criteria that need them and calling the user's callback happen outside the
 timed region.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3)
+(table: docs/paper-map.md).
 """
 
 from __future__ import annotations
