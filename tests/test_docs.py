@@ -61,3 +61,25 @@ def test_python_block_runs(code, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"block failed:\n{code}\n--- stderr ---\n{proc.stderr}"
+
+
+def _flat(path: Path) -> str:
+    return " ".join(path.read_text().split())
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/cli.md"])
+def test_stated_durations_come_from_one_source(doc):
+    """Issue #12, item 19: the durations in README.md, docs/cli.md and `--help` disagreed
+    ("~30 s", "about a minute", "~9 min", "~15 min"). They now quote rssm.cli.DURATIONS."""
+    from rssm.cli import DURATIONS, build_parser
+
+    text = _flat(ROOT / doc)
+    for key, phrase in DURATIONS.items():
+        assert phrase in text, f"{doc} does not state the {key} duration as {phrase!r}"
+    stale = re.findall(r"~\s?\d+\s?(?:s|min)\b|about a minute|about \d+ seconds", text)
+    assert not stale, f"{doc} states other durations: {stale}"
+    helptext = " ".join(build_parser().format_help().split())
+    sub = build_parser()._subparsers._group_actions[0].choices["reproduce"].format_help()
+    assert DURATIONS["quick"] in helptext
+    assert DURATIONS["quick"] in " ".join(sub.split()) and DURATIONS["full"] in " ".join(
+        sub.split())

@@ -27,11 +27,22 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "DURATIONS"]
 
-_EXAMPLES = """\
+#: Measured durations, the one source of the figures quoted by ``--help``, README.md and
+#: docs/cli.md (tests/test_docs.py checks that they agree). Measured on 2 CPU cores (AMD
+#: EPYC) shared with other jobs, OpenBLAS on 1 thread: ``--quick`` 2 min 43 s wall on
+#: 2026-11-23 at load average 6 (this commit); the full ``--tuned`` run 8 min 51 s
+#: (docs/reproduction/report.md); the test suite as in docs/cli.md. An idle machine is
+#: faster.
+DURATIONS = {
+    "quick": "about 3 minutes on 2 shared cores",
+    "full": "about 9 minutes on 2 shared cores",
+}
+
+_EXAMPLES = f"""\
 examples:
-  rssm reproduce all --quick --out rssm-results     # the whole pipeline, ~1 minute
+  rssm reproduce all --quick --out rssm-results     # the whole pipeline, {DURATIONS["quick"]}
   rssm reproduce dpcp --seeds 5 --tuned --out runs  # full DPCP figure and tuned part
   rssm plot runs/results.csv                        # redraw figures from saved data
   rssm solve dpcp --method rssm --blocks 5 --max-iter 2000 --out trace.csv
@@ -284,15 +295,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run RSM and RSSM (l = 3, 5, 10) with the paper's settings on several "
                     "seeds, then write results.csv, results.json, one PNG and PDF figure per "
                     "problem and report.md into --out. Results are saved as each run ends. "
-                    "The full `rssm reproduce all --tuned` takes about 10 minutes on 2 cores; "
-                    "--quick about 30 seconds.")
+                    f"The full `rssm reproduce all --tuned` takes {DURATIONS['full']}; "
+                    f"--quick {DURATIONS['quick']} (measured; see docs/cli.md).")
     rep.add_argument("experiment", choices=sorted(PROBLEMS) + ["all"],
                      help="which experiment")
     rep.add_argument("--out", default="rssm-results", metavar="DIR", help="output folder")
     rep.add_argument("--seeds", type=_positive_int, default=5, metavar="N",
                      help="number of seeds (0, 1, ..., N-1)")
     rep.add_argument("--quick", action="store_true",
-                     help="1/15 of the iteration budgets (same sizes): about a minute")
+                     help="1/15 of the iteration budgets (same sizes): "
+                          f"{DURATIONS['quick']}")
     rep.add_argument("--budget", type=_positive_float, default=None, metavar="FACTOR",
                      help="multiply the iteration budgets by FACTOR in (0, 1] (at least 4 "
                           "iterations; overrides --quick); for tests and quick looks "
