@@ -268,7 +268,8 @@ def test_default_record_every(small_dpcp):
     res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=1000, seed=0)
     assert res.trace["iteration"].tolist() == list(range(0, 1001, 5))  # max_iter // 200
     res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, seed=0)  # default limit
-    assert res.n_iter == 1000
+    assert res.n_iter == 2000  # 1000 epochs of l/2 = 2 iterations
+    assert res.trace["iteration"][1] == 10  # record_every = 2000 // 200
 
 
 def test_error_column_is_nan_without_ground_truth(small_dpcp):
