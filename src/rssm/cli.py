@@ -33,11 +33,12 @@ __all__ = ["main", "build_parser", "DURATIONS"]
 #: docs/cli.md (tests/test_docs.py checks that they agree). Measured on 2 CPU cores (AMD
 #: EPYC) shared with other jobs, OpenBLAS on 1 thread: ``--quick`` 2 min 43 s wall on
 #: 2026-11-23 at load average 6 (this commit); the full ``--tuned`` run 8 min 51 s
-#: (docs/reproduction/report.md); the test suite as in docs/cli.md. An idle machine is
-#: faster.
+#: (docs/reproduction/report.md); the test suite 5 min 25 s and 7 min 35 s at load
+#: averages 5 and 6.5. An idle machine is faster.
 DURATIONS = {
     "quick": "about 3 minutes on 2 shared cores",
     "full": "about 9 minutes on 2 shared cores",
+    "tests": "5 to 8 minutes on 2 shared cores",
 }
 
 _EXAMPLES = f"""\
