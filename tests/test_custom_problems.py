@@ -209,6 +209,7 @@ def test_check_subgradient_catches_a_stale_cache():
         "oracle cost vs cost",
         "oracle subgradient vs subgradient",
         "oracle partial_subgradient vs columns of subgradient (after updates)",
+        "oracle after RSSM steps on contiguous blocks vs a from-scratch oracle",
     }
     assert "incremental update leaves stale" in str(rep)
 

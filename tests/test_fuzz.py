@@ -200,7 +200,9 @@ def _check_result(res, kwargs):
     assert isinstance(res, rssm.Result)
     assert np.isfinite(res.x).all() and res.x.shape == DPCP_SMALL.shape
     limit = kwargs["max_iter"]
-    assert res.n_iter <= (1000 if limit is None else int(limit))
+    # without a limit: 1000 epochs (l/2 RSSM iterations each, l <= p)
+    p = DPCP_SMALL.shape[1]
+    assert res.n_iter <= (1000 * max(1, p) / 2 if limit is None else int(limit))
     assert res.stop_reason in set(StopReason)
     step = kwargs.get("stepsize")
     if res.stop_reason is not StopReason.NON_FINITE:

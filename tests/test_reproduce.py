@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -182,7 +183,58 @@ def test_plot_redraws(outdir, tmp_path, capsys):
     names = sorted(p.name for p in out.iterdir())
     assert names == ["dpcp-tuned.png", "dpcp.png", "odl-tuned.png", "odl.png", "report.md"]
     assert all(p.stat().st_size > 10_000 for p in out.glob("*.png"))
-    assert (out / "report.md").read_text() == (outdir / "report.md").read_text()
+    # the same report, less the links to PDFs that this plot did not write
+    full = (outdir / "report.md").read_text()
+    assert (out / "report.md").read_text() == re.sub(r"\[PDF\]\([^)]+\)\n\n", "", full)
+
+
+def _links(report: Path) -> list[str]:
+    return re.findall(r"\]\(([^)]+)\)", report.read_text())
+
+
+@pytest.mark.parametrize("formats", ["svg", "png", "pdf,svg"])
+def test_report_links_only_files_that_exist(outdir, tmp_path, formats):
+    """Issue #12, item 6: `rssm plot --formats svg` linked png and pdf files it never wrote."""
+    out = tmp_path / "figs"
+    assert main(["plot", str(outdir / "results.csv"), "--out", str(out),
+                 "--formats", formats]) == 0
+    links = _links(out / "report.md")
+    assert links and all((out / name).is_file() for name in links), links
+    assert {name.rsplit(".", 1)[1] for name in links} == set(formats.split(","))
+
+
+def test_resume_with_fewer_seeds_reports_the_seeds_used(outdir, tmp_path):
+    """Issue #12, item 5: `--resume --seeds 1` on a 2-seed folder said "Seeds 0" while its
+    tables and figures used seeds 0 and 1."""
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    args = [a if a != str(SEEDS) else "1" for a in ARGS]
+    assert main(args + ["--out", str(out), "--resume", "--formats", "png"]) == 0
+    text = (out / "report.md").read_text()
+    assert "- Seeds 0, 1 (the last command asked for seeds 0;" in text
+    st = io.read_json(out / "results.json")["settings"]
+    assert st["seeds"] == [0, 1] and st["requested_seeds"] == [0]
+
+
+def test_speedup_level_is_reached_by_rsm_with_two_seeds():
+    """Issue #12, item 14: with two seeds the level was the mean of RSM's two final errors,
+    which one RSM run never reaches: "RSM does not reach" its own median final error."""
+    from rssm.experiments.analysis import Run
+    from rssm.experiments.report import _speedup
+
+    def run(method, seed, errors):
+        return Run([{"part": "paper", "problem": "odl", "method": method, "blocks": 1,
+                     "seed": seed, "stepsize": "s", "iteration": i, "time": 0.1 * i,
+                     "flops": 10.0 * i, "cost": 1.0, "error": e}
+                    for i, e in enumerate(errors)])
+
+    base = [run("rsm", 0, [1, 1e-1, 1e-3]), run("rsm", 1, [1, 1e-2, 1e-5])]
+    other = [run("rssm-l5", 0, [1, 1e-4, 1e-6]), run("rssm-l5", 1, [1, 1e-4, 1e-7])]
+    text = _speedup(base, other)
+    assert "does not reach" not in text
+    # level 1e-3 (the upper median): both RSM runs stay below it from 0.2 s on; RSSM from
+    # 0.1 s on (the old level, the mean 5.05e-4, is never reached by RSM's seed 0)
+    assert text == "2.00x (to 0.001)"
 
 
 def test_tuned_runs_use_the_chosen_stepsize(outdir):

@@ -172,7 +172,7 @@ def test_invalid_parameters_are_named(make, exc, pattern):
 def test_a_callable_returning_a_bad_step_is_caught(bad, small_dpcp):
     """A user rule returning a non-positive or non-finite step stops the run with a
     ValueError naming the step size, never a silent NaN run."""
-    with pytest.raises(ValueError, match=r"stepsize returned gamma_3 = .*finite number > 0"):
+    with pytest.raises(ValueError, match=r"stepsize returned gamma_3 = .*finite real number > 0"):
         rssm.minimize(
             small_dpcp,
             n_blocks=2,

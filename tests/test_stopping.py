@@ -252,7 +252,8 @@ def test_trace_columns_and_record_every(max_iter, record_every, want, small_dpcp
     res = rssm.minimize(
         small_dpcp, n_blocks=4, stepsize=STEP, max_iter=max_iter, record_every=record_every, seed=0
     )
-    assert tuple(res.trace) == TRACE_COLUMNS == ("iteration", "time", "flops", "cost", "error")
+    assert tuple(res.trace) == TRACE_COLUMNS == ("iteration", "time", "flops", "cost", "error",
+                                                 "stationarity")
     assert all(isinstance(v, np.ndarray) and v.shape == (len(want),) for v in res.trace.values())
     assert res.trace["iteration"].dtype.kind == "i"
     assert res.trace["iteration"].tolist() == want
@@ -267,7 +268,8 @@ def test_default_record_every(small_dpcp):
     res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=1000, seed=0)
     assert res.trace["iteration"].tolist() == list(range(0, 1001, 5))  # max_iter // 200
     res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, seed=0)  # default limit
-    assert res.n_iter == 1000
+    assert res.n_iter == 2000  # 1000 epochs of l/2 = 2 iterations
+    assert res.trace["iteration"][1] == 10  # record_every = 2000 // 200
 
 
 def test_error_column_is_nan_without_ground_truth(small_dpcp):
@@ -315,6 +317,6 @@ def test_result_summary(small_dpcp):
     text = repr(res)
     for part in ("RSSM", "l=4", "St(20, 16)", "max_iter", "iterations    10", "feasibility"):
         assert part in text
-    assert res.success
+    assert not res.success  # an iteration limit is not convergence (issue #12, item 15)
     assert res.method == "rssm" and res.n_blocks == 4 and res.selection == "uniform"
     assert res.seed == 0

@@ -1,5 +1,10 @@
 """rssm: the Randomized Submanifold Subgradient Method on the Stiefel manifold.
 
+The method is that of A. Y.-M. Cheung, J. Wang, M.-C. Yue, A. M.-C. So, "Randomized
+Submanifold Subgradient Method for Optimization over Stiefel Manifolds", arXiv:2409.01770
+(Algorithm 1 there); the paper labels cited in the code (``alg-RSSM``, ``eq-Rsubdiff``,
+...) are mapped to its numbering in docs/paper-map.md. To cite rssm: CITATION.cff.
+
 Quick use::
 
     import rssm

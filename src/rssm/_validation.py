@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,26 @@ def check_array_size(shape: tuple[int, ...], what: str) -> None:
         entries *= int(s)
     if entries > np.iinfo(np.intp).max // 8:
         raise ValueError(f"{what} = {' x '.join(map(str, shape))} is too large to allocate")
+
+
+def physical_memory() -> float | None:
+    """Bytes of physical memory of this machine, or None where the OS does not say."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE")) * float(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_memory(n_bytes: float, what: str) -> None:
+    """Refuse, before allocating, a build that needs more than this machine's physical
+    memory: raise ``MemoryError`` with one line naming ``what`` (the sizes) and both
+    amounts. NumPy would otherwise fail deep inside, or the OS kill the process."""
+    total = physical_memory()
+    if total is not None and n_bytes > total:
+        raise MemoryError(
+            f"{what} needs about {n_bytes / 1e9:.3g} GB of memory, more than this machine's "
+            f"{total / 1e9:.3g} GB; choose smaller sizes"
+        )
 
 
 def as_int(

@@ -7,6 +7,11 @@ Algorithm ``alg-RSSM`` mentions cyclic and other rules, which are provided here 
 
 Column sets are stored as tuples of slices (contiguous runs), so the solver and the
 oracles address them without fancy-index copies when blocks are contiguous (the default).
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``alg-RSSM`` = Algorithm 1,
+``prop-periteration`` = Prop. 3.5 (table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -76,13 +81,16 @@ class Partition:
 
     Parameters
     ----------
-    blocks : sequence of sequences of int
-        The blocks C_1, ..., C_l; together they must contain each of 0..p-1 exactly once.
+    blocks : sequence of sequences of int, or 2-D int array
+        The blocks C_1, ..., C_l (the rows of a 2-D array are blocks of equal size);
+        together they must contain each of 0..p-1 exactly once.
     p : int, optional
         Number of columns; inferred when omitted.
     """
 
-    def __init__(self, blocks: Sequence[Sequence[int]], p: int | None = None):
+    def __init__(self, blocks: Sequence[Sequence[int]] | np.ndarray, p: int | None = None):
+        if isinstance(blocks, np.ndarray) and blocks.ndim == 2:
+            blocks = list(blocks)  # a 2-D integer array: one block per row
         if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Sequence):
             raise TypeError("partition must be a sequence of column-index sequences")
         arrs = []

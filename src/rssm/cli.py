@@ -3,6 +3,11 @@
 
 Bad options print one line ``rssm: error: ...`` naming the option and what is allowed and
 exit with status 2; so do ValueError/TypeError raised by the library on bad values.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``alg-RSSM`` = Algorithm 1
+(table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -23,11 +28,23 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "DURATIONS"]
 
-_EXAMPLES = """\
+#: Measured durations, the one source of the figures quoted by ``--help``, README.md and
+#: docs/cli.md (tests/test_docs.py checks that they agree). Measured on 2 CPU cores (AMD
+#: EPYC) shared with other jobs, OpenBLAS on 1 thread: ``--quick`` 2 min 43 s wall on
+#: 2026-11-23 at load average 6 (this commit); the full ``--tuned`` run 8 min 51 s
+#: (docs/reproduction/report.md); the test suite 5 min 25 s and 7 min 35 s at load
+#: averages 5 and 6.5. An idle machine is faster.
+DURATIONS = {
+    "quick": "about 3 minutes on 2 shared cores",
+    "full": "about 9 minutes on 2 shared cores",
+    "tests": "5 to 8 minutes on 2 shared cores",
+}
+
+_EXAMPLES = f"""\
 examples:
-  rssm reproduce all --quick --out rssm-results     # the whole pipeline, ~1 minute
+  rssm reproduce all --quick --out rssm-results     # the whole pipeline, {DURATIONS["quick"]}
   rssm reproduce dpcp --seeds 5 --tuned --out runs  # full DPCP figure and tuned part
   rssm plot runs/results.csv                        # redraw figures from saved data
   rssm solve dpcp --method rssm --blocks 5 --max-iter 2000 --out trace.csv
@@ -188,8 +205,9 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("method")
     g.add_argument("--method", choices=sorted(METHODS), default="rssm",
                    help="RSSM (Algorithm alg-RSSM) or the Riemannian subgradient method")
-    g.add_argument("--blocks", type=_positive_int, default=5,
-                   help="RSSM's number of column blocks l (2 <= l <= p; ignored by RSM)")
+    g.add_argument("--blocks", type=_positive_int, default=None,
+                   help="RSSM's number of column blocks l (2 <= l <= p; ignored by RSM) "
+                        "(default: min(5, p))")
     g.add_argument("--selection", choices=sorted(SELECTION_RULES), default="uniform",
                    help="block-pair rule of RSSM (uniform is the paper's)")
     s = p.add_argument_group("step size")
@@ -215,11 +233,21 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
                    help="constant / invsqrt: c (default: the problem's, if of that kind)")
     b = p.add_argument_group("budget and output")
     b.add_argument("--max-iter", type=_nonneg_int, default=None,
-                   help="iteration limit (default: 1000 when no limit at all is given)")
+                   help="iteration limit (default, when no limit at all is given: 1000 "
+                        "epochs, i.e. 1000 RSM iterations or 1000 l/2 RSSM iterations)")
     b.add_argument("--max-time", type=_positive_float, default=None,
                    help="solver-time limit in seconds (default: none)")
     b.add_argument("--target-error", type=_positive_float, default=None,
                    help="stop once the ground-truth error is at most this (default: none)")
+    b.add_argument("--stationarity-tol", type=_positive_float, default=None, metavar="TOL",
+                   help="stop once ||P_T(G)||_F at a recording point is at most TOL (reason "
+                        "stationary; default: none)")
+    b.add_argument("--stagnation-epochs", type=_positive_float, default=None, metavar="E",
+                   help="stop once the best cost has not decreased by more than "
+                        "--stagnation-rtol (relative) over E epochs (reason no_progress; "
+                        "default: none)")
+    b.add_argument("--stagnation-rtol", type=_positive_float, default=1e-8, metavar="R",
+                   help="relative decrease that counts as progress for --stagnation-epochs")
     b.add_argument("--seed", type=_nonneg_int, default=0,
                    help="seed of the data (synthetic), the start (independent stream) "
                         "and the block selection")
@@ -419,7 +447,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rssm", formatter_class=_Formatter, epilog=_EXAMPLES,
         description="Randomized Submanifold Subgradient Method (RSSM) on the Stiefel manifold: "
                     "reproduce the paper's experiments, redraw their figures, or solve one "
-                    "built-in problem.")
+                    "built-in problem. Paper: A. Y.-M. Cheung, J. Wang, M.-C. Yue, "
+                    "A. M.-C. So, \"Randomized Submanifold Subgradient Method for "
+                    "Optimization over Stiefel Manifolds\", arXiv:2409.01770 (labels such as "
+                    "alg-RSSM = Algorithm 1: docs/paper-map.md).")
     parser.add_argument("--version", action="version", version=f"rssm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -430,15 +461,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run RSM and RSSM (l = 3, 5, 10) with the paper's settings on several "
                     "seeds, then write results.csv, results.json, one PNG and PDF figure per "
                     "problem and report.md into --out. Results are saved as each run ends. "
-                    "The full `rssm reproduce all --tuned` takes about 10 minutes on 2 cores; "
-                    "--quick about 30 seconds.")
+                    f"The full `rssm reproduce all --tuned` takes {DURATIONS['full']}; "
+                    f"--quick {DURATIONS['quick']} (measured; see docs/cli.md).")
     rep.add_argument("experiment", choices=sorted(PROBLEMS) + ["all"],
                      help="which experiment")
     rep.add_argument("--out", default="rssm-results", metavar="DIR", help="output folder")
     rep.add_argument("--seeds", type=_positive_int, default=5, metavar="N",
                      help="number of seeds (0, 1, ..., N-1)")
     rep.add_argument("--quick", action="store_true",
-                     help="1/15 of the iteration budgets (same sizes): about a minute")
+                     help="1/15 of the iteration budgets (same sizes): "
+                          f"{DURATIONS['quick']}")
     rep.add_argument("--budget", type=_positive_float, default=None, metavar="FACTOR",
                      help="multiply the iteration budgets by FACTOR in (0, 1] (at least 4 "
                           "iterations; overrides --quick); for tests and quick looks "
@@ -606,13 +638,19 @@ def _cmd_solve(args) -> int:
         kwargs = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
         problem = cls.synthetic(**kwargs, seed=args.seed)
         label = f"{args.problem} {', '.join(f'{k}={v}' for k, v in kwargs.items())}"
+    if args.method == "rssm" and problem.shape[1] < 2:
+        raise UsageError(f"argument --method: RSSM needs p >= 2 columns to form 2 blocks, got "
+                         f"p={problem.shape[1]}; use --method rsm")
     x0 = problem.initial_point(np.random.default_rng([args.seed, 1]))
     rule = _make_stepsize(args, problem)
     res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks, stepsize=rule,
                         max_iter=args.max_iter, max_time=args.max_time,
                         target_error=args.target_error, seed=args.seed,
                         record_every=args.record_every, selection=args.selection,
-                        threads=args.threads)
+                        threads=args.threads,
+                        stationarity_tol=args.stationarity_tol,
+                        stagnation_epochs=args.stagnation_epochs,
+                        stagnation_rtol=args.stagnation_rtol)
     n, p = problem.shape
     method = res.method.upper() + (f" (l={res.n_blocks}, {res.selection})"
                                    if res.method == "rssm" else "")
@@ -629,6 +667,8 @@ def _cmd_solve(args) -> int:
         ("final cost", f"{res.fun:.10g}"),
         ("initial error", f"{res.trace['error'][0]:.4g}" if problem.has_error else "n/a"),
         ("final error", f"{res.error:.4g}" if problem.has_error else "n/a"),
+        ("stationarity", f"{res.stationarity:.4g}  (||P_T(G)||_F at the final X)"),
+        ("success", f"{res.success}  (True only when a convergence test fired)"),
         ("feasibility", f"{res.feasibility:.2e}  (||X^T X - I||_max)"),
     ]
     # Problem-specific figures (e.g. sparse PCA's explained variance and sparsity).
@@ -671,11 +711,16 @@ def _write_trace(out: Path, res, args, kwargs: dict, rule) -> None:
         "max_time": args.max_time,
         "target_error": args.target_error,
         "record_every": args.record_every,
+        "stationarity_tol": args.stationarity_tol,
+        "stagnation_epochs": args.stagnation_epochs,
+        "stagnation_rtol": args.stagnation_rtol,
         "summary": {
             "stop_reason": res.stop_reason.value, "message": res.message,
             "n_iter": res.n_iter, "time": res.time, "flops": res.flops, "cost": res.fun,
             "error": None if math.isnan(res.error) else res.error,
             "feasibility": res.feasibility,
+            "stationarity": None if math.isnan(res.stationarity) else res.stationarity,
+            "success": res.success,
         },
         "trace": {k: [None if isinstance(v, float) and math.isnan(v) else v
                       for v in np.asarray(a).tolist()] for k, a in res.trace.items()},
@@ -700,13 +745,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = " ".join(str(exc).split())
         print(f"rssm: error: {_name_option(msg)}", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # sizes too large: one line naming them, not a traceback
+        what = " ".join(str(exc).split()) or "a NumPy allocation failed"
+        print(f"rssm: error: out of memory: {what}", file=sys.stderr)
+        return 2
     except OSError as exc:  # the file system failed (disk full, permissions changed mid-run)
         print(f"rssm: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
 
 
 #: Library argument names -> command-line options, to name the option in error messages.
-_LIB_NAMES = {"n_blocks": "--blocks", "max_iter": "--max-iter", "max_time": "--max-time",
+_LIB_NAMES = {"n_blocks": "--blocks", "stationarity_tol": "--stationarity-tol",
+              "stagnation_epochs": "--stagnation-epochs",
+              "stagnation_rtol": "--stagnation-rtol", "max_iter": "--max-iter",
+              "max_time": "--max-time",
               "target_error": "--target-error", "record_every": "--record-every",
               "selection": "--selection", "method": "--method", "delta": "--delta",
               "rho": "--rho", "mu0": "--mu0", "beta": "--beta", "c": "--c", "a": "--a"}

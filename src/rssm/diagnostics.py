@@ -10,7 +10,17 @@ tells which oracle is wrong, at a random smooth point near a given X:
    column sets (Prop. ``prop-structural``);
 3. the solver's `Oracle` (``make_oracle``): its cost, full and partial subgradients at the
    start and again after the columns of a block pair moved and ``update`` was called, so a
-   stale or drifting cache is caught.
+   stale or drifting cache is caught; once with a permuted partition (block pairs whose
+   columns form several runs) and once with the default contiguous partition
+   (`rssm.blocks.Partition.uniform`, whose adjacent pairs are one run: the path every
+   default RSSM run takes), where the oracle is driven by real RSSM steps
+   (`rssm.solvers.rssm.RSSMSolver`) and compared after each with a from-scratch oracle.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-polarretr`` = eq. (4),
+``prop-structural`` = Prop. 3.3, ``eq-partialRiemsubgrad`` = eq. (11),
+``eq-projsubmfdblk`` = eq. (12) (table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -135,7 +145,11 @@ def check_subgradient(
     radius : float
         Distance of the random smooth point from ``x``.
     fd_tol : float
-        Tolerance of the finite-difference check, relative to ||P_T(G)||_F.
+        Tolerance of the finite-difference check, relative to
+        ``max(||P_T(G)||_F, 1e-6 (||G||_F + |f(X)|))``: the absolute floor keeps a cost that
+        is constant on the manifold (P_T(G) ~ 0, e.g. ``DPCP(y, p=n)`` on O(n)) from being
+        judged against rounding noise, while a wrong subgradient, whose tangent part is of
+        the order of ||G||, is still caught.
     tol : float
         Tolerance of the partial-versus-full and oracle checks (they should agree to
         rounding), relative to the norm of the reference.
@@ -172,7 +186,10 @@ def check_subgradient(
     report = SubgradientCheck(repr(problem), x=xs)
     g = np.asarray(problem.subgradient(xs), dtype=np.float64)
     rg = stiefel.tangent_projection(xs, g)
-    scale = float(np.linalg.norm(rg))
+    f_xs = float(problem.cost(xs))
+    # absolute floor: central differences of f carry rounding ~ eps |f| / h, and P_T(G)
+    # of a correct G on a cost constant on the manifold is itself rounding ~ eps ||G||.
+    scale = max(float(np.linalg.norm(rg)), 1e-6 * (float(np.linalg.norm(g)) + abs(f_xs)))
 
     # 1. finite differences of cost along retraction curves.
     worst = 0.0
@@ -214,12 +231,7 @@ def check_subgradient(
     else:
         partition = None
     xw = np.array(xs, order="C", copy=True)
-    warned = getattr(problem, "_warned", None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FullSubgradientWarning)
-        oracle = problem.make_oracle(xw, partition)
-    if warned is not None:
-        problem._warned = warned
+    oracle = _quiet_oracle(problem, xw, partition)
     e_cost = e_full = e_part = 0.0
     for step in range(n_sets + 1):
         gw = np.asarray(problem.subgradient(xw), dtype=np.float64)
@@ -253,4 +265,62 @@ def check_subgradient(
             "make_oracle(...).partial_subgradient(C) differs from problem.subgradient(X)[:, C] "
             "(a wrong partial oracle, or a cache the incremental update leaves stale)",
         ))
+        report.items.append(_check_contiguous(problem, xs, rng, n_sets + 1, tol))
     return report
+
+
+def _quiet_oracle(problem: Problem, x: np.ndarray, partition: Partition | None):
+    """``problem.make_oracle`` without its one-time `FullSubgradientWarning` (and without
+    using it up for the user's own run)."""
+    warned = getattr(problem, "_warned", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FullSubgradientWarning)
+        oracle = problem.make_oracle(x, partition)
+    if warned is not None:
+        problem._warned = warned
+    return oracle
+
+
+def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator,
+                      n_steps: int, tol: float) -> CheckItem:
+    """The default partition's path: contiguous blocks (`Partition.uniform`), the oracle
+    driven by RSSM steps (eqs. ``eq-partialRiemsubgrad`` and ``eq-projsubmfdblk``) with the
+    pairs in lexicographic order (adjacent pairs, whose columns are one run, among them); after
+    each step its cost, full and partial subgradients are compared with those of an oracle
+    built from scratch at the same X."""
+    p = problem.shape[1]
+    partition = Partition.uniform(p, min(p, 3))
+    pairs = [(i, j) for i in range(partition.n_blocks) for j in range(i + 1, partition.n_blocks)]
+    x = np.array(xs, order="C", copy=True)
+    o = _quiet_oracle(problem, x, partition)
+    g0 = stiefel.tangent_projection(xs, np.asarray(problem.subgradient(xs), dtype=np.float64))
+    # steps that move each pair by about 0.05 in Frobenius norm
+    gamma = 0.05 / max(float(np.linalg.norm(g0)), 1e-300)
+    worst = 0.0
+    for step in range(max(n_steps, len(pairs))):
+        cols = partition.columns(*pairs[step % len(pairs)])  # (0,1), (0,2), (1,2), ...
+        sel = cols.selector
+        g = np.asarray(o.partial_subgradient(cols), dtype=np.float64)
+        new = stiefel._submanifold_step(x, sel, g, gamma)  # the RSSM step (RSSMSolver.step)
+        if not np.isfinite(new).all():
+            return CheckItem("oracle after RSSM steps on contiguous blocks vs a from-scratch "
+                             "oracle", math.inf, tol, "the partial subgradient is not finite")
+        x[:, sel] = new
+        o.update(cols)
+        fresh = _quiet_oracle(problem, np.array(x, order="C", copy=True), partition)
+        worst = max(worst, abs(o.cost() - fresh.cost()) / max(abs(fresh.cost()), 1e-300))
+        gf = np.asarray(fresh.subgradient(), dtype=np.float64)
+        worst = max(worst, _rel(np.asarray(o.subgradient()) - gf, gf))
+        for i in range(partition.n_blocks):
+            for j in range(i + 1, partition.n_blocks):
+                cols = partition.columns(i, j)
+                part = np.asarray(o.partial_subgradient(cols))
+                ref = np.asarray(fresh.partial_subgradient(cols))
+                worst = max(worst, math.inf if part.shape != ref.shape
+                            else _rel(part - ref, ref))
+    return CheckItem(
+        "oracle after RSSM steps on contiguous blocks vs a from-scratch oracle", worst, tol,
+        "after RSSM steps on the default contiguous partition (Partition.uniform), the "
+        "incremental oracle's cost or subgradients differ from an oracle built from scratch "
+        "at the same X (a cache the update of a contiguous column run leaves stale)",
+    )

@@ -3,6 +3,11 @@
 ``context`` is a `StepContext` telling the rule which method runs and with how many
 blocks, so one rule object serves RSM and RSSM (the paper scales Delta_k with binom(l, 2)
 for RSSM only).
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``sect-exp`` = Section 5
+(table: docs/paper-map.md).
 """
 
 from __future__ import annotations

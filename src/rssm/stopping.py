@@ -3,6 +3,11 @@
 Iteration and time limits are checked after every iteration; criteria that need the
 error or a user callback are checked at recording points (every ``record_every``
 iterations), where the error is evaluated anyway and the time it takes is not counted.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3),
+``prop-stationarymeasure`` = Prop. 4.6 (table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -24,24 +29,39 @@ __all__ = [
     "MaxIterations",
     "MaxTime",
     "TargetError",
+    "MinStationarity",
+    "CostStagnation",
     "CallbackStop",
+    "CONVERGED",
     "AnyOf",
     "AllOf",
 ]
 
 
 class StopReason(str, enum.Enum):
-    """Why a run ended."""
+    """Why a run ended.
+
+    Only `CONVERGED` reasons (``target_error``, ``stationary``) make `Result.success`
+    True; the others say that a budget ran out (``max_iter``, ``max_time``), the cost
+    stalled without a convergence test firing (``no_progress``), the user stopped the run
+    (``callback``, ``interrupted``), or a value was not finite (``non_finite``).
+    """
 
     MAX_ITER = "max_iter"
     MAX_TIME = "max_time"
     TARGET_ERROR = "target_error"
+    STATIONARY = "stationary"
+    NO_PROGRESS = "no_progress"
     CALLBACK = "callback"
     NON_FINITE = "non_finite"
     INTERRUPTED = "interrupted"
 
     def __str__(self) -> str:
         return self.value
+
+
+#: The reasons that mean a convergence criterion fired: `Result.success` is True for these.
+CONVERGED = frozenset({StopReason.TARGET_ERROR, StopReason.STATIONARY})
 
 
 @dataclass(frozen=True)
@@ -60,8 +80,13 @@ class Progress:
         f(X) at a recording point, else None.
     error : float or None
         Ground-truth error at a recording point when the problem has one, else None.
+    stationarity : float or None
+        At a recording point, ||P_T(G)||_F for the oracle's subgradient G at X (eq.
+        ``eq-Rsubdiff``; see `MinStationarity`), else None.
     x : ndarray or None
-        Read-only view of the current iterate at a recording point, else None.
+        At a recording point, a read-only copy of the iterate (a snapshot: storing it keeps
+        that iterate; the copy costs one n x p array per recording point, made outside the
+        timed region), else None.
     """
 
     iteration: int
@@ -70,6 +95,7 @@ class Progress:
     cost: float | None = None
     error: float | None = None
     x: np.ndarray | None = None
+    stationarity: float | None = None
 
 
 class StoppingCriterion(abc.ABC):
@@ -148,6 +174,82 @@ class TargetError(StoppingCriterion):
 
     def __repr__(self) -> str:
         return f"TargetError({self.target})"
+
+
+class MinStationarity(StoppingCriterion):
+    """Stop when the recorded stationarity ||P_T(G)||_F is at most ``tol`` (checked at
+    recording points; reason ``stationary``).
+
+    The stationarity column is the norm of one Riemannian subgradient P_T(G) at X, G the
+    oracle's Euclidean subgradient (eq. ``eq-Rsubdiff``); it is evaluated off the clock at
+    each recording point. For a smooth f it tends to 0 at a stationary point. For a
+    nonsmooth f it need not: at a sharp minimizer (DPCP, ODL, l1 problems) every single
+    subgradient keeps a norm of the order of the sharpness, and the measure that does go
+    to 0, dist(0, Riemannian subdifferential) or the paper's surrogate Theta (Prop.
+    ``prop-stationarymeasure``), needs the whole subdifferential or a proximal step. On
+    such problems read the minimum of the ``stationarity`` column over a window of
+    recording points, and stop on `CostStagnation` instead; ``tol`` here fits smooth
+    costs and costs whose subgradient is continuous near the solution.
+    """
+
+    needs_record = True
+
+    def __init__(self, tol: float):
+        self.tol = as_positive_float(tol, "tol", allow_zero=True)
+
+    def check(self, progress: Progress) -> StopReason | None:
+        st = progress.stationarity
+        if st is not None and st <= self.tol:
+            return StopReason.STATIONARY
+        return None
+
+    def __repr__(self) -> str:
+        return f"MinStationarity({self.tol})"
+
+
+class CostStagnation(StoppingCriterion):
+    """Stop when the best cost so far has not decreased by more than
+    ``rtol * |best| + atol`` over the last ``window`` epochs (reason ``no_progress``).
+
+    Checked at recording points. An epoch is ``epoch`` iterations: `rssm.minimize` sets
+    it to l/2 for RSSM with l blocks (each column moves once per epoch on average) and 1
+    for RSM; built by hand it defaults to 1 (``window`` then counts iterations). The best
+    cost, not the last one, is compared, because a subgradient method's cost oscillates.
+    A stop on this criterion is not a success (`Result.success` is False): the run stalled,
+    which a converged run and a run stuck far from a solution both do; read
+    ``Result.stationarity`` and, with a ground truth, the error.
+    """
+
+    needs_record = True
+
+    def __init__(self, window: float, rtol: float = 1e-8, atol: float = 0.0, *,
+                 epoch: float = 1.0):
+        self.window = as_positive_float(window, "window")
+        self.rtol = as_positive_float(rtol, "rtol", allow_zero=True)
+        self.atol = as_positive_float(atol, "atol", allow_zero=True)
+        self.epoch = as_positive_float(epoch, "epoch")
+        self._hist: list[tuple[int, float]] = []
+
+    def check(self, progress: Progress) -> StopReason | None:
+        if progress.cost is None:
+            return None
+        k = progress.iteration
+        if k == 0 or (self._hist and k <= self._hist[-1][0]):
+            self._hist = []  # a new run (the criterion object is reused)
+        best = min(progress.cost, self._hist[-1][1]) if self._hist else progress.cost
+        self._hist.append((k, best))
+        horizon = k - self.window * self.epoch
+        then = [b for it, b in self._hist if it <= horizon]
+        if not then:
+            return None
+        del self._hist[: len(then) - 1]  # keep the last point before the horizon
+        if then[-1] - best <= self.rtol * abs(best) + self.atol:
+            return StopReason.NO_PROGRESS
+        return None
+
+    def __repr__(self) -> str:
+        return (f"CostStagnation({self.window:g} epochs of {self.epoch:g} iterations, "
+                f"rtol={self.rtol:g}, atol={self.atol:g})")
 
 
 class CallbackStop(StoppingCriterion):

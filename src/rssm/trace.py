@@ -1,4 +1,10 @@
-"""What a run records, and the `Result` it returns."""
+"""What a run records, and the `Result` it returns.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3)
+(table: docs/paper-map.md).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from rssm.stopping import StopReason
+from rssm.stopping import CONVERGED, StopReason
 
 __all__ = ["Trace", "Result", "TRACE_COLUMNS"]
 
-#: Columns of `Result.trace`, in order.
-TRACE_COLUMNS = ("iteration", "time", "flops", "cost", "error")
+#: Columns of `Result.trace`, in order. ``stationarity`` is ||P_T(G)||_F at the recorded X
+#: (see `rssm.stopping.MinStationarity`), evaluated off the clock.
+TRACE_COLUMNS = ("iteration", "time", "flops", "cost", "error", "stationarity")
 
 
 class Trace:
@@ -22,8 +29,9 @@ class Trace:
     def __init__(self) -> None:
         self._rows: list[tuple[float, ...]] = []
 
-    def append(self, iteration: int, time: float, flops: float, cost: float, error: float) -> None:
-        self._rows.append((iteration, time, flops, cost, error))
+    def append(self, iteration: int, time: float, flops: float, cost: float, error: float,
+               stationarity: float = math.nan) -> None:
+        self._rows.append((iteration, time, flops, cost, error, stationarity))
 
     def drop_last(self) -> None:
         """Remove the last row (no-op on an empty trace)."""
@@ -61,9 +69,16 @@ class Result:
         Why the run ended.
     trace : dict of str to ndarray
         ``iteration``, ``time``, ``flops``, ``cost``, ``error`` (NaN when the problem has no
-        ground truth), recorded every ``record_every`` iterations, at the start and at the end.
+        ground truth), ``stationarity`` (||P_T(G)||_F, eq. ``eq-Rsubdiff``, for the
+        oracle's subgradient G), recorded every ``record_every`` iterations, at the start
+        and at the end; the error and stationarity are evaluated off the clock.
     error : float
         Final ground-truth error, or NaN.
+    stationarity : float
+        ||P_T(G)||_F at the final iterate: a computable stationarity proxy that needs no
+        ground truth. For a nonsmooth f one subgradient's norm need not go to 0 even at a
+        minimizer: read ``trace["stationarity"]``'s minimum over recent rows and the cost
+        trend (see `rssm.stopping.MinStationarity`).
     feasibility : float
         ||x^T x - I||_max of the final iterate.
     method, n_blocks, selection, stepsize, seed, partition
@@ -91,12 +106,20 @@ class Result:
     seed: Any = None
     partition: list[np.ndarray] | None = None
     message: str = ""
+    stationarity: float = math.nan
     threads: str = ""
 
     @property
     def success(self) -> bool:
-        """True unless the run ended on a non-finite value."""
-        return self.stop_reason is not StopReason.NON_FINITE
+        """True only when a convergence criterion ended the run: the target error was
+        reached (``target_error``) or the stationarity tolerance was met (``stationary``).
+
+        A run that ends on an iteration or time limit, a stalled cost (``no_progress``), a
+        callback, an interrupt or a non-finite value is not a success, whatever its cost:
+        a stalled run looks exactly like a converged one from its cost alone. Read
+        `stop_reason`, `stationarity` and, with a ground truth, `error`.
+        """
+        return self.stop_reason in CONVERGED
 
     def __repr__(self) -> str:
         n, p = self.x.shape
@@ -110,6 +133,7 @@ class Result:
             f"  final cost    {self.fun:.10g}",
             (f"  final error   {self.error:.4g}" if not math.isnan(self.error)
              else "  final error   n/a"),
+            f"  stationarity  {self.stationarity:.3g} (||P_T(G)||_F)",
             f"  feasibility   {self.feasibility:.2e} (||X^T X - I||_max)",
         ]
         if self.threads:

@@ -4,6 +4,11 @@ figures and report, as driven by ``rssm reproduce`` and ``rssm plot``.
 >>> from rssm.experiments import make_configs
 >>> sorted(make_configs(quick=True))
 ['dpcp', 'odl']
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``sect-exp`` = Section 5
+(table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
         if doc is None:
             raise ValueError(f"report.md needs {json_path} next to the CSV")
         path = out / "report.md"
-        io.atomic_write_text(path, write_report(runs, doc))
+        figures = {w.name for w in written}
+        io.atomic_write_text(path, write_report(runs, doc, figures))
         written.append(path)
     return written

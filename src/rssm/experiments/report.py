@@ -1,11 +1,17 @@
 """``report.md``: tables of hitting times, final errors and speed-ups, and a plain
-statement of where the paper's claim holds on our runs."""
+statement of where the paper's claim holds on our runs.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``sect-exp`` = Section 5
+(table: docs/paper-map.md).
+"""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -59,8 +65,14 @@ def _by_method(runs: Sequence[Run]) -> dict[str, list[Run]]:
 
 def _speedup(base: list[Run], other: list[Run], floor: float = 0.0) -> str:
     """RSM's median time over the method's median time until the error stays below
-    L = the median final error of RSM (at least ``floor``)."""
-    level = max(float(np.median([r.final_error for r in base])), floor)
+    L = the upper median of RSM's final errors (at least ``floor``).
+
+    The upper median (the larger middle value for an even number of seeds) is one of RSM's
+    own final errors, and at least half of the RSM runs end at or below it, so RSM's
+    median time to L is finite: with two seeds the plain median (the mean of the two)
+    would be reached by one RSM run only, and the table would say that RSM does not reach
+    its own median final error."""
+    level = max(statistics.median_high([r.final_error for r in base]), floor)
     tb = median_or_inf([first_reach(r, level, "time") for r in base])
     to = median_or_inf([first_reach(r, level, "time") for r in other])
     if math.isinf(to):
@@ -75,7 +87,8 @@ def results_table(runs: Sequence[Run], levels: Sequence[float], floor: float = 0
     groups = _by_method(runs)
     head = (["method", "iterations"] + [f"time to {lev:g}" for lev in levels]
             + [f"flops to {lev:g}" for lev in levels]
-            + ["final error: median [min, max]", "speed-up vs RSM (time to RSM's final error)"])
+            + ["final error: median [min, max]",
+               "speed-up vs RSM (time to RSM's upper-median final error)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     base = groups.get("rsm")
     for key, group in groups.items():
@@ -185,9 +198,37 @@ def _delta0_text(stepsize: dict) -> str:
     return "; ".join(parts)
 
 
-def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
-    """The text of report.md for all runs and the JSON document ``doc``."""
+def _figure_links(stem: str, alt: str, figures: Collection[str] | None) -> list[str]:
+    """Markdown for the figure files of ``stem`` that exist (``figures``: their names;
+    None: png and pdf): the image (png, else svg) and a link per other format."""
+    have = [f"{stem}.{ext}" for ext in ("png", "svg", "pdf")
+            if figures is None and ext != "svg" or figures is not None
+            and f"{stem}.{ext}" in figures]
+    if not have:
+        return ["(No figure files were written for this section.)", ""]
+    out = []
+    image = next((h for h in have if not h.endswith(".pdf")), None)
+    if image:
+        out += [f"![{alt}]({image})", ""]
+    links = [h for h in have if h != image]
+    if links:
+        out += [" ".join(f"[{h.rsplit('.', 1)[1].upper()}]({h})" for h in links), ""]
+    return out
+
+
+def write_report(runs_by_key: dict[tuple, Run], doc: dict,
+                 figures: Collection[str] | None = None) -> str:
+    """The text of report.md for all runs and the JSON document ``doc``.
+
+    ``figures`` names the figure files beside report.md (e.g. ``{"dpcp.png"}``); only
+    those are linked. None: the default formats, png and pdf. The seeds named are those
+    of the runs in ``runs_by_key`` (what the tables and figures use), not only the seeds
+    the last command asked for.
+    """
     settings = doc["settings"]
+    used = sorted({int(r.seed) for r in runs_by_key.values()
+                   if r.part in ("paper", "tuned")})
+    asked = [int(s) for s in settings.get("requested_seeds", settings.get("seeds", []))]
     machine = doc.get("machine", {})
     lines = ["# Reproduction of Section 5 (`sect-exp`): RSSM vs RSM", ""]
     if settings.get("quick"):
@@ -210,7 +251,8 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
         f"{machine.get('thread_env') or 'none set (default threads)'}; pools "
         f"{', '.join(machine.get('pools', [])) or '?'}; rssm's `threads='auto'` (one "
         "thread while timed probes show it is faster, see `rssm.threads`).",
-        f"- Seeds {_seeds(settings['seeds'])}. For each seed every method runs on the same "
+        f"- Seeds {_seeds(used)}{_asked_note(asked, used)}. For each seed every method runs "
+        "on the same "
         "data and the same start, one after the other (order rotated per seed). \"CPU time\" "
         "is the solver's own time (`Result.trace['time']`: wall clock of the iterations in "
         "the thread settings above, recording and error evaluation excluded); flops are the "
@@ -235,8 +277,8 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
         if not runs:
             lines += ["No finished runs yet.", ""]
             continue
-        lines += [f"![{cfg['title']}]({name}.png)", "", f"[PDF]({name}.pdf)", "",
-                  f"Data: `{name}.synthetic({_kwargs(cfg['synthetic'])}, seed=seed)`. "
+        lines += _figure_links(name, cfg["title"], figures)
+        lines += [f"Data: `{name}.synthetic({_kwargs(cfg['synthetic'])}, seed=seed)`. "
                   f"Step size: `{cfg['paper_stepsize']}` "
                   f"({_delta0_text(cfg['paper_stepsize'])}). Budget: RSM {cfg['rsm_iter']} "
                   "iterations, RSSM with l blocks l/2 times as many (the same number of column "
@@ -274,9 +316,8 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
             if not runs:
                 lines += ["", "No finished tuned runs yet.", ""]
                 continue
-            lines += ["", f"![{cfg['title']}, tuned]({name}-tuned.png)", "",
-                      f"[PDF]({name}-tuned.pdf)", "",
-                      "Chosen: " + "; ".join(f"{MethodSpec.from_key(k).label}: "
+            lines += [""] + _figure_links(f"{name}-tuned", f"{cfg['title']}, tuned", figures)
+            lines += ["Chosen: " + "; ".join(f"{MethodSpec.from_key(k).label}: "
                                              f"{stepsize_label(v)}" for k, v in choice.items()),
                       ""]
             levels = tuple(THRESHOLDS) + (TUNED_TARGET,)
@@ -291,6 +332,15 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
     at = lines.index("SUMMARY_PLACEHOLDER")
     lines[at:at + 1] = _summary(summary)
     return "\n".join(lines) + "\n"
+
+
+def _asked_note(asked: list[int], used: list[int]) -> str:
+    """When the last command asked for other seeds than the data hold (``--resume`` with
+    fewer ``--seeds``), say so."""
+    if not asked or asked == used:
+        return ""
+    return (f" (the last command asked for seeds {_seeds(asked)}; the other seeds' runs "
+            "were already in the results)")
 
 
 def _feasibility_line(doc: dict) -> str:

@@ -12,6 +12,11 @@ with an l1 penalty). Everything the solvers need comes from the loss alone:
   does) and the blocks that changed are recomputed from scratch, so nothing drifts.
 
 Either way an RSSM iteration costs O(m n |C|) flops, as for the built-in problems.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``prop-structural`` = Prop.
+3.3, ``eq-RSR`` = eq. (29) (table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -277,7 +282,13 @@ class CompositeProblem(Problem):
             self.bt = np.ascontiguousarray(b.T)
         self.cw = None
         if sample_weights is not None:
-            w = np.asarray(sample_weights, dtype=np.float64)
+            w = np.asarray(sample_weights)
+            if w.dtype.kind not in "iuf":
+                raise TypeError(
+                    f"sample_weights must hold real numbers (int or float dtypes), got dtype "
+                    f"{w.dtype}"
+                )
+            w = w.astype(np.float64)
             if w.shape != (m,) or not np.all(np.isfinite(w)) or np.any(w < 0):
                 raise ValueError(
                     f"sample_weights must be {m} finite non-negative numbers (one per column "

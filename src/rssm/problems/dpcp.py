@@ -4,6 +4,11 @@ f(X) = (1/m) sum_j ||yt_j^T X||  over St(n, p), p = n - d   (eq. ``eq-RSR``)
 
 where the columns yt_j of Yt (n x m) are inliers in a d-dimensional subspace S and
 outliers. A minimizer spans S^perp.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-RSR`` = eq. (29)
+(table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -13,7 +18,12 @@ import copy
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_int, check_array_size, make_rng
+from rssm._validation import (
+    as_int,
+    check_array_size,
+    check_memory,
+    make_rng,
+)
 from rssm.blocks import ColumnSet, Partition
 from rssm.data.chunked import (
     ChunkedData,
@@ -172,6 +182,8 @@ class DPCP(Problem):
         n_in = as_int(n_inliers, "n_inliers", minimum=0)
         n_out = as_int(n_outliers, "n_outliers", minimum=0)
         check_array_size((n, max(n, n_in + n_out)), "n x max(n, n_inliers + n_outliers)")
+        check_memory(4 * 8.0 * n * (n_in + n_out),
+                     f"DPCP.synthetic: Y, n x m = {n} x {n_in + n_out},")
         if n_in + n_out == 0:
             raise ValueError("n_inliers + n_outliers must be positive")
         rng = make_rng(seed)

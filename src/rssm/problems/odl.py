@@ -15,6 +15,7 @@ from rssm._validation import (
     as_int,
     as_positive_float,
     check_array_size,
+    check_memory,
     make_rng,
 )
 from rssm.blocks import Partition
@@ -99,6 +100,8 @@ class ODL(Problem):
         theta = as_positive_float(theta, "theta", upper=1.0)
         m = round(10 * n**1.5) if m is None else as_int(m, "m", minimum=1)
         check_array_size((n, max(n, m)), "n x max(n, m)")
+        # codes, their mask, Y and the problem's own copy of Y: four n x m arrays
+        check_memory(4 * 8.0 * n * m, f"ODL.synthetic(n={n}, m={m}): Y, n x m = {n} x {m},")
         rng = make_rng(seed)
         x_star = stiefel.random_point(n, n, rng)
         codes = rng.standard_normal((n, m)) * (rng.random((n, m)) < theta)

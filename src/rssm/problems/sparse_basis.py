@@ -115,12 +115,19 @@ class PlantedSparseBasis(CompositeProblem):
         return super().initial_point(rng)
 
     def default_stepsize(self):
-        """Geometric(mu0 = 0.3 / ||Q||_2^2, beta = 0.98 per epoch) (sharp problem).
+        """Geometric(mu0 = 0.6 / ||Q||_2^2, beta = 0.98 per epoch) (sharp problem).
 
-        The problem is nonconvex: with beta = 0.95 one random start in eight stalled at a
-        spurious point on the default instance; 0.98 recovered all 16 seeds tried.
+        A geometric step has a finite total length, about mu0 / (1 - beta) per column, and
+        the problem is nonconvex: a start can need a long way. Measured on the default
+        instance (seeds 0-15, start ``default_rng([seed, 1])``, 1000 epochs): with this
+        rule RSM and RSSM (l = 5) recovered X* to < 7e-8 on 16 of 16 seeds. With
+        mu0 = 0.3 / ||Q||_2^2, RSSM stalled on seed 0 at error 0.74, not at a stationary
+        point (||P_T(G)|| = 62; RSM from there recovers X*): two columns each held a mix
+        of two planted directions, which only their own block pair can unmix, drawn in
+        1 iteration of 10, so that pair's share of the step length ran out first. With
+        beta = 0.95, one start in eight stalled.
         """
-        return Geometric(0.3 / float(np.linalg.norm(self.yt, 2)) ** 2, 0.98)
+        return Geometric(0.6 / float(np.linalg.norm(self.yt, 2)) ** 2, 0.98)
 
     def __repr__(self) -> str:
         n, p = self.shape

@@ -170,8 +170,13 @@ class SparsePCA(CompositeProblem):
 
     def initial_point(self, rng=None) -> np.ndarray:
         """The PCA start: the top-r right singular vectors of A (deterministic; ``rng`` is
-        ignored). O(m n^2) once, before the solver starts."""
-        _, _, vt = np.linalg.svd(self.yt.T, full_matrices=False)
+        ignored). O(m n^2) once, before the solver starts.
+
+        With more components than samples (r > m, possible for `from_data`), A has at
+        most m right singular vectors; the start is completed by right singular vectors of
+        the null space of A (the full SVD, deterministic), so it is still on St(n, r)."""
+        a = self.yt.T
+        _, _, vt = np.linalg.svd(a, full_matrices=self.p > min(a.shape))
         return np.ascontiguousarray(vt[: self.p].T)
 
     def default_stepsize(self):

@@ -1,8 +1,15 @@
-"""`minimize`: validate the arguments, build the solver, run the shared loop."""
+"""`minimize`: validate the arguments, build the solver, run the shared loop.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3),
+``alg-RSSM`` = Algorithm 1 (table: docs/paper-map.md).
+"""
 
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,8 +26,10 @@ from rssm.stepsizes import StepSize, as_stepsize
 from rssm.stopping import (
     AnyOf,
     CallbackStop,
+    CostStagnation,
     MaxIterations,
     MaxTime,
+    MinStationarity,
     Progress,
     StoppingCriterion,
     TargetError,
@@ -33,15 +42,19 @@ __all__ = ["minimize", "METHODS"]
 #: Method names accepted by `minimize`.
 METHODS = {"rssm": RSSMSolver, "rsm": RSMSolver}
 
-#: Iteration limit used when no iteration, time or custom limit is given.
+#: Epoch limit used when no iteration, time or custom limit is given: 1000 RSM iterations,
+#: ceil(1000 l / 2) RSSM iterations with l blocks (the same number of column updates).
 DEFAULT_MAX_ITER = 1000
+
+#: RSSM's number of blocks when ``n_blocks`` is not given: ``min(DEFAULT_N_BLOCKS, p)``.
+DEFAULT_N_BLOCKS = 5
 
 
 def minimize(
     problem: Problem,
     x0: np.ndarray | None = None,
     method: str = "rssm",
-    n_blocks: int = 5,
+    n_blocks: int | None = None,
     stepsize: StepSize | Callable | float | None = None,
     max_iter: int | None = None,
     max_time: float | None = None,
@@ -54,6 +67,10 @@ def minimize(
     selection: str | PairSelector = "uniform",
     stop: StoppingCriterion | None = None,
     atol: float = 1e-8,
+    stationarity_tol: float | None = None,
+    stagnation_epochs: float | None = None,
+    stagnation_rtol: float = 1e-8,
+    stationarity: bool = True,
     threads: str | int | None = "auto",
 ) -> Result:
     """Minimize a weakly convex ``problem`` over St(n, p) with RSSM or RSM.
@@ -67,15 +84,21 @@ def minimize(
         with ``child`` a generator spawned from ``seed`` (an independent stream).
     method : {"rssm", "rsm"}
         RSSM (Algorithm ``alg-RSSM``) or the Riemannian subgradient method.
-    n_blocks : int
+    n_blocks : int, optional
         RSSM's number of blocks l, 2 <= l <= p; the columns are split into contiguous
-        blocks whose sizes differ by at most one. Ignored by RSM and when ``partition``
-        is given.
+        blocks whose sizes differ by at most one. Default ``min(5, p)`` (`DEFAULT_N_BLOCKS`
+        capped at p; docs/blocks.md says what l does, measured). RSSM needs p >= 2: on
+        St(n, 1) it raises a ValueError that names ``method='rsm'`` (with one column there is
+        no pair of blocks; RSM is what a single block would do). Ignored by RSM and when
+        ``partition`` is given.
     stepsize : StepSize, callable or float, optional
         Rule ``(k, ctx) -> gamma_k``; a number means a constant step. Default: the
         problem's own (the paper's schedule for DPCP and ODL).
     max_iter : int, optional
-        Iteration limit. When neither ``max_iter``, ``max_time`` nor ``stop`` is given, 1000.
+        Iteration limit. When neither ``max_iter``, ``max_time`` nor ``stop`` is given,
+        1000 epochs: 1000 RSM iterations, ceil(1000 l / 2) RSSM iterations with l blocks
+        (each RSSM iteration moves 2 of the l blocks, so both methods get the same number
+        of column updates; with l = 5, 2500 iterations).
     max_time : float, optional
         Solver-time limit in seconds (recording excluded).
     target_error : float, optional
@@ -89,17 +112,35 @@ def minimize(
         and end). Default: max(1, max_iter // 200), or 10 without an iteration limit.
     callback : callable, optional
         ``callback(progress)`` at each recording point with a `rssm.stopping.Progress`
-        (iteration, time, flops, cost, error, read-only x); return True to stop. It sees
+        (iteration, time, flops, cost, error, and ``x``, a read-only copy of the iterate:
+        one n x p copy per recording point, off the clock); return True to stop. It sees
         every row of the trace, the last one included (also when a time or iteration limit
-        ends the run between recording points), except after a KeyboardInterrupt.
-    partition : Partition or sequence of index sequences, optional
-        A user partition of the columns (blocks may differ in size); overrides ``n_blocks``.
+        ends the run between recording points, or the cost turns non-finite), except after
+        a KeyboardInterrupt.
+    partition : Partition, sequence of index sequences or 2-D int array, optional
+        A user partition of the columns (blocks may differ in size; the rows of a 2-D array
+        are equal-sized blocks); overrides ``n_blocks``.
     selection : {"uniform", "cyclic", "shuffled"} or PairSelector
-        Block-pair rule; "uniform" is the paper's.
+        Block-pair rule; "uniform" is the paper's. Checked for every method, used by RSSM.
     stop : StoppingCriterion, optional
         Further criterion, combined with the others by "any".
     atol : float
         Tolerance on ||x0^T x0 - I||_max.
+    stationarity_tol : float, optional
+        Stop (reason ``stationary``, a success) once the recorded stationarity
+        ||P_T(G)||_F is at most this (`rssm.stopping.MinStationarity`; for nonsmooth f a
+        single subgradient's norm need not go to 0, see there).
+    stagnation_epochs : float, optional
+        Stop (reason ``no_progress``, not a success) once the best cost has not decreased
+        by more than ``stagnation_rtol * |best|`` over this many epochs
+        (`rssm.stopping.CostStagnation`; an epoch is l/2 RSSM iterations, 1 RSM iteration).
+    stagnation_rtol : float
+        Relative decrease that counts as progress for ``stagnation_epochs``.
+    stationarity : bool
+        Record ||P_T(G)||_F (eq. ``eq-Rsubdiff``) at each recording point: one full
+        subgradient per recording point, evaluated off the clock. False leaves the trace
+        column and ``Result.stationarity`` NaN (for a problem whose full subgradient is
+        expensive, or counts its calls); ``stationarity_tol`` needs it.
     threads : "auto", int or None
         BLAS/OpenMP threads during the run (`rssm.threads`). ``"auto"`` (default) keeps
         the pools as they are and moves to one thread while timed probes show that one
@@ -110,7 +151,9 @@ def minimize(
     Returns
     -------
     Result
-        Final point, cost, iterations, time, flops, stop reason and trace. A
+        Final point, cost, iterations, time, flops, stop reason, stationarity and trace.
+        ``success`` is True only when a convergence criterion fired (``target_error`` or
+        ``stationary``). A
         KeyboardInterrupt during the run returns the Result so far with stop reason
         ``interrupted``; a non-finite step returns the last finite iterate with
         ``non_finite``.
@@ -132,7 +175,7 @@ def minimize(
         # The start draws from a child stream of the seed, not the seed's own stream: an
         # instance built with the same seed (e.g. ODL.synthetic(seed=s), which draws its
         # ground truth X* first) must not hand X* to the solver as its Haar start.
-        x = problem.initial_point(rng.spawn(1)[0])
+        x = problem.initial_point(_child(rng))
     else:
         x = x0
     x = problem.check_x(x, "x0", atol=atol)
@@ -140,22 +183,24 @@ def minimize(
     part: Partition | None = None
     selector: PairSelector | None = None
     sel_name: str | None = None
+    selector = make_selector(selection)  # checked for RSM too, so a typo is not ignored
     if method == "rssm":
         if partition is not None:
             part = partition if isinstance(partition, Partition) else Partition(partition, p)
             if part.p != p:
                 raise ValueError(f"partition covers {part.p} columns but the problem has p={p}")
         else:
-            nb = as_int(n_blocks, "n_blocks")
             if p < 2:
                 raise ValueError(
                     f"RSSM needs p >= 2 columns to form 2 blocks, got p={p}; use method='rsm'"
                 )
+            nb = min(DEFAULT_N_BLOCKS, p) if n_blocks is None else as_int(n_blocks, "n_blocks")
             if not 2 <= nb <= p:
                 raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p}, got {nb}")
             part = Partition.uniform(p, nb)
-        selector = make_selector(selection)
         sel_name = selector.name
+    else:
+        selector = None
 
     if stepsize is None:
         stepsize = problem.default_stepsize()
@@ -172,7 +217,8 @@ def minimize(
     if max_time is not None:
         criteria.append(MaxTime(as_positive_float(max_time, "max_time")))
     if max_iter is None and max_time is None and stop is None:
-        max_iter = DEFAULT_MAX_ITER
+        epoch = 1.0 if part is None else part.n_blocks / 2.0
+        max_iter = math.ceil(DEFAULT_MAX_ITER * epoch)
         criteria.append(MaxIterations(max_iter))
     if target_error is not None:
         te = as_positive_float(target_error, "target_error")
@@ -181,6 +227,18 @@ def minimize(
                 f"target_error needs a ground truth, but this {type(problem).__name__} has none"
             )
         criteria.append(TargetError(te))
+    if not isinstance(stationarity, (bool, np.bool_)):
+        raise TypeError(f"stationarity must be True or False, got {describe(stationarity)}")
+    if stationarity_tol is not None:
+        if not stationarity:
+            raise ValueError("stationarity_tol needs stationarity=True (the recorded measure)")
+        criteria.append(MinStationarity(as_positive_float(stationarity_tol, "stationarity_tol")))
+    if stagnation_epochs is not None:
+        epoch = 1.0 if part is None else part.n_blocks / 2.0
+        criteria.append(CostStagnation(
+            as_positive_float(stagnation_epochs, "stagnation_epochs"),
+            as_positive_float(stagnation_rtol, "stagnation_rtol", allow_zero=True),
+            epoch=epoch))
     if callback is not None:
         criteria.append(CallbackStop(callback))
     if stop is not None:
@@ -199,8 +257,20 @@ def minimize(
         record_every,
         seed=seed if not isinstance(seed, np.random.Generator) else "Generator",
         selection=sel_name,
+        stationarity=bool(stationarity),
         threads=threads,
     )
+
+
+def _child(rng: np.random.Generator) -> np.random.Generator:
+    """An independent child stream of ``rng`` for the start: ``rng.spawn(1)[0]``, or, when
+    the bit generator cannot spawn (e.g. ``Philox(key=...)``, seeded without a
+    SeedSequence), a generator seeded by four 32-bit words drawn from ``rng`` itself
+    (deterministic too; it advances ``rng``)."""
+    try:
+        return rng.spawn(1)[0]
+    except TypeError:
+        return np.random.default_rng(rng.integers(0, 2**32, size=4, dtype=np.uint64))
 
 
 def _check_stepsize(stepsize: Any) -> StepSize:

@@ -3,6 +3,11 @@
 The loop times the steps alone: recording the trace, evaluating the ground-truth error,
 checking criteria that need them and calling the user's callback happen outside the
 timed region.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3)
+(table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -72,6 +77,34 @@ def _commit_check(new: np.ndarray) -> None:
         raise NonFiniteStep("the step produced non-finite values")
 
 
+def _as_gamma(gamma: Any, k: int) -> float:
+    """A step size returned by a rule, as a float: any real number (Python or NumPy, a 0-d
+    real array included) that is finite and > 0; bool, complex, strings and arrays with
+    more than one entry are refused, naming ``gamma_k``."""
+    ok = (
+        not isinstance(gamma, (bool, np.bool_))
+        and isinstance(gamma, (int, float, np.integer, np.floating, np.ndarray))
+        and np.ndim(gamma) == 0
+        and np.asarray(gamma).dtype.kind in "iuf"
+    )
+    value = float(gamma) if ok else math.nan
+    if not (ok and math.isfinite(value) and value > 0):
+        raise ValueError(
+            f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite real "
+            "number > 0 (int, float or a NumPy real scalar)"
+        )
+    return value
+
+
+def _stationarity(oracle: Oracle, x: np.ndarray) -> float:
+    """||P_T(G)||_F for the oracle's full subgradient G at x (eq. ``eq-Rsubdiff``): one
+    full subgradient per recording point, off the clock; NaN if it is not finite."""
+    with np.errstate(all="ignore"):
+        g = np.asarray(oracle.subgradient(), dtype=np.float64)
+        val = float(np.linalg.norm(stiefel.tangent_projection(x, g)))
+    return val if math.isfinite(val) else math.nan
+
+
 def _interrupted(k: int) -> str:
     return f"interrupted by the user after {k} iterations"
 
@@ -84,14 +117,15 @@ def run(
     *,
     seed: Any = None,
     selection: str | None = None,
+    stationarity: bool = True,
     threads: str | int | None = "auto",
 ) -> Result:
-    """Run ``solver`` until ``stop`` fires; return a `Result`.
-
-    ``threads`` sets the BLAS/OpenMP pools during the run (`rssm.threads`)."""
+    """Run ``solver`` until ``stop`` fires; return a `Result`. With ``stationarity`` each
+    recording point also records ||P_T(G)||_F (off the clock); ``threads`` sets the
+    BLAS/OpenMP pools during the run (`rssm.threads`)."""
     with ThreadGovernor(threads) as governor:
         result = _run(solver, stepsize, stop, record_every, governor, seed=seed,
-                      selection=selection)
+                      selection=selection, stationarity=stationarity)
     result.threads = governor.describe()
     return result
 
@@ -105,6 +139,7 @@ def _run(
     *,
     seed: Any = None,
     selection: str | None = None,
+    stationarity: bool = True,
 ) -> Result:
     problem = solver.problem
     oracle = solver.oracle
@@ -120,15 +155,20 @@ def _run(
     def record() -> Progress:
         cost = oracle.cost()
         err = float(problem.error(solver.x)) if has_err else math.nan
-        trace.append(k, t_solver, flops, cost, err)
-        view = solver.x.view()
-        view.flags.writeable = False
-        return Progress(k, t_solver, flops, cost, err if has_err else None, view)
+        stat = _stationarity(oracle, solver.x) if stationarity else math.nan
+        trace.append(k, t_solver, flops, cost, err, stat)
+        # A snapshot, not a view of the working iterate (which later steps overwrite in
+        # place): one n x p copy per recording point, outside the timed region.
+        snap = solver.x.copy()
+        snap.flags.writeable = False
+        return Progress(k, t_solver, flops, cost, err if has_err else None, snap,
+                        None if math.isnan(stat) else stat)
 
     try:
         prog = record()
         if not math.isfinite(prog.cost):
             reason, message = StopReason.NON_FINITE, "f(x0) is not finite"
+            stop.final(prog)  # callbacks see this row too
         else:
             reason = stop.check(prog)
         perf = time.perf_counter
@@ -141,15 +181,9 @@ def _run(
                 raise ValueError(
                     f"stepsize could not compute gamma_{k}: {type(exc).__name__}: {exc}"
                 ) from exc
-            if not (isinstance(gamma, float) or isinstance(gamma, (int, np.floating))) or not (
-                math.isfinite(gamma) and gamma > 0
-            ):
-                raise ValueError(
-                    f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite "
-                    "number > 0"
-                )
+            gamma = _as_gamma(gamma, k)
             try:
-                f = solver.step(float(gamma))
+                f = solver.step(gamma)
             except (NonFiniteStep, np.linalg.LinAlgError) as exc:
                 # A non-finite subgradient or an overflowing step (gamma too large) makes
                 # the polar factorization see NaN/Inf; LAPACK then fails to converge. The
@@ -173,6 +207,7 @@ def _run(
                 prog = record()
                 if not math.isfinite(prog.cost):
                     reason, message = StopReason.NON_FINITE, f"f(x) is not finite at iteration {k}"
+                    stop.final(prog)  # the last row of the trace: callbacks see it too
                     break
             else:
                 prog = Progress(k, t_solver, flops)
@@ -191,6 +226,8 @@ def _run(
             StopReason.MAX_TIME: f"reached the time limit after {k} iterations",
             StopReason.TARGET_ERROR: f"error reached the target after {k} iterations",
             StopReason.CALLBACK: f"the callback asked to stop after {k} iterations",
+            StopReason.STATIONARY: f"||P_T(G)||_F reached the tolerance after {k} iterations",
+            StopReason.NO_PROGRESS: f"the best cost stopped decreasing (after {k} iterations)",
         }.get(reason, str(reason))
     if trace.last_iteration != k:
         # The run ended between recording points (time or iteration limit, a non-finite
@@ -221,4 +258,5 @@ def _run(
         seed=seed,
         partition=None if solver.partition is None else [b.copy() for b in solver.partition.blocks],
         message=message,
+        stationarity=float(tr["stationarity"][-1]),
     )

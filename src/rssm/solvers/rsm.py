@@ -2,6 +2,11 @@
 
 X+ = P_St(X - gamma P_T(G)), G a Euclidean subgradient: a full Riemannian subgradient
 step (eq. ``eq-Rsubdiff``) and the polar retraction (eq. ``eq-polarretr``).
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3),
+``eq-polarretr`` = eq. (4) (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

@@ -5,6 +5,13 @@ subgradient on the columns C_ij (eq. ``eq-partialRiemsubgrad``), and replace X_i
 projection of X_ij - gamma * (that subgradient) onto the submanifold block M_{X_-ij}
 (eq. ``eq-projsubmfdblk``, Lemma ``lem-projsubmfdblk``). The other columns are not
 touched: they stay bit-for-bit the same.
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``lem-projsubmfdblk`` =
+Lemma 3.2, ``prop-structural`` = Prop. 3.3, ``alg-RSSM`` = Algorithm 1,
+``eq-partialRiemsubgrad`` = eq. (11), ``eq-projsubmfdblk`` = eq. (12) (table:
+docs/paper-map.md).
 """
 
 from __future__ import annotations
