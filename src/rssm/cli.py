@@ -218,6 +218,9 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
     b.add_argument("--out", default=None, metavar="FILE",
                    help="write the trace to FILE (.csv: one row per recorded point; "
                         ".json: settings, summary and trace; default: not written)")
+    b.add_argument("--quiet", action="store_true",
+                   help="no progress bar (a bar appears on a terminal for runs longer than "
+                        "half a second)")
 
 
 def _build_solve(sub) -> None:
@@ -436,10 +439,15 @@ def _cmd_solve(args) -> int:
     problem = cls.synthetic(**kwargs, seed=args.seed)
     x0 = problem.initial_point(np.random.default_rng([args.seed, 1]))
     rule = _make_stepsize(args, problem)
-    res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks, stepsize=rule,
-                        max_iter=args.max_iter, max_time=args.max_time,
-                        target_error=args.target_error, seed=args.seed,
-                        record_every=args.record_every, selection=args.selection)
+    bar = _solve_progress(args)
+    try:
+        res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks,
+                            stepsize=rule, max_iter=args.max_iter, max_time=args.max_time,
+                            target_error=args.target_error, seed=args.seed,
+                            record_every=args.record_every, selection=args.selection,
+                            callback=bar)
+    finally:
+        bar.close()
     n, p = problem.shape
     method = res.method.upper() + (f" (l={res.n_blocks}, {res.selection})"
                                    if res.method == "rssm" else "")
@@ -467,6 +475,19 @@ def _cmd_solve(args) -> int:
         _write_trace(out, res, args, kwargs, rule)
         print(f"trace: {len(res.trace['iteration'])} points written to {out}")
     return 0
+
+
+def _solve_progress(args):
+    """A tqdm bar over the run's iterations (or solver time), fed at recording points by
+    the callback; drawn only on a terminal and without --quiet."""
+    from rssm.experiments.progress import SolveProgress
+    from rssm.solvers.api import DEFAULT_MAX_ITER
+
+    max_iter = args.max_iter
+    if max_iter is None and args.max_time is None:
+        max_iter = DEFAULT_MAX_ITER
+    return SolveProgress(max_iter, args.max_time,
+                         enabled=not args.quiet and sys.stderr.isatty())
 
 
 def _write_trace(out: Path, res, args, kwargs: dict, rule) -> None:
