@@ -105,7 +105,10 @@ def _polar_gram(xi: torch.Tensor) -> torch.Tensor | None:
     """Polar factor Xi (Xi^T Xi)^{-1/2} by the c x c Gram matrix, its eigendecomposition
     in float64; None when the Gram matrix is too ill conditioned (or not finite)."""
     gram = (xi.T @ xi).to(torch.float64)
-    w, v = torch.linalg.eigh(gram)
+    try:
+        w, v = torch.linalg.eigh(gram)
+    except torch.linalg.LinAlgError:  # NaN in Xi (LAPACK does not converge)
+        return None
     # One host sync. NaN or Inf in Xi makes the Gram matrix, hence w, non-finite, and the
     # test fails: a factor returned from here is finite.
     if not bool((w[0] > _GRAM_MIN_RATIO * w[-1]) & (w[0] > 0) & torch.isfinite(w[-1])):
@@ -119,7 +122,10 @@ def _polar(xi: torch.Tensor) -> torch.Tensor:
     q = _polar_gram(xi)
     if q is not None:
         return q
-    u, _, vh = torch.linalg.svd(xi, full_matrices=False)
+    try:
+        u, _, vh = torch.linalg.svd(xi, full_matrices=False)
+    except torch.linalg.LinAlgError:  # non-finite input: the caller's check refuses it
+        return xi
     return u @ vh
 
 
@@ -166,8 +172,7 @@ def _full_step(x: torch.Tensor, g: torch.Tensor, gamma: float,
     q = _polar_gram(xi)
     if q is not None:
         return q, False
-    u, _, vh = torch.linalg.svd(xi, full_matrices=False)
-    return u @ vh, True
+    return _polar(xi), True
 
 
 def _as_rule(lr: Any) -> tuple[float, StepSize | None]:
