@@ -364,7 +364,9 @@ class RSSM(_StiefelOptimizer):
         makes runs reproducible.
     check_finite : bool
         Refuse (FloatingPointError, parameter unchanged) a step with non-finite values.
-        On a GPU the check synchronizes once per parameter and step.
+        The Gram-route test of the polar factor already proves the usual step finite (one
+        host sync per parameter and step on a GPU); an explicit check runs only after the
+        SVD fallback.
     atol : float, optional
         Tolerance of the orthonormality check at construction (default 1e-8 for float64,
         1e-4 for float32).
