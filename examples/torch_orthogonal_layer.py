@@ -65,12 +65,12 @@ def subspace_error(w: torch.Tensor, s: torch.Tensor) -> float:
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=64)
-    ap.add_argument("--p", type=int, default=32)
-    ap.add_argument("--m", type=int, default=2000, help="data points")
+    ap.add_argument("--n", type=int, default=48)
+    ap.add_argument("--p", type=int, default=24)
+    ap.add_argument("--m", type=int, default=1000, help="data points")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--blocks", type=int, default=8, help="RSSM's n_blocks")
-    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--chunk", type=int, default=25, help="steps per interleaved chunk")
     ap.add_argument("--lr", type=float, default=0.02)
     ap.add_argument("--decay", type=float, default=0.995, help="ExponentialLR gamma per step")
