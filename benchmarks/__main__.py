@@ -16,16 +16,20 @@ def main(argv: list[str] | None = None) -> int:
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sizes, about a minute")
     size.add_argument("--full", action="store_true", help="the committed run (<= 15 min)")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="BLAS threads (default 1: robust on a shared machine)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="fix the BLAS/OpenMP thread count of the whole run (default: the "
+                         "environment's, what users get; the sections 'userenv' and 'load' "
+                         "always measure default and one thread side by side)")
     ap.add_argument("--only", nargs="*", default=None,
-                    choices=["periter", "fusion", "scaling", "memory", "accuracy", "peers"],
+                    choices=["userenv", "load", "periter", "fusion", "scaling", "memory",
+                             "accuracy", "peers"],
                     help="run only these sections")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"),
                     help="directory for CSV files and the plot")
     args = ap.parse_args(argv)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
+    if args.threads is not None:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(args.threads)
     from benchmarks import suite
 
     mode = "full" if args.full else "quick" if args.quick else "default"

@@ -670,11 +670,23 @@ def _geoopt(torch, geoopt, gman, prob, name, x0, sched, ctx, cap):
 
 
 # Driver -------------------------------------------------------------------------------------
-SECTIONS = {"periter": periter, "fusion": fusion, "scaling": scaling, "memory": memory,
-            "accuracy": accuracy, "peers": peers}
+def _userenv(cfg: dict, out: str) -> list[dict]:
+    from benchmarks.userenv import userenv
+
+    return userenv(cfg, out)
 
 
-def main(mode: str, threads: int, only: list[str] | None, out: str) -> int:
+def _load(cfg: dict, out: str) -> list[dict]:
+    from benchmarks.userenv import load
+
+    return load(cfg, out)
+
+
+SECTIONS = {"userenv": _userenv, "load": _load, "periter": periter, "fusion": fusion,
+            "scaling": scaling, "memory": memory, "accuracy": accuracy, "peers": peers}
+
+
+def main(mode: str, threads: int | None, only: list[str] | None, out: str) -> int:
     cfg = CONFIG[mode]
     os.makedirs(out, exist_ok=True)
     desc = machine()
@@ -685,6 +697,8 @@ def main(mode: str, threads: int, only: list[str] | None, out: str) -> int:
             fn(cfg, out)
     total = PC() - t0
     with open(os.path.join(out, "machine.txt"), "w") as fh:
-        fh.write(f"mode {mode}, BLAS threads {threads}, {total:.0f} s\n{desc}\n")
+        fh.write(f"mode {mode}, BLAS threads "
+                 f"{'default (no thread variable set)' if threads is None else threads}, "
+                 f"{total:.0f} s\n{desc}\n")
     print(f"\ntotal {total:.0f} s; CSV files and scaling.png in {out}")
     return 0

@@ -170,8 +170,11 @@ _REPRO = ["reproduce", "dpcp", "--budget", "0.02", "--seeds", "2", "--formats", 
 
 
 def _rssm(*args: str) -> subprocess.Popen:
+    # Bit-identical reruns need the same thread counts (rssm.threads): one BLAS/OpenMP
+    # thread, so threads='auto' has nothing to choose and every run computes alike.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     return subprocess.Popen([sys.executable, "-m", "rssm", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=env)
 
 
 def _runs_by_key(csv_path) -> dict[tuple, list[dict]]:

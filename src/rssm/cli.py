@@ -74,6 +74,16 @@ def _int_at_least(minimum: int):
 
 
 _positive_int = _int_at_least(1)
+
+
+def _threads(text: str) -> str | int:
+    if text == "auto":
+        return text
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto' or an integer >= 1, got {text!r}") from None
 _nonneg_int = _int_at_least(0)
 
 
@@ -215,6 +225,10 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
     b.add_argument("--record-every", type=_positive_int, default=None,
                    help="record the trace every this many iterations "
                         "(default: max_iter // 200, or 10)")
+    b.add_argument("--threads", type=_threads, default="auto", metavar="auto|N",
+                   help="BLAS/OpenMP threads during the run: 'auto' (default: the machine's "
+                        "pools, one thread while timed probes show it is faster) or a fixed "
+                        "count N (bit-identical reruns)")
     b.add_argument("--out", default=None, metavar="FILE",
                    help="write the trace to FILE (.csv: one row per recorded point; "
                         ".json: settings, summary and trace; default: not written)")
@@ -445,7 +459,7 @@ def _cmd_solve(args) -> int:
                             stepsize=rule, max_iter=args.max_iter, max_time=args.max_time,
                             target_error=args.target_error, seed=args.seed,
                             record_every=args.record_every, selection=args.selection,
-                            callback=bar)
+                            threads=args.threads, callback=bar)
     finally:
         bar.close()
     n, p = problem.shape
@@ -459,6 +473,7 @@ def _cmd_solve(args) -> int:
         ("stop reason", f"{res.stop_reason.value}: {res.message}"),
         ("iterations", str(res.n_iter)),
         ("solver time", f"{res.time:.4g} s"),
+        ("threads", res.threads),
         ("flops", f"{res.flops:.4g}"),
         ("initial cost", f"{res.trace['cost'][0]:.10g}"),
         ("final cost", f"{res.fun:.10g}"),

@@ -70,6 +70,9 @@ class Result:
         The run's settings (``n_blocks`` is 1 and ``partition`` None for RSM).
     message : str
         One line on why the run ended.
+    threads : str
+        The thread setting of the run and, for ``threads="auto"``, the thread counts it
+        chose (see `rssm.threads`).
     """
 
     x: np.ndarray
@@ -88,6 +91,7 @@ class Result:
     seed: Any = None
     partition: list[np.ndarray] | None = None
     message: str = ""
+    threads: str = ""
 
     @property
     def success(self) -> bool:
@@ -108,4 +112,6 @@ class Result:
              else "  final error   n/a"),
             f"  feasibility   {self.feasibility:.2e} (||X^T X - I||_max)",
         ]
+        if self.threads:
+            lines.append(f"  threads       {self.threads}")
         return "\n".join(lines)

@@ -206,12 +206,15 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict) -> str:
         f"{machine.get('cpu_count', '?')} CPUs (shared with other jobs, so CPU times are "
         f"noisy); Python {machine.get('python', '?')}, numpy {machine.get('numpy', '?')}, "
         f"BLAS {machine.get('blas', {}).get('name', '?')} "
-        f"{machine.get('blas', {}).get('version', '')}; thread settings "
-        f"{machine.get('thread_env') or 'default'}.",
+        f"{machine.get('blas', {}).get('version', '')}; thread variables "
+        f"{machine.get('thread_env') or 'none set (default threads)'}; pools "
+        f"{', '.join(machine.get('pools', [])) or '?'}; rssm's `threads='auto'` (one "
+        "thread while timed probes show it is faster, see `rssm.threads`).",
         f"- Seeds {_seeds(settings['seeds'])}. For each seed every method runs on the same "
         "data and the same start, one after the other (order rotated per seed). \"CPU time\" "
-        "is the solver's own time (`Result.trace['time']`: wall clock of the iterations on "
-        "one BLAS thread, recording and error evaluation excluded); flops are the library's "
+        "is the solver's own time (`Result.trace['time']`: wall clock of the iterations in "
+        "the thread settings above, recording and error evaluation excluded); flops are the "
+        "library's "
         "flop model.",
         "- \"Time (flops) to reach\" a level is the first recorded point from which the error "
         "stays at or below it until the run ends (a brief dip of an oscillating subgradient "

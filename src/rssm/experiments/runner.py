@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_info
 
 import rssm
 from rssm.experiments import io
@@ -183,6 +184,8 @@ def machine_info() -> dict:
         "rssm": rssm.__version__,
         "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                                   "MKL_NUM_THREADS") if k in os.environ},
+        "pools": [f"{i['internal_api']} ({i['num_threads']} threads)"
+                  for i in threadpool_info()],
     }
     try:
         cfg = np.show_config(mode="dicts")

@@ -25,6 +25,7 @@ from rssm.stopping import (
     StoppingCriterion,
     TargetError,
 )
+from rssm.threads import check_threads
 from rssm.trace import Result
 
 __all__ = ["minimize", "METHODS"]
@@ -53,6 +54,7 @@ def minimize(
     selection: str | PairSelector = "uniform",
     stop: StoppingCriterion | None = None,
     atol: float = 1e-8,
+    threads: str | int | None = "auto",
 ) -> Result:
     """Minimize a weakly convex ``problem`` over St(n, p) with RSSM or RSM.
 
@@ -80,7 +82,8 @@ def minimize(
         Stop once ``problem.error(X) <= target_error`` (checked at recording points).
     seed : int, numpy.random.Generator or None
         Randomness of the block selection (and of the start, when ``x0`` is None).
-        The same seed gives the same result, bit for bit, for a fixed BLAS thread count.
+        The same seed gives the same result, bit for bit, on the same thread counts
+        (``threads=N``; with ``"auto"`` when its decisions, in ``Result.threads``, match).
     record_every : int, optional
         Record cost, error, time and flops every this many iterations (also at the start
         and end). Default: max(1, max_iter // 200), or 10 without an iteration limit.
@@ -97,6 +100,12 @@ def minimize(
         Further criterion, combined with the others by "any".
     atol : float
         Tolerance on ||x0^T x0 - I||_max.
+    threads : "auto", int or None
+        BLAS/OpenMP threads during the run (`rssm.threads`). ``"auto"`` (default) keeps
+        the pools as they are and moves to one thread while timed probes show that one
+        thread is clearly faster (a machine with other busy processes); an int fixes the
+        count for the run (restored afterwards); None leaves the pools alone.
+        ``Result.threads`` says what was used.
 
     Returns
     -------
@@ -114,6 +123,7 @@ def minimize(
     if not isinstance(method, str) or method.lower() not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {describe(method)}")
     method = method.lower()
+    threads = check_threads(threads)
     rng = make_rng(seed)
     n, p = problem.shape
     atol = as_positive_float(atol, "atol")
@@ -189,6 +199,7 @@ def minimize(
         record_every,
         seed=seed if not isinstance(seed, np.random.Generator) else "Generator",
         selection=sel_name,
+        threads=threads,
     )
 
 
