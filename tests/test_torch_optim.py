@@ -252,3 +252,30 @@ def test_example_at_a_tiny_size():
     assert rs["history"][-1][0] == 40 and rs["loss"] < rs["history"][0][2]
     if importlib.util.find_spec("geoopt") is not None:
         assert "geoopt RiemannianSGD" in out
+
+
+def test_state_dict_round_trip():
+    """Saving and loading the optimizer state (torch.save / weights_only torch.load) keeps
+    the step counters, blocks and pending pair draws; steps go on feasibly."""
+    import io
+
+    w = _param(10, 6)
+    opt = rt.RSSM([w], lr=0.1, n_blocks=3, seed=0)
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(5):
+        w.grad = torch.randn(10, 6, dtype=torch.float64, generator=gen)
+        opt.step()
+    buf = io.BytesIO()
+    torch.save(opt.state_dict(), buf)
+    buf.seek(0)
+    opt2 = rt.RSSM([w], lr=0.1, n_blocks=3, seed=0)
+    opt2.load_state_dict(torch.load(buf))
+    st, st2 = opt.state[w], opt2.state[w]
+    assert st2["step"] == 5 and st2["bounds"] == st["bounds"] and st2["pairs"] == st["pairs"]
+    x = w.detach().clone()
+    w.grad = torch.randn(10, 6, dtype=torch.float64, generator=gen)
+    opt.step()
+    x_a = w.detach().clone()
+    w.data.copy_(x)
+    opt2.step()
+    assert torch.equal(w.detach(), x_a) and rt.feasibility(w) <= 1e-13

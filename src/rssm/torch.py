@@ -392,6 +392,7 @@ class RSSM(_StiefelOptimizer):
                  check_finite: bool = True, atol: float | None = None):
         if n_blocks is not None and (isinstance(n_blocks, bool) or not isinstance(n_blocks, int)):
             raise TypeError(f"n_blocks must be an int or None, got {type(n_blocks).__name__}")
+        self._index_cache: dict[tuple, torch.Tensor] = {}
         super().__init__(params, lr, {"n_blocks": n_blocks}, generator=generator, seed=seed,
                          check_finite=check_finite, atol=atol)
 
@@ -444,12 +445,14 @@ class RSSM(_StiefelOptimizer):
         i, j = self._pair(len(bounds), state)
         (a0, a1), (b0, b1) = bounds[i], bounds[j]
         key = (i, j)
-        cache = state.setdefault("index", {})
-        idx = cache.get(key)
+        # Column indices per (device, blocks), kept on the optimizer rather than in
+        # `state` (load_state_dict would cast them to the parameter's dtype).
+        ckey = (w.device, a0, a1, b0, b1)
+        idx = self._index_cache.get(ckey)
         if idx is None:
             idx = torch.cat([torch.arange(a0, a1), torch.arange(b0, b1)]).to(w.device)
-            if len(cache) < 1024:
-                cache[key] = idx
+            if len(self._index_cache) < 4096:
+                self._index_cache[ckey] = idx
         x = w.detach()
         g = grad.detach().to(x.dtype).index_select(1, idx)
         new, unchecked = _block_step(x, idx, g, lr, self._gamma(k, len(bounds), cost))
