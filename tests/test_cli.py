@@ -190,17 +190,55 @@ def test_library_names_mapped_to_options():
 
 
 def test_progress_bar_line():
+    """The reproduce bar is tqdm's, with runs done / total, the current run and our ETA
+    (resumed runs count as done, not in the mean)."""
     buf = _io.StringIO()
-    bar = ProgressBar(5, enabled=True, stream=buf, width=10)
+    bar = ProgressBar(5, enabled=True, stream=buf)
     bar.skip(2)
     bar.start("paper dpcp RSM seed 0")
     bar.finish()
-    line = bar.line("paper dpcp RSSM (l=3) seed 0")
+    bar.start("paper dpcp RSSM (l=3) seed 0")
+    assert bar.done == 3 and bar.eta() >= 0
+    bar._bar.refresh()
+    line = buf.getvalue().split("\r")[-1]
     assert "3/5 runs" in line and "RSSM (l=3)" in line and "ETA" in line
-    assert line.startswith("[" + "#" * 6 + "-" * 4 + "]")
-    assert buf.getvalue().startswith("\r[")
+    assert line.lstrip().startswith("60%|")
+    bar.close()
+    assert buf.getvalue().rstrip().endswith("done]")
     quiet = ProgressBar(5, stream=_io.StringIO())  # not a terminal: disabled
     assert quiet.enabled is False
+    quiet.start("x")
+    quiet.finish()
+    quiet.close()
+
+
+def test_solve_progress_bar_follows_the_recording_points():
+    from rssm.experiments.progress import SolveProgress
+    from rssm.stopping import Progress
+
+    buf = _io.StringIO()
+    bar = SolveProgress(200, None, enabled=True, stream=buf, delay=0.0)
+    for k in (0, 100, 200):
+        assert bar(Progress(k, 0.01 * k, 0.0, cost=1.0 / (k + 1))) is False
+        bar._bar.refresh()
+    text = buf.getvalue()
+    assert "200/200" in text and "cost 0.00497512" in text
+    bar.close()
+    assert buf.getvalue().endswith("\r")  # leave=False: the bar is wiped at the end
+    timed = SolveProgress(None, 2.0, enabled=True, stream=_io.StringIO(), delay=0.0)
+    timed(Progress(10, 2.5, 0.0))  # a step may end past the limit: clamped
+    assert timed.by_time and timed._bar.n == 2.0
+    timed.close()
+    assert SolveProgress(10, enabled=None, stream=_io.StringIO()).enabled is False
+
+
+def test_solve_draws_no_bar_off_a_terminal(capsys):
+    assert main(["solve", "dpcp", "--n", "10", "--d", "2", "--n-inliers", "30",
+                 "--n-outliers", "10", "--max-iter", "50"]) == 0
+    assert main(["solve", "dpcp", "--n", "10", "--d", "2", "--n-inliers", "30",
+                 "--n-outliers", "10", "--max-iter", "50", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err == ""
 
 
 @pytest.mark.parametrize(("sec", "text"), [(9.87, "9.9s"), (73.2, "1m13s"), (4000, "1h06m"),
@@ -222,3 +260,15 @@ def test_solve_prints_the_problem_summary(capsys):
     assert float(lines["sparsity"]) == pytest.approx(0.9, abs=0.01)
     assert 0.0 < float(lines["explained variance"]) < 1.0
     assert prob.summary(prob.initial_point())["explained_variance"] > 0
+
+
+def test_solve_bar_on_a_terminal_unless_quiet(monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    parser = cli.build_parser()
+    on = cli._solve_progress(parser.parse_args(["solve", "dpcp", "--max-time", "3"]))
+    off = cli._solve_progress(parser.parse_args(["solve", "dpcp", "--quiet"]))
+    try:
+        assert on.enabled and on.by_time and on.total == 3.0
+        assert not off.enabled and off.total == 1000  # the default iteration limit
+    finally:
+        on.close()

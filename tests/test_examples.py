@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-OPTIONAL = ("torch", "jax")
+OPTIONAL = ("torch", "jax", "pymanopt")
 
 
 def _needs(path: Path) -> list[str]:

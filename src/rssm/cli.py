@@ -263,6 +263,9 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
                         ".json: settings, summary and trace), or to the folder DIR (no "
                         "suffix; created if needed) the solution X.npy, trace.csv and "
                         "settings.json (default: not written)")
+    b.add_argument("--quiet", action="store_true",
+                   help="no progress bar (a bar appears on a terminal for runs longer than "
+                        "half a second)")
 
 
 def _build_solve(sub) -> None:
@@ -643,14 +646,18 @@ def _cmd_solve(args) -> int:
                          f"p={problem.shape[1]}; use --method rsm")
     x0 = problem.initial_point(np.random.default_rng([args.seed, 1]))
     rule = _make_stepsize(args, problem)
-    res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks, stepsize=rule,
-                        max_iter=args.max_iter, max_time=args.max_time,
-                        target_error=args.target_error, seed=args.seed,
-                        record_every=args.record_every, selection=args.selection,
-                        threads=args.threads,
-                        stationarity_tol=args.stationarity_tol,
-                        stagnation_epochs=args.stagnation_epochs,
-                        stagnation_rtol=args.stagnation_rtol)
+    bar = _solve_progress(args)
+    try:
+        res = rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks,
+                            stepsize=rule, max_iter=args.max_iter, max_time=args.max_time,
+                            target_error=args.target_error, seed=args.seed,
+                            record_every=args.record_every, selection=args.selection,
+                            threads=args.threads, callback=bar,
+                            stationarity_tol=args.stationarity_tol,
+                            stagnation_epochs=args.stagnation_epochs,
+                            stagnation_rtol=args.stagnation_rtol)
+    finally:
+        bar.close()
     n, p = problem.shape
     method = res.method.upper() + (f" (l={res.n_blocks}, {res.selection})"
                                    if res.method == "rssm" else "")
@@ -684,6 +691,19 @@ def _cmd_solve(args) -> int:
         _write_trace(out, res, args, kwargs, rule)
         print(f"trace: {len(res.trace['iteration'])} points written to {out}")
     return 0
+
+
+def _solve_progress(args):
+    """A tqdm bar over the run's iterations (or solver time), fed at recording points by
+    the callback; drawn only on a terminal and without --quiet."""
+    from rssm.experiments.progress import SolveProgress
+    from rssm.solvers.api import DEFAULT_MAX_ITER
+
+    max_iter = args.max_iter
+    if max_iter is None and args.max_time is None:
+        max_iter = DEFAULT_MAX_ITER
+    return SolveProgress(max_iter, args.max_time,
+                         enabled=not args.quiet and sys.stderr.isatty())
 
 
 def _write_trace(out: Path, res, args, kwargs: dict, rule) -> None:

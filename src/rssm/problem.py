@@ -292,6 +292,34 @@ class Problem(abc.ABC):
         return FunctionProblem(value, grad, None, shape=shape, name=name, stepsize=stepsize,
                                error=error)
 
+    @classmethod
+    def from_pymanopt(
+        cls,
+        problem,
+        *,
+        name: str = "pymanopt",
+        stepsize=None,
+        error: Callable[[np.ndarray], float] | None = None,
+    ) -> FunctionProblem:
+        """A problem from a ``pymanopt.Problem`` over ``pymanopt.manifolds.Stiefel(n, p)``:
+        its cost, and its Euclidean gradient from any of Pymanopt's back ends (autodiff, or
+        an explicit ``euclidean_gradient``/``riemannian_gradient``).
+
+        Needs the optional extra ``rssm[pymanopt]``. Other manifolds, products
+        (``Stiefel(n, p, k=k)`` with k > 1) and a NumPy-back-end cost without a gradient
+        raise ValueError. Other parameters as in `from_functions`; RSSM slices a full
+        gradient (`FullSubgradientWarning`). See `rssm.interop.pymanopt`, which also has
+        Pymanopt-style optimizers.
+
+        Examples
+        --------
+        >>> import rssm
+        >>> prob = rssm.Problem.from_pymanopt(pymanopt_problem)  # doctest: +SKIP
+        """
+        from rssm.interop.pymanopt import problem_from_pymanopt
+
+        return problem_from_pymanopt(problem, name=name, stepsize=stepsize, error=error)
+
 
 class FullSubgradientWarning(UserWarning):
     """RSSM runs on a problem without a partial oracle, so every iteration evaluates a full

@@ -317,7 +317,8 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     overwrite : bool
         Delete earlier results in ``out`` first.
     progress : bool or None
-        Progress bar on stderr; None: when stderr is a terminal.
+        Progress bar (tqdm) on stderr or in a notebook; None: when stderr is a terminal
+        or the code runs in a Jupyter notebook.
     command : str
         The command line, recorded in the JSON.
     budget_scale : float

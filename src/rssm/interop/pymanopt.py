@@ -1,0 +1,279 @@
+"""RSSM and RSM for Pymanopt users.
+
+* `problem_from_pymanopt` (also `rssm.Problem.from_pymanopt`) turns a ``pymanopt.Problem``
+  over ``pymanopt.manifolds.Stiefel(n, p)`` into an rssm `Problem`: its cost, and its
+  Euclidean gradient from whichever back end the cost was written with (Pymanopt's
+  autodiff back ends, or an explicit ``euclidean_gradient=``/``riemannian_gradient=``).
+* `RSSM` and `RSM` are Pymanopt optimizers (subclasses of
+  ``pymanopt.optimizers.optimizer.Optimizer``) whose ``run(problem, initial_point=None)``
+  returns Pymanopt's own ``OptimizerResult``, so a Pymanopt script switches by changing
+  the import of its optimizer.
+
+A Riemannian gradient given instead of a Euclidean one serves as well: for the embedded
+metric of St(n, p) (Pymanopt's) it is P_T(G), and both the full projection P_T
+(eq. ``eq-Rsubdiff``) and the block projection P of RSSM (eq. ``eq-partialRiemsubgrad``,
+onto a subspace of the tangent space) give the same direction from P_T(G) as from G.
+
+Needs the optional extra ``rssm[pymanopt]``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+try:
+    import pymanopt
+    from pymanopt.optimizers.optimizer import Optimizer, OptimizerResult
+except ImportError:  # pragma: no cover - exercised only without pymanopt
+    raise ImportError(
+        'rssm.interop.pymanopt needs Pymanopt, which is not installed; install it with '
+        'pip install "rssm[pymanopt]"'
+    ) from None
+
+from rssm.problem import FullSubgradientWarning, FunctionProblem, Problem
+from rssm.solvers import minimize
+
+__all__ = ["problem_from_pymanopt", "RSSM", "RSM"]
+
+
+def _stiefel_shape(manifold) -> tuple[int, int]:
+    """(n, p) of a ``pymanopt.manifolds.Stiefel(n, p)`` with k = 1, or a ValueError."""
+    if not isinstance(manifold, pymanopt.manifolds.Stiefel):
+        raise ValueError(
+            "problem.manifold must be pymanopt.manifolds.Stiefel(n, p): rssm optimizes over "
+            f"the Stiefel manifold only, got {manifold}"
+        )
+    k = getattr(manifold, "_k", 1)
+    if k != 1:
+        raise ValueError(
+            f"problem.manifold is a product of k = {k} Stiefel manifolds "
+            "(pymanopt.manifolds.Stiefel(n, p, k=k)); rssm handles k = 1 only: run one "
+            "problem per factor"
+        )
+    n, p = getattr(manifold, "_n", None), getattr(manifold, "_p", None)
+    if n is None or p is None:  # not Pymanopt 2.2's attributes: read a point's shape
+        n, p = np.shape(manifold.random_point())
+    return int(n), int(p)
+
+
+def _gradient(problem) -> Callable[[np.ndarray], np.ndarray]:
+    """The Euclidean gradient of ``problem`` (or its Riemannian one), or a ValueError."""
+    try:
+        return problem.euclidean_gradient
+    except NotImplementedError:
+        pass
+    if getattr(problem, "_riemannian_gradient", None) is not None:
+        return problem.riemannian_gradient
+    raise ValueError(
+        "problem has no gradient: its cost uses Pymanopt's NumPy back end, which cannot "
+        "differentiate; pass euclidean_gradient= (a function decorated like the cost) to "
+        "pymanopt.Problem, or write the cost with an autodiff back end "
+        "(@pymanopt.function.pytorch, .jax or .autograd)"
+    )
+
+
+def problem_from_pymanopt(problem, *, name: str = "pymanopt", stepsize=None,
+                          error: Callable[[np.ndarray], float] | None = None
+                          ) -> FunctionProblem:
+    """An rssm `Problem` from a ``pymanopt.Problem`` over ``Stiefel(n, p)``.
+
+    Parameters
+    ----------
+    problem : pymanopt.Problem
+        Its manifold must be ``pymanopt.manifolds.Stiefel(n, p)`` (k = 1). The
+        subgradient is its Euclidean gradient: autodiff's for a cost written with an
+        autodiff back end (a Clarke subgradient for sums of l1/l2 norms and max of smooth
+        pieces; see `rssm._autodiff`), else the ``euclidean_gradient`` or
+        ``riemannian_gradient`` given to ``pymanopt.Problem``.
+    name, stepsize, error
+        As in `rssm.Problem.from_functions`.
+
+    Returns
+    -------
+    FunctionProblem
+        Without a partial subgradient: RSSM slices the full one
+        (`rssm.problem.FullSubgradientWarning`).
+
+    Raises
+    ------
+    TypeError
+        ``problem`` is not a ``pymanopt.Problem``.
+    ValueError
+        Another manifold, a product (k > 1), or no gradient (a NumPy-back-end cost without
+        ``euclidean_gradient``).
+    """
+    if not isinstance(problem, pymanopt.Problem):
+        raise TypeError(f"problem must be a pymanopt.Problem, got {type(problem).__name__}")
+    shape = _stiefel_shape(problem.manifold)
+    grad = _gradient(problem)
+    cost = problem.cost
+
+    def subgradient(x: np.ndarray) -> np.ndarray:
+        return np.asarray(grad(x), dtype=np.float64)
+
+    return FunctionProblem(cost, subgradient, None, shape=shape, name=name, stepsize=stepsize,
+                           error=error)
+
+
+class _Stop(Exception):
+    """Internal: which of the Pymanopt-style criteria fired (its message)."""
+
+
+class _RssmOptimizer(Optimizer):
+    """Shared parts of `RSSM` and `RSM`."""
+
+    _method = "rssm"
+
+    def __init__(self, stepsize=None, *, seed: int | np.random.Generator | None = None,
+                 record_every: int | None = None, max_time: float = 1000,
+                 max_iterations: int = 1000, min_gradient_norm: float | None = 1e-6,
+                 min_step_size: float | None = 1e-10, max_cost_evaluations: int = 5000,
+                 verbosity: int = 2, log_verbosity: int = 0):
+        super().__init__(max_time=max_time, max_iterations=max_iterations,
+                         min_gradient_norm=-math.inf if min_gradient_norm is None
+                         else min_gradient_norm,
+                         min_step_size=-math.inf if min_step_size is None else min_step_size,
+                         max_cost_evaluations=max_cost_evaluations, verbosity=verbosity,
+                         log_verbosity=log_verbosity)
+        self.stepsize = stepsize
+        self.seed = seed
+        self.record_every = record_every
+
+    def _options(self) -> dict:
+        return {}
+
+    def run(self, problem, *, initial_point=None) -> OptimizerResult:
+        """Minimize ``problem`` from ``initial_point`` (default: a Haar-random point drawn
+        from ``seed``) and return Pymanopt's ``OptimizerResult``.
+
+        ``problem`` is a ``pymanopt.Problem`` over ``Stiefel(n, p)`` (or an rssm
+        `Problem`). Stopping: ``max_iterations``; ``max_time`` (solver time, recording
+        excluded); and, checked at each recording point (every ``record_every``
+        iterations): ``min_gradient_norm`` on ||P_T(G)||_F at the recorded point,
+        ``min_step_size`` on the mean distance ||X - X_prev||_F per iteration since the
+        previous recording point, ``max_cost_evaluations`` on the number of recorded costs
+        (rssm evaluates the cost only there). The result's ``time`` is wall time;
+        ``log["rssm_result"]`` holds rssm's own `rssm.Result` (trace, flops, stop reason).
+        """
+        start = time.time()
+        rproblem = problem if isinstance(problem, Problem) else problem_from_pymanopt(problem)
+        self._initialize_log(optimizer_parameters={
+            "method": self._method, "stepsize": repr(self.stepsize), **self._options()})
+        verbose = self._verbosity
+        state: dict[str, Any] = {"prev": None, "step": math.nan, "grad": math.nan, "evals": 0,
+                                 "why": None}
+        if verbose >= 1:
+            print("Optimizing...")
+        if verbose >= 2:
+            print(f"{'Iteration':>10}  {'Cost':>24}  {'Gradient norm':>15}  {'Step':>10}")
+
+        def watch(prog) -> bool:
+            x = np.array(prog.x)  # a writable copy (back ends such as torch wrap it)
+            g = rproblem.riemannian_subgradient(x)
+            state["grad"] = float(np.linalg.norm(g))
+            state["evals"] += 1
+            prev = state["prev"]
+            if prev is not None and prog.iteration > prev[0]:
+                state["step"] = float(np.linalg.norm(x - prev[1])) / (prog.iteration - prev[0])
+            state["prev"] = (prog.iteration, x)
+            self._add_log_entry(iteration=prog.iteration, point=x, cost=prog.cost,
+                                gradient_norm=state["grad"], step_size=state["step"])
+            if verbose >= 2:
+                print(f"{prog.iteration:>10d}  {prog.cost:>+24.16e}  {state['grad']:>15.8e}  "
+                      f"{state['step']:>10.3e}")
+            if state["grad"] < self._min_gradient_norm:
+                state["why"] = (f"Terminated - min grad norm reached after {prog.iteration} "
+                                "iterations.")
+            elif state["step"] < self._min_step_size:
+                state["why"] = (f"Terminated - min step_size reached after {prog.iteration} "
+                                "iterations.")
+            elif state["evals"] >= self._max_cost_evaluations:
+                state["why"] = (f"Terminated - max cost evals reached after {prog.iteration} "
+                                "iterations.")
+            return state["why"] is not None
+
+        with warnings.catch_warnings():
+            # Pymanopt gives no partial gradient: the full one is sliced, documented.
+            warnings.simplefilter("ignore", FullSubgradientWarning)
+            res = minimize(rproblem, initial_point, method=self._method,
+                           stepsize=self.stepsize, max_iter=self._max_iterations,
+                           max_time=self._max_time, seed=self.seed,
+                           record_every=self.record_every, callback=watch, **self._options())
+        why = state["why"] if res.stop_reason.value == "callback" else None
+        if why is None:
+            why = f"Terminated - {res.message}."
+        if verbose >= 1:
+            print(why)
+        if self._log is not None:
+            self._log["rssm_result"] = res
+        sys.stdout.flush()
+        return self._return_result(
+            start_time=start, point=res.x, cost=res.fun, iterations=res.n_iter,
+            stopping_criterion=why, cost_evaluations=state["evals"],
+            step_size=state["step"], gradient_norm=state["grad"])
+
+
+class RSSM(_RssmOptimizer):
+    """Randomized submanifold subgradient method (Algorithm ``alg-RSSM``) as a Pymanopt
+    optimizer.
+
+    Parameters
+    ----------
+    n_blocks : int
+        Number of column blocks l, 2 <= l <= p.
+    stepsize : StepSize, callable or float, optional
+        As in `rssm.minimize` (a Pymanopt problem has no default of its own).
+    selection : {"uniform", "cyclic", "shuffled"}
+        Block-pair rule; "uniform" is the paper's.
+    seed : int or numpy.random.Generator, optional
+        Randomness of the block pairs and of the default start.
+    record_every : int, optional
+        Recording interval (cost, gradient norm, the stopping tests, the printed table).
+        Default: max(1, max_iterations // 200).
+    max_time, max_iterations, min_gradient_norm, min_step_size, max_cost_evaluations, \
+verbosity, log_verbosity
+        Pymanopt's arguments with Pymanopt's defaults; see `run` for how each is checked.
+        ``None`` switches ``min_gradient_norm`` or ``min_step_size`` off.
+
+    Examples
+    --------
+    >>> import numpy as np, pymanopt
+    >>> from rssm.interop.pymanopt import RSSM
+    >>> Y = np.random.default_rng(0).standard_normal((6, 40))
+    >>> manifold = pymanopt.manifolds.Stiefel(6, 4)
+    >>> @pymanopt.function.numpy(manifold)
+    ... def cost(X): return np.abs(Y.T @ X).sum()
+    >>> @pymanopt.function.numpy(manifold)
+    ... def grad(X): return Y @ np.sign(Y.T @ X)
+    >>> problem = pymanopt.Problem(manifold, cost, euclidean_gradient=grad)
+    >>> result = RSSM(n_blocks=2, stepsize=1e-3, seed=0, verbosity=0).run(problem)
+    >>> result.iterations
+    1000
+    """
+
+    _method = "rssm"
+
+    def __init__(self, n_blocks: int = 5, stepsize=None, *, selection: str = "uniform",
+                 **kwargs):
+        super().__init__(stepsize, **kwargs)
+        self.n_blocks = n_blocks
+        self.selection = selection
+
+    def _options(self) -> dict:
+        return {"n_blocks": self.n_blocks, "selection": self.selection}
+
+
+class RSM(_RssmOptimizer):
+    """Riemannian subgradient method (full step, polar retraction) as a Pymanopt optimizer.
+
+    Parameters as in `RSSM`, without ``n_blocks`` and ``selection``.
+    """
+
+    _method = "rsm"

@@ -1,0 +1,481 @@
+"""PyTorch optimizers for parameters with orthonormal columns: `RSSM` and `RSM`.
+
+A parameter W of shape (n, p), n >= p, with W^T W = I is a point of St(n, p). After
+``loss.backward()`` its ``.grad`` is a Euclidean (sub)gradient G of the loss, and
+``optimizer.step()`` moves W on the manifold:
+
+* `RSSM` draws a random pair {i, j} of its column blocks (Algorithm ``alg-RSSM``, line 2)
+  and replaces the columns C = C_i U C_j by the submanifold step of line 3: the partial
+  Riemannian subgradient P(G_C) (eq. ``eq-partialRiemsubgrad``), then the projection onto
+  the submanifold block M_{W_-C} (Lemma ``lem-projsubmfdblk``, eq. ``eq-projsubmfdblk``).
+  The geometry costs four n x p x c products and a c x c eigendecomposition, O(n p c)
+  (Prop. ``prop-periteration``), against O(n p^2) for a full retraction. The other
+  columns are not touched. Autograd still computes the whole gradient: the saving is in
+  the step, not in the backward pass.
+* `RSM` takes the full Riemannian step polar(W - gamma P_T(G)) (eqs. ``eq-Rsubdiff``,
+  ``eq-polarretr``).
+
+Everything is torch operations on the parameter's own device and dtype (float32 or
+float64); only the c x c eigendecomposition of the polar factor runs in float64, which
+keeps float32 parameters orthonormal to about 1e-6 over many steps. Needs the optional
+extra ``rssm[torch]``.
+
+Step sizes
+----------
+``lr`` is a positive number or a rule from `rssm.stepsizes` (any callable
+``rule(k, ctx) -> float``). The step of parameter W at its k-th step is
+
+    gamma_k = group["lr"] * rule(k, ctx)      (a rule)
+    gamma_k = group["lr"]                     (a number)
+
+so a PyTorch LR scheduler, which rescales ``param_groups[i]["lr"]``, works in both cases
+(with a rule, ``group["lr"]`` starts at 1 and multiplies the rule). ``ctx`` is a
+`TorchStepContext`: the fields of `rssm.stepsizes.StepContext` (``method``, ``n_blocks``,
+``epoch``) that plain schedules read, plus what an adaptive rule needs and the step has
+already computed: the loss returned by the closure (``cost``; None without a closure)
+and the norm of the (partial) Riemannian subgradient (``subgradient_norm``). A rule may
+keep its own memory between calls (best cost so far, last step).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - exercised only without torch
+    raise ImportError(
+        'rssm.torch needs PyTorch, which is not installed; install it with pip install '
+        '"rssm[torch]"'
+    ) from None
+
+from rssm.stepsizes import Constant, StepSize, as_stepsize
+
+__all__ = ["RSSM", "RSM", "TorchStepContext", "feasibility"]
+
+#: Below this ratio of smallest to largest eigenvalue of the Gram matrix the polar factor
+#: is taken by SVD instead of the Gram route (same threshold as `rssm.stiefel.polar`).
+_GRAM_MIN_RATIO = 0.1
+#: Re-projection rounds after an SVD polar factor in the block step (as in
+#: `rssm.stiefel._submanifold_step`).
+_REPROJECT_ROUNDS = 2
+
+
+@dataclass(frozen=True)
+class TorchStepContext:
+    """What a step-size rule sees at one optimizer step of one parameter.
+
+    Attributes
+    ----------
+    method : str
+        ``"rssm"`` or ``"rsm"``.
+    n_blocks : int
+        Number of column blocks l of this parameter (1 for RSM).
+    cost : float or None
+        The loss the closure returned at this step (the current point), None when
+        `step` was called without a closure.
+    subgradient_norm : float
+        Frobenius norm of the Riemannian subgradient the step moves along: the partial
+        one P(G_C) for RSSM (eq. ``eq-partialRiemsubgrad``), P_T(G) for RSM.
+    """
+
+    method: str
+    n_blocks: int
+    cost: float | None = None
+    subgradient_norm: float = math.nan
+
+    @property
+    def epoch(self) -> float:
+        """Steps per epoch: l/2 for RSSM (each step moves about 2/l of the columns), 1 for RSM."""
+        return self.n_blocks / 2.0 if self.method == "rssm" else 1.0
+
+
+def feasibility(w: torch.Tensor) -> float:
+    """||W^T W - I||_max of a 2-D tensor, computed in float64."""
+    w64 = w.detach().to(torch.float64)
+    g = w64.T @ w64
+    g.diagonal().sub_(1.0)
+    return float(g.abs().max()) if g.numel() else 0.0
+
+
+def _polar_gram(xi: torch.Tensor) -> torch.Tensor | None:
+    """Polar factor Xi (Xi^T Xi)^{-1/2} by the c x c Gram matrix, its eigendecomposition
+    in float64; None when the Gram matrix is too ill conditioned (or not finite)."""
+    gram = (xi.T @ xi).to(torch.float64)
+    try:
+        w, v = torch.linalg.eigh(gram)
+    except torch.linalg.LinAlgError:  # NaN in Xi (LAPACK does not converge)
+        return None
+    # One host sync. NaN or Inf in Xi makes the Gram matrix, hence w, non-finite, and the
+    # test fails: a factor returned from here is finite.
+    if not bool((w[0] > _GRAM_MIN_RATIO * w[-1]) & (w[0] > 0) & torch.isfinite(w[-1])):
+        return None
+    b = (v / torch.sqrt(w)) @ v.T
+    return xi @ b.to(xi.dtype)
+
+
+def _polar(xi: torch.Tensor) -> torch.Tensor:
+    """Polar factor of a full-column-rank n x k tensor (eq. ``eq-polarretr``)."""
+    q = _polar_gram(xi)
+    if q is not None:
+        return q
+    try:
+        u, _, vh = torch.linalg.svd(xi, full_matrices=False)
+    except torch.linalg.LinAlgError:  # non-finite input: the caller's check refuses it
+        return xi
+    return u @ vh
+
+
+def _block_step(x: torch.Tensor, idx: torch.Tensor, g: torch.Tensor, gamma: float,
+                ctx_fn: Callable[[torch.Tensor], float]) -> tuple[torch.Tensor, bool]:
+    """New columns C of ``x``: P_{M_{X_-C}}(X_C - gamma P(G_C)) (Algorithm ``alg-RSSM``,
+    line 3), and whether they may be non-finite (only after the SVD fallback). ``g`` holds
+    the columns C of the Euclidean gradient, ``idx`` their indices. ``ctx_fn(P(G_C))``
+    returns the rule's factor; ``gamma`` multiplies it.
+    """
+    # P(G_C) = G_C - X Y with Y = X^T G_C and Y[C] <- sym(Y[C])   (eq. eq-partialRiemsubgrad,
+    # the four steps of Prop. prop-periteration)
+    y = x.T @ g
+    yc = y.index_select(0, idx)
+    y.index_copy_(0, idx, 0.5 * (yc + yc.T))
+    d = g - x @ y
+    step = gamma * ctx_fn(d)
+    xi = x.index_select(1, idx) - step * d
+    # General form of Lemma lem-projsubmfdblk: polar((I - X_-C X_-C^T) Xi), applied as
+    # Xi - X W with W = X^T Xi and W[C] = 0 (no n x n matrix).
+    w = x.T @ xi
+    w.index_fill_(0, idx, 0.0)
+    xi = xi - x @ w
+    q = _polar_gram(xi)
+    if q is not None:
+        return q, False
+    # Ill-conditioned Xi (a step far beyond gamma < 1/L): the SVD polar factor's rounding
+    # leaks into span(X_-C); project it out again and re-orthonormalize.
+    q = _polar(xi)
+    for _ in range(_REPROJECT_ROUNDS):
+        w = x.T @ q
+        w.index_fill_(0, idx, 0.0)
+        q = _polar(q - x @ w)
+    return q, True
+
+
+def _full_step(x: torch.Tensor, g: torch.Tensor, gamma: float,
+               ctx_fn: Callable[[torch.Tensor], float]) -> tuple[torch.Tensor, bool]:
+    """polar(X - gamma P_T(G)) with P_T(G) = G - X sym(X^T G) (eqs. ``eq-Rsubdiff``,
+    ``eq-polarretr``), and whether it may be non-finite (only after the SVD fallback)."""
+    y = x.T @ g
+    d = g - x @ (0.5 * (y + y.T))
+    xi = x - (gamma * ctx_fn(d)) * d
+    q = _polar_gram(xi)
+    if q is not None:
+        return q, False
+    return _polar(xi), True
+
+
+def _as_rule(lr: Any) -> tuple[float, StepSize | None]:
+    """(initial group lr, rule or None) from the ``lr`` argument."""
+    if isinstance(lr, bool):
+        raise TypeError(f"lr must be a positive number or a step-size rule, got {lr!r}")
+    if isinstance(lr, (int, float)) or (isinstance(lr, torch.Tensor) and lr.numel() == 1):
+        value = float(lr)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {value!r}")
+        return value, None
+    if isinstance(lr, StepSize) or callable(lr):
+        return 1.0, as_stepsize(lr, "lr")
+    raise TypeError(
+        "lr must be a positive number or a step-size rule (an rssm.stepsizes.StepSize or a "
+        f"callable (k, ctx) -> float), got {type(lr).__name__}"
+    )
+
+
+class _StiefelOptimizer(torch.optim.Optimizer):
+    """Shared parts of `RSSM` and `RSM`: argument checks, step-size rule, state, step loop."""
+
+    method = "base"
+
+    def __init__(self, params: Iterable, lr: Any, defaults: dict, *,
+                 generator: torch.Generator | None = None, seed: int | None = None,
+                 check_finite: bool = True, atol: float | None = None):
+        lr0, rule = _as_rule(lr)
+        if generator is not None and seed is not None:
+            raise ValueError("pass generator or seed, not both")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+                raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+            generator = torch.Generator().manual_seed(seed)
+        elif generator is None:
+            # Follow torch's global seed: torch.manual_seed(s) makes runs reproducible.
+            generator = torch.Generator().manual_seed(
+                int(torch.randint(0, 2**62, (1,)).item()))
+        self._generator = generator
+        self._rule = rule
+        self._check_finite = bool(check_finite)
+        if atol is not None and not (isinstance(atol, (int, float)) and atol > 0):
+            raise ValueError(f"atol must be a number > 0 or None, got {atol!r}")
+        self._atol = atol
+        super().__init__(params, {"lr": lr0, **defaults})
+        for gi, group in enumerate(self.param_groups):
+            for pi, w in enumerate(group["params"]):
+                self._check_param(w, f"param_groups[{gi}]['params'][{pi}]", group)
+
+    # -- checks ---------------------------------------------------------------------------
+    def _check_param(self, w: torch.Tensor, name: str, group: dict) -> None:
+        if w.dtype not in (torch.float32, torch.float64):
+            raise TypeError(
+                f"{name} has dtype {w.dtype}; {type(self).__name__} handles float32 and "
+                "float64 parameters"
+            )
+        if w.dim() != 2:
+            raise ValueError(
+                f"{name} has shape {tuple(w.shape)}; {type(self).__name__} needs a 2-D "
+                "parameter (n, p) with n >= p and orthonormal columns (batches of matrices "
+                "are not supported: use one parameter per matrix)"
+            )
+        n, p = w.shape
+        if n < p:
+            raise ValueError(
+                f"{name} has shape ({n}, {p}) with n < p; orthonormal columns need n >= p "
+                "(store the transpose and use it as W.T)"
+            )
+        atol = self._atol if self._atol is not None else (
+            1e-8 if w.dtype == torch.float64 else 1e-4)
+        dev = feasibility(w)
+        if not dev <= atol:
+            raise ValueError(
+                f"{name} does not have orthonormal columns: ||W^T W - I||_max = {dev:.3e} "
+                f"exceeds {atol:.0e}; initialize it with torch.nn.init.orthogonal_(W) "
+                "(orthonormal columns for n >= p)"
+            )
+        self._check_group(group, name, p)
+
+    def _check_group(self, group: dict, name: str, p: int) -> None:
+        """Method-specific checks of one parameter's group (block counts)."""
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def rule(self) -> StepSize:
+        """The step-size rule (a `rssm.stepsizes.Constant` (1) when ``lr`` is a number)."""
+        return self._rule if self._rule is not None else Constant(1.0)
+
+    @property
+    def generator(self) -> torch.Generator:
+        """The generator of the block-pair draws."""
+        return self._generator
+
+    def _gamma(self, k: int, n_blocks: int, cost: float | None
+               ) -> Callable[[torch.Tensor], float]:
+        rule = self._rule
+
+        def value(direction: torch.Tensor) -> float:
+            if rule is None:
+                return 1.0
+            norm = float(torch.linalg.vector_norm(direction))
+            ctx = TorchStepContext(self.method, n_blocks, cost, norm)
+            out = rule(k, ctx)
+            if isinstance(out, bool) or not isinstance(out, (int, float)) or not (
+                    math.isfinite(out) and out > 0):
+                raise ValueError(
+                    f"the step-size rule returned gamma_{k} = {out!r}; it must be a finite "
+                    "number > 0"
+                )
+            return float(out)
+
+        return value
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None):
+        """Move every parameter with a gradient by one step; return the closure's loss.
+
+        Parameters
+        ----------
+        closure : callable, optional
+            Re-evaluates the model and returns the loss (as for any torch optimizer); its
+            value is passed to the step-size rule as ``ctx.cost``.
+        """
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        cost = None if loss is None else float(loss)
+        for group in self.param_groups:
+            lr = group["lr"]
+            if isinstance(lr, torch.Tensor):
+                lr = float(lr)
+            for w in group["params"]:
+                if w.grad is None:
+                    continue
+                if w.grad.is_sparse:
+                    raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
+                state = self.state[w]
+                k = int(state.get("step", 0))
+                self._update(w, w.grad, float(lr), k, group, state, cost)
+                state["step"] = k + 1
+        return loss
+
+    def _update(self, w, grad, lr, k, group, state, cost) -> None:
+        raise NotImplementedError
+
+    def _commit(self, w: torch.Tensor, new: torch.Tensor, idx: torch.Tensor | None,
+                unchecked: bool) -> None:
+        if unchecked and self._check_finite and not bool(torch.isfinite(new).all()):
+            raise FloatingPointError(
+                f"{type(self).__name__}.step produced non-finite values (a non-finite gradient "
+                "or a step size that overflows); the parameter was left unchanged"
+            )
+        if idx is None:
+            w.copy_(new)
+        else:
+            w.index_copy_(1, idx, new)
+
+
+class RSSM(_StiefelOptimizer):
+    """Randomized submanifold subgradient method (Algorithm ``alg-RSSM``) as a
+    ``torch.optim.Optimizer``.
+
+    Each `step` draws, for every parameter with a gradient, a pair {i, j} of its column
+    blocks uniformly at random and moves the columns C = C_i U C_j by the submanifold step
+    (Lemma ``lem-projsubmfdblk``); the other columns stay bit for bit the same.
+
+    Parameters
+    ----------
+    params : iterable
+        Tensors or parameter groups (dicts), as for any torch optimizer. Every tensor is
+        2-D, (n, p) with n >= p, float32 or float64, with orthonormal columns
+        (||W^T W - I||_max <= ``atol``; `torch.nn.init.orthogonal_` gives such a start).
+    lr : float or StepSize or callable
+        A constant step, or a rule ``rule(k, ctx) -> gamma_k`` from `rssm.stepsizes`
+        (``ctx`` a `TorchStepContext`); then ``group["lr"]`` starts at 1 and scales the
+        rule, so LR schedulers keep working.
+    n_blocks : int, optional
+        Number of column blocks l, 2 <= l <= p; the columns are split into contiguous
+        blocks whose sizes differ by at most one. Default: min(5, p). A group may set its
+        own ``n_blocks``.
+    generator : torch.Generator, optional
+        Source of the block-pair draws (drawn on the generator's device).
+    seed : int, optional
+        Seed of a fresh CPU generator (instead of ``generator``). With neither, the
+        generator is seeded from torch's global generator, so ``torch.manual_seed``
+        makes runs reproducible.
+    check_finite : bool
+        Refuse (FloatingPointError, parameter unchanged) a step with non-finite values.
+        The Gram-route test of the polar factor already proves the usual step finite (one
+        host sync per parameter and step on a GPU); an explicit check runs only after the
+        SVD fallback.
+    atol : float, optional
+        Tolerance of the orthonormality check at construction (default 1e-8 for float64,
+        1e-4 for float32).
+
+    Examples
+    --------
+    >>> import torch, rssm.torch
+    >>> w = torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(10, 6, dtype=torch.float64)))
+    >>> opt = rssm.torch.RSSM([w], lr=1e-2, n_blocks=3, seed=0)
+    >>> for _ in range(20):
+    ...     opt.zero_grad()
+    ...     loss = (w - 1.0).abs().sum()
+    ...     loss.backward()
+    ...     _ = opt.step()
+    >>> rssm.torch.feasibility(w) < 1e-12
+    True
+    """
+
+    method = "rssm"
+
+    def __init__(self, params: Iterable, lr: Any = 1e-3, n_blocks: int | None = None, *,
+                 generator: torch.Generator | None = None, seed: int | None = None,
+                 check_finite: bool = True, atol: float | None = None):
+        if n_blocks is not None and (isinstance(n_blocks, bool) or not isinstance(n_blocks, int)):
+            raise TypeError(f"n_blocks must be an int or None, got {type(n_blocks).__name__}")
+        self._index_cache: dict[tuple, torch.Tensor] = {}
+        super().__init__(params, lr, {"n_blocks": n_blocks}, generator=generator, seed=seed,
+                         check_finite=check_finite, atol=atol)
+
+    def _check_group(self, group: dict, name: str, p: int) -> None:
+        nb = group["n_blocks"]
+        if p < 2:
+            raise ValueError(
+                f"{name} has p = {p} column; RSSM needs p >= 2 columns to form 2 blocks "
+                "(use rssm.torch.RSM)"
+            )
+        if nb is not None and not (isinstance(nb, int) and 2 <= nb <= p):
+            raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p} for {name}, "
+                             f"got {nb!r}")
+
+    def _blocks(self, w: torch.Tensor, group: dict, state: dict) -> list[tuple[int, int]]:
+        bounds = state.get("bounds")
+        if bounds is None:
+            p = w.shape[1]
+            nb = group["n_blocks"] if group["n_blocks"] is not None else min(5, p)
+            size, extra = divmod(p, nb)
+            bounds, start = [], 0
+            for b in range(nb):
+                stop = start + size + (1 if b < extra else 0)
+                bounds.append((start, stop))
+                start = stop
+            state["bounds"] = bounds
+        return bounds
+
+    def _pair(self, n_blocks: int, state: dict) -> tuple[int, int]:
+        """{i, j} ~ Uniform over the binom(l, 2) unordered pairs (Algorithm alg-RSSM, line 2).
+
+        Pair numbers are drawn from the generator 256 at a time per parameter, which is
+        deterministic for a given generator state."""
+        buf = state.get("pairs")
+        if not buf:
+            n_pairs = n_blocks * (n_blocks - 1) // 2
+            gen = self._generator
+            buf = torch.randint(0, n_pairs, (256,), generator=gen, device=gen.device).tolist()
+            buf.reverse()
+            state["pairs"] = buf
+        r = buf.pop()
+        i = 0
+        while r >= n_blocks - 1 - i:
+            r -= n_blocks - 1 - i
+            i += 1
+        return i, i + 1 + r
+
+    def _update(self, w, grad, lr, k, group, state, cost) -> None:
+        bounds = self._blocks(w, group, state)
+        i, j = self._pair(len(bounds), state)
+        (a0, a1), (b0, b1) = bounds[i], bounds[j]
+        key = (i, j)
+        # Column indices per (device, blocks), kept on the optimizer rather than in
+        # `state` (load_state_dict would cast them to the parameter's dtype).
+        ckey = (w.device, a0, a1, b0, b1)
+        idx = self._index_cache.get(ckey)
+        if idx is None:
+            idx = torch.cat([torch.arange(a0, a1), torch.arange(b0, b1)]).to(w.device)
+            if len(self._index_cache) < 4096:
+                self._index_cache[ckey] = idx
+        x = w.detach()
+        g = grad.detach().to(x.dtype).index_select(1, idx)
+        new, unchecked = _block_step(x, idx, g, lr, self._gamma(k, len(bounds), cost))
+        self._commit(w, new, idx, unchecked)
+        state["last_pair"] = key
+
+
+class RSM(_StiefelOptimizer):
+    """Riemannian subgradient method as a ``torch.optim.Optimizer``: each `step` moves
+    every parameter by polar(W - gamma P_T(G)) (eqs. ``eq-Rsubdiff``, ``eq-polarretr``).
+
+    Parameters as in `RSSM`, without ``n_blocks``, ``generator`` and ``seed`` (RSM draws
+    nothing). The polar retraction costs O(n p^2) per step.
+    """
+
+    method = "rsm"
+
+    def __init__(self, params: Iterable, lr: Any = 1e-3, *, check_finite: bool = True,
+                 atol: float | None = None):
+        super().__init__(params, lr, {}, generator=torch.Generator().manual_seed(0),
+                         check_finite=check_finite, atol=atol)
+
+    def _update(self, w, grad, lr, k, group, state, cost) -> None:
+        x = w.detach()
+        new, unchecked = _full_step(x, grad.detach().to(x.dtype), lr, self._gamma(k, 1, cost))
+        self._commit(w, new, None, unchecked)

@@ -1,0 +1,231 @@
+"""`rssm.Problem.from_pymanopt` and the Pymanopt-style optimizers of
+`rssm.interop.pymanopt`, on DPCP written Pymanopt's own way (numpy back end with an
+explicit gradient, pytorch and jax autodiff back ends)."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+
+
+def _import_pymanopt():
+    """Import pymanopt, undoing the global jax_enable_x64 = True that importing it sets
+    when jax is installed (other tests check that rssm leaves the flag alone)."""
+    try:
+        import jax
+    except ImportError:
+        return pytest.importorskip("pymanopt")
+    old = jax.config.jax_enable_x64
+    try:
+        return pytest.importorskip("pymanopt")
+    finally:
+        jax.config.update("jax_enable_x64", old)
+
+
+pymanopt = _import_pymanopt()
+
+import rssm  # noqa: E402
+from rssm.interop.pymanopt import RSM, RSSM, problem_from_pymanopt  # noqa: E402
+from rssm.problem import FullSubgradientWarning  # noqa: E402
+from rssm.stepsizes import Geometric  # noqa: E402
+
+BACKENDS = ["numpy", "pytorch", "jax"]
+
+
+@pytest.fixture(scope="module")
+def dpcp():
+    return rssm.problems.DPCP.synthetic(n=12, d=3, n_inliers=60, n_outliers=30, seed=4)
+
+
+def _pymanopt_dpcp(data, backend: str, request=None):
+    """f(X) = (1/m) sum_j ||X^T y_j|| (eq. eq-RSR) as a Pymanopt user writes it."""
+    y = data.yt
+    m = y.shape[1]
+    manifold = pymanopt.manifolds.Stiefel(*data.shape)
+    if backend == "numpy":
+        @pymanopt.function.numpy(manifold)
+        def cost(x):
+            return np.linalg.norm(y.T @ x, axis=1).sum() / m
+
+        @pymanopt.function.numpy(manifold)
+        def euclidean_gradient(x):
+            z = y.T @ x
+            return y @ (z / np.linalg.norm(z, axis=1)[:, None]) / m
+
+        return pymanopt.Problem(manifold, cost, euclidean_gradient=euclidean_gradient)
+    if backend == "pytorch":
+        torch = pytest.importorskip("torch")
+        yt = torch.from_numpy(y)
+
+        @pymanopt.function.pytorch(manifold)
+        def cost(x):
+            return torch.linalg.vector_norm(yt.T @ x, dim=1).sum() / m
+
+        return pymanopt.Problem(manifold, cost)
+    pytest.importorskip("jax")
+    import jax
+    import jax.numpy as jnp
+
+    # Pymanopt's jax back end computes in jax's default dtype: float64 for this test only.
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    request.addfinalizer(lambda: jax.config.update("jax_enable_x64", old))
+    yj = jnp.asarray(y)
+
+    @pymanopt.function.jax(manifold)
+    def cost(x):
+        return jnp.linalg.norm(yj.T @ x, axis=1).sum() / m
+
+    return pymanopt.Problem(manifold, cost)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_from_pymanopt_matches_native_dpcp(dpcp, backend, request):
+    """Same oracles as rssm's DPCP, so the same seed gives the same iterates (to rounding),
+    feasible, down to the native run's cost."""
+    prob = rssm.Problem.from_pymanopt(_pymanopt_dpcp(dpcp, backend, request))
+    assert prob.shape == dpcp.shape
+    x0 = dpcp.initial_point()
+    np.testing.assert_allclose(prob.cost(x0), dpcp.cost(x0), rtol=1e-12)
+    np.testing.assert_allclose(prob.subgradient(x0), dpcp.subgradient(x0), atol=1e-12)
+    step = Geometric(0.1, 0.9)
+    native = rssm.minimize(dpcp, x0, n_blocks=3, stepsize=step, max_iter=300, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FullSubgradientWarning)
+        res = rssm.minimize(prob, x0, n_blocks=3, stepsize=step, max_iter=300, seed=2)
+    assert res.feasibility <= 1e-12
+    assert res.trace["cost"][-1] < 0.9 * res.trace["cost"][0]
+    assert abs(res.fun - native.fun) <= 1e-9 * native.fun
+    assert np.linalg.norm(res.x - native.x) <= 1e-8
+    assert dpcp.error(res.x) < 1e-6
+
+
+@pytest.mark.parametrize("backend", ["numpy", "pytorch"])
+def test_pymanopt_style_optimizer_returns_pymanopt_result(dpcp, backend, capsys):
+    from pymanopt.optimizers.optimizer import Optimizer, OptimizerResult
+
+    problem = _pymanopt_dpcp(dpcp, backend)
+    x0 = dpcp.initial_point()
+    step = Geometric(0.1, 0.9)
+    native = rssm.minimize(dpcp, x0, n_blocks=3, stepsize=step, max_iter=300, seed=2)
+    opt = RSSM(n_blocks=3, stepsize=step, seed=2, max_iterations=300, min_step_size=None,
+               record_every=10, log_verbosity=1)
+    assert isinstance(opt, Optimizer) and str(opt) == "RSSM"
+    result = opt.run(problem, initial_point=x0)
+    assert isinstance(result, OptimizerResult)
+    assert result.iterations == 300
+    assert result.stopping_criterion == "Terminated - reached the iteration limit (300)."
+    assert rssm.stiefel.feasibility(result.point) <= 1e-12
+    assert abs(result.cost - native.fun) <= 1e-9 * native.fun
+    assert result.cost_evaluations == 31  # recorded at 0, 10, ..., 300
+    assert result.time > 0 and result.gradient_norm > 0 and 0 < result.step_size < 1e-3
+    log = result.log
+    assert log["optimizer"] == "RSSM" and log["stopping_criteria"]["max_iterations"] == 300
+    assert log["iterations"]["iteration"][:3] == [0, 10, 20]
+    assert len(log["iterations"]["cost"]) == 31
+    assert log["rssm_result"].n_iter == 300
+    out = capsys.readouterr().out
+    assert out.startswith("Optimizing...") and "Gradient norm" in out
+    assert out.rstrip().endswith("Terminated - reached the iteration limit (300).")
+
+
+def test_pymanopt_optimizer_stopping_criteria(dpcp):
+    problem = _pymanopt_dpcp(dpcp, "numpy")
+    x0 = dpcp.initial_point()
+    # a decaying step: the distance moved per iteration falls below min_step_size
+    r = RSSM(n_blocks=3, stepsize=Geometric(0.1, 0.8), seed=0, min_step_size=1e-8,
+             record_every=5, verbosity=0).run(problem, initial_point=x0)
+    assert r.stopping_criterion.startswith("Terminated - min step_size reached after")
+    assert r.step_size < 1e-8 and r.iterations < 1000 and r.log is not None
+    r = RSM(stepsize=1e-3, seed=0, max_cost_evaluations=4, record_every=2,
+            verbosity=0).run(problem, initial_point=x0)
+    assert r.stopping_criterion.startswith("Terminated - max cost evals reached")
+    assert r.iterations == 6 and r.cost_evaluations == 4
+    # smooth cost (PCA): the Riemannian gradient vanishes
+    a = np.diag([5.0, 4.0, 1.0, 0.5, 0.1])
+    man = pymanopt.manifolds.Stiefel(5, 2)
+
+    @pymanopt.function.numpy(man)
+    def cost(x):
+        return -np.trace(x.T @ a @ x)
+
+    @pymanopt.function.numpy(man)
+    def egrad(x):
+        return -2 * a @ x
+
+    r = RSM(stepsize=0.05, seed=0, verbosity=0, max_iterations=2000, record_every=1).run(
+        pymanopt.Problem(man, cost, euclidean_gradient=egrad))
+    assert r.stopping_criterion.startswith("Terminated - min grad norm reached")
+    assert r.gradient_norm < 1e-6 and r.cost == pytest.approx(-9.0, abs=1e-10)
+
+
+def test_riemannian_gradient_serves_as_well(dpcp):
+    """A pymanopt.Problem with only riemannian_gradient= gives the same RSSM iterates."""
+    y, m = dpcp.yt, dpcp.yt.shape[1]
+    man = pymanopt.manifolds.Stiefel(*dpcp.shape)
+
+    @pymanopt.function.numpy(man)
+    def cost(x):
+        return np.linalg.norm(y.T @ x, axis=1).sum() / m
+
+    @pymanopt.function.numpy(man)
+    def rgrad(x):
+        return rssm.stiefel.tangent_projection(x, dpcp.subgradient(x))
+
+    x0 = dpcp.initial_point()
+    r1 = RSSM(n_blocks=3, stepsize=Geometric(0.1, 0.9), seed=1, max_iterations=100,
+              verbosity=0).run(pymanopt.Problem(man, cost, riemannian_gradient=rgrad),
+                               initial_point=x0)
+    r2 = RSSM(n_blocks=3, stepsize=Geometric(0.1, 0.9), seed=1, max_iterations=100,
+              verbosity=0).run(_pymanopt_dpcp(dpcp, "numpy"), initial_point=x0)
+    assert np.linalg.norm(r1.point - r2.point) <= 1e-10
+
+
+def test_default_start_is_seeded(dpcp):
+    problem = _pymanopt_dpcp(dpcp, "numpy")
+    kw = dict(n_blocks=3, stepsize=1e-3, max_iterations=5, verbosity=0)
+    a, b = RSSM(seed=5, **kw).run(problem), RSSM(seed=5, **kw).run(problem)
+    assert np.array_equal(a.point, b.point)
+
+
+def _numpy_cost(manifold):
+    return pymanopt.function.numpy(manifold)(lambda x: 0.0)
+
+
+@pytest.mark.parametrize(("make", "exc", "match"), [
+    (lambda: pymanopt.Problem(pymanopt.manifolds.Grassmann(5, 2),
+                              _numpy_cost(pymanopt.manifolds.Grassmann(5, 2))),
+     ValueError, "must be pymanopt.manifolds.Stiefel.*Grassmann"),
+    (lambda: pymanopt.Problem(pymanopt.manifolds.Stiefel(5, 2, k=3),
+                              _numpy_cost(pymanopt.manifolds.Stiefel(5, 2, k=3))),
+     ValueError, "k = 3 Stiefel manifolds"),
+    (lambda: pymanopt.Problem(pymanopt.manifolds.Stiefel(5, 2),
+                              _numpy_cost(pymanopt.manifolds.Stiefel(5, 2))),
+     ValueError, "no gradient.*euclidean_gradient="),
+    (lambda: "not a problem", TypeError, "must be a pymanopt.Problem"),
+])
+def test_errors(make, exc, match):
+    with pytest.raises(exc, match=match):
+        problem_from_pymanopt(make())
+    with pytest.raises(exc, match=match):
+        RSSM(stepsize=1e-3, verbosity=0).run(make())
+
+
+def test_one_import_switch_of_a_pymanopt_script(dpcp):
+    """A Pymanopt script's optimizer line changes, nothing else."""
+    problem = _pymanopt_dpcp(dpcp, "numpy")
+    from pymanopt.optimizers import SteepestDescent
+
+    smooth_opt = SteepestDescent(max_iterations=5, verbosity=0)
+    ours = RSSM(n_blocks=3, stepsize=Geometric(0.1, 0.9), max_iterations=200, verbosity=0,
+                seed=0)
+    for opt in (smooth_opt, ours):
+        result = opt.run(problem)
+        assert result.point.shape == dpcp.shape and np.isfinite(result.cost)
+
+
+def test_needs_pymanopt_message():
+    assert importlib.util.find_spec("rssm.interop.pymanopt") is not None

@@ -1,0 +1,281 @@
+"""`rssm.torch.RSSM` and `rssm.torch.RSM`: the paper's update in torch ops, feasibility in
+float64 and float32, reproducibility, step-size rules and schedulers, errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import rssm.torch as rt  # noqa: E402
+from rssm import stiefel  # noqa: E402
+from rssm.stepsizes import InverseSqrt, PaperSchedule, StepContext  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _param(n, p, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.nn.init.orthogonal_(torch.empty(n, p, dtype=torch.float64), generator=g)
+    return torch.nn.Parameter(w.to(dtype))
+
+
+def _l1_grad(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Gradient of ||A W||_1 (a Clarke subgradient), without autograd (fast loops)."""
+    return a.T @ torch.sign(a @ w.detach())
+
+
+def _cols(bounds, pair):
+    (a0, a1), (b0, b1) = bounds[pair[0]], bounds[pair[1]]
+    return np.r_[a0:a1, b0:b1]
+
+
+def test_one_step_is_the_papers_submanifold_step():
+    """Same new columns as rssm.stiefel._submanifold_step (Lemma lem-projsubmfdblk) on the
+    drawn pair, to rounding; the other columns bit for bit unchanged."""
+    w = _param(30, 12)
+    opt = rt.RSSM([w], lr=0.05, n_blocks=4, seed=3)
+    a = torch.randn(40, 30, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    for _ in range(5):
+        x_before = w.detach().numpy().copy()
+        w.grad = _l1_grad(a, w)
+        g = w.grad.numpy().copy()
+        opt.step()
+        st = opt.state[w]
+        cols = _cols(st["bounds"], st["last_pair"])
+        want = stiefel._submanifold_step(x_before, cols, g[:, cols], 0.05)
+        x_after = w.detach().numpy()
+        np.testing.assert_allclose(x_after[:, cols], want, atol=1e-13)
+        others = np.setdiff1d(np.arange(12), cols)
+        assert np.array_equal(x_after[:, others], x_before[:, others])
+    assert st["step"] == 5 and st["bounds"] == [(0, 3), (3, 6), (6, 9), (9, 12)]
+
+
+def test_rsm_step_is_the_full_riemannian_step():
+    w = _param(20, 6)
+    opt = rt.RSM([w], lr=0.1)
+    a = torch.randn(25, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    x = w.detach().numpy().copy()
+    w.grad = _l1_grad(a, w)
+    want = stiefel._full_step(x, w.grad.numpy(), 0.1)
+    opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), want, atol=1e-13)
+
+
+def test_float64_stays_feasible_and_decreases_an_l1_loss_with_autograd():
+    w = _param(16, 8)
+    a = torch.randn(60, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    opt = rt.RSSM([w], lr=InverseSqrt(0.05), n_blocks=4, seed=0)
+    first = float((a @ w.detach()).abs().sum())
+    worst = 0.0
+    for _ in range(400):
+        opt.zero_grad()
+        loss = (a @ w).abs().sum()
+        loss.backward()
+        opt.step()
+        worst = max(worst, rt.feasibility(w))
+    assert worst <= 1e-12
+    assert float((a @ w.detach()).abs().sum()) < 0.9 * first
+
+
+@pytest.mark.parametrize(("dtype", "steps", "tol"), [(torch.float64, 1000, 1e-12),
+                                                     (torch.float32, 10_000, 1e-5)])
+def test_feasibility_over_many_steps(dtype, steps, tol):
+    """||W^T W - I||_max stays <= 1e-12 (float64) and <= 1e-5 (float32, 1e4 steps)."""
+    w = _param(8, 6, dtype)
+    gen = torch.Generator().manual_seed(5)
+    grads = [torch.randn(8, 6, dtype=dtype, generator=gen) for _ in range(97)]
+    opt = rt.RSSM([w], lr=0.05, n_blocks=3, seed=1)
+    worst = 0.0
+    for k in range(steps):
+        w.grad = grads[k % 97]  # random directions: the iterate keeps moving
+        opt.step()
+        if k % 100 == 99:
+            worst = max(worst, rt.feasibility(w))
+    assert w.dtype == dtype
+    assert worst <= tol, worst
+
+
+def test_reproducible_from_seed_generator_and_global_seed():
+    a = torch.randn(30, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+
+    def run(**kw):
+        w = _param(10, 6)
+        opt = rt.RSSM([w], lr=0.02, n_blocks=3, **kw)
+        pairs = []
+        for _ in range(30):
+            w.grad = _l1_grad(a, w)
+            opt.step()
+            pairs.append(opt.state[w]["last_pair"])
+        return w.detach().clone(), pairs
+
+    x1, p1 = run(seed=7)
+    x2, p2 = run(generator=torch.Generator().manual_seed(7))
+    assert torch.equal(x1, x2) and p1 == p2
+    _, p3 = run(seed=8)
+    assert p3 != p1
+    torch.manual_seed(123)
+    x4, p4 = run()
+    torch.manual_seed(123)
+    x5, p5 = run()
+    assert torch.equal(x4, x5) and p4 == p5
+    assert set(p1) == {(0, 1), (0, 2), (1, 2)}
+
+
+def test_rule_sees_cost_and_subgradient_norm_and_schedulers_scale_it():
+    """A rule gets (k, TorchStepContext) with the closure's loss and ||P(G_C)||; the step is
+    group['lr'] * rule(k, ctx), and an LR scheduler rescales group['lr']."""
+    a = torch.randn(30, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    seen = []
+
+    def rule(k, ctx):
+        seen.append((k, ctx))
+        return 0.1 / (k + 1)
+
+    w = _param(12, 6)
+    opt = rt.RSSM([w], lr=rule, n_blocks=3, seed=0)
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    assert opt.param_groups[0]["lr"] == 1.0
+    for k in range(3):
+        x = w.detach().numpy().copy()
+
+        def closure():
+            opt.zero_grad()
+            loss = (a @ w).abs().sum()
+            loss.backward()
+            return loss
+
+        loss = opt.step(closure)
+        g = w.grad.numpy()
+        st = opt.state[w]
+        cols = _cols(st["bounds"], st["last_pair"])
+        ctx = seen[-1][1]
+        assert seen[-1][0] == k and ctx.method == "rssm" and ctx.n_blocks == 3
+        assert ctx.epoch == 1.5
+        assert ctx.cost == pytest.approx(float(loss), rel=1e-15)
+        pg = stiefel.block_tangent_projection(x, cols, g[:, cols])
+        assert ctx.subgradient_norm == pytest.approx(np.linalg.norm(pg), rel=1e-12)
+        gamma = 0.5**k * 0.1 / (k + 1)
+        want = stiefel._submanifold_step(x, cols, g[:, cols], gamma)
+        np.testing.assert_allclose(w.detach().numpy()[:, cols], want, atol=1e-13)
+        sched.step()
+    assert opt.param_groups[0]["lr"] == 0.125
+
+
+def test_rssm_stepsizes_rules_plug_in():
+    """PaperSchedule reads ctx.method / n_blocks like in rssm.minimize."""
+    rule = PaperSchedule(0.9, 2.0, 0.991)
+    w = _param(12, 6)
+    opt = rt.RSSM([w], lr=rule, n_blocks=3, seed=0)
+    seen = []
+    opt._rule = lambda k, ctx: seen.append(rule(k, ctx)) or seen[-1]
+    a = torch.randn(30, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    for _ in range(3):
+        w.grad = _l1_grad(a, w)
+        opt.step()
+    assert seen == [rule(k, StepContext("rssm", 3)) for k in range(3)]
+
+
+def test_float_lr_with_scheduler_and_groups():
+    w1, w2 = _param(10, 4), _param(9, 6, seed=1)
+    opt = rt.RSSM([{"params": [w1]}, {"params": [w2], "n_blocks": 3, "lr": 0.01}], lr=0.1,
+                  n_blocks=2, seed=0)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.1)
+    for w in (w1, w2):
+        w.grad = torch.ones_like(w)
+    opt.step()
+    sched.step()
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.01, 0.001])
+    assert len(opt.state[w1]["bounds"]) == 2 and len(opt.state[w2]["bounds"]) == 3
+    assert max(rt.feasibility(w1), rt.feasibility(w2)) <= 1e-13
+    # n_blocks defaults to min(5, p); a parameter without a gradient is skipped
+    w3, w4 = _param(8, 7), _param(8, 3)
+    opt = rt.RSSM([w3, w4], lr=0.1)
+    w3.grad = torch.ones_like(w3)
+    before = w4.detach().clone()
+    opt.step()
+    assert len(opt.state[w3]["bounds"]) == 5 and w4 not in opt.state
+    assert torch.equal(w4.detach(), before)
+
+
+def test_non_finite_gradient_leaves_the_parameter_unchanged():
+    w = _param(10, 4)
+    opt = rt.RSSM([w], lr=0.1, n_blocks=2, seed=0)
+    before = w.detach().clone()
+    w.grad = torch.full_like(w, math.nan)
+    with pytest.raises(FloatingPointError, match="non-finite"):
+        opt.step()
+    assert torch.equal(w.detach(), before)
+    ropt = rt.RSM([w], lr=0.1)
+    with pytest.raises(FloatingPointError, match="non-finite"):
+        ropt.step()
+    assert torch.equal(w.detach(), before)
+
+
+@pytest.mark.parametrize(("make", "exc", "match"), [
+    (lambda: rt.RSSM([torch.nn.Parameter(torch.zeros(2, 4, 3))], lr=0.1), ValueError,
+     r"shape \(2, 4, 3\).*2-D"),
+    (lambda: rt.RSSM([torch.nn.Parameter(torch.eye(4)[:3])], lr=0.1), ValueError, "n < p"),
+    (lambda: rt.RSSM([torch.nn.Parameter(2 * torch.eye(4))], lr=0.1), ValueError,
+     "orthonormal columns.*orthogonal_"),
+    (lambda: rt.RSSM([torch.nn.Parameter(torch.eye(4, dtype=torch.float16))], lr=0.1),
+     TypeError, "float32 and float64"),
+    (lambda: rt.RSSM([torch.nn.Parameter(torch.eye(4)[:, :1])], lr=0.1), ValueError,
+     "p >= 2.*RSM"),
+    (lambda: rt.RSSM([torch.nn.Parameter(torch.eye(4))], lr=0.1, n_blocks=5), ValueError,
+     "n_blocks must satisfy 2 <= n_blocks <= p = 4"),
+    (lambda: rt.RSSM([torch.nn.Parameter(torch.eye(4))], lr=-1.0), ValueError, "lr must be"),
+    (lambda: rt.RSSM([torch.nn.Parameter(torch.eye(4))], lr="big"), TypeError, "lr must be"),
+    (lambda: rt.RSSM([torch.nn.Parameter(torch.eye(4))], lr=0.1, seed=1,
+                     generator=torch.Generator()), ValueError, "generator or seed"),
+])
+def test_errors(make, exc, match):
+    with pytest.raises(exc, match=match):
+        make()
+
+
+def test_example_at_a_tiny_size():
+    """examples/torch_orthogonal_layer.py end to end (RSSM against Geoopt when installed)."""
+    spec = importlib.util.spec_from_file_location(
+        "torch_orthogonal_layer", ROOT / "examples" / "torch_orthogonal_layer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(["--n", "12", "--p", "6", "--m", "200", "--steps", "40", "--chunk", "10",
+                    "--blocks", "3", "--float64"])
+    rs = out["rssm.torch.RSSM (l=3)"]
+    assert rs["feasibility"] <= 1e-12 and rs["ms_per_step"] > 0
+    assert rs["history"][-1][0] == 40 and rs["loss"] < rs["history"][0][2]
+    if importlib.util.find_spec("geoopt") is not None:
+        assert "geoopt RiemannianSGD" in out
+
+
+def test_state_dict_round_trip():
+    """Saving and loading the optimizer state (torch.save / weights_only torch.load) keeps
+    the step counters, blocks and pending pair draws; steps go on feasibly."""
+    import io
+
+    w = _param(10, 6)
+    opt = rt.RSSM([w], lr=0.1, n_blocks=3, seed=0)
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(5):
+        w.grad = torch.randn(10, 6, dtype=torch.float64, generator=gen)
+        opt.step()
+    buf = io.BytesIO()
+    torch.save(opt.state_dict(), buf)
+    buf.seek(0)
+    opt2 = rt.RSSM([w], lr=0.1, n_blocks=3, seed=0)
+    opt2.load_state_dict(torch.load(buf))
+    st, st2 = opt.state[w], opt2.state[w]
+    assert st2["step"] == 5 and st2["bounds"] == st["bounds"] and st2["pairs"] == st["pairs"]
+    x = w.detach().clone()
+    w.grad = torch.randn(10, 6, dtype=torch.float64, generator=gen)
+    opt.step()
+    x_a = w.detach().clone()
+    w.data.copy_(x)
+    opt2.step()
+    assert torch.equal(w.detach(), x_a) and rt.feasibility(w) <= 1e-13
