@@ -201,7 +201,7 @@ def test_cli_out_folder(files, dpcp_data, tmp_path, capsys):
     assert settings["data"]["samples"] == 700 and settings["data"]["p"] == 6
     assert settings["summary"]["n_iter"] == 30
     lines = (out / "trace.csv").read_text().splitlines()
-    assert lines[0] == "iteration,time,flops,cost,error" and len(lines) > 2
+    assert lines[0] == "iteration,time,flops,cost,error,stationarity" and len(lines) > 2
     assert float(lines[-1].split(",")[3]) == pytest.approx(settings["summary"]["cost"])
 
 
