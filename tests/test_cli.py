@@ -47,7 +47,7 @@ def test_solve_csv_matches_minimize(tmp_path, capsys):
 def test_solve_json(tmp_path, capsys):
     out = tmp_path / "run.json"
     rc = main(["solve", "odl", "--n", "8", "--m", "200", "--method", "rsm", "--max-iter", "30",
-               "--out", str(out)])
+               "--stepsize", "paper", "--out", str(out)])
     assert rc == 0
     doc = json.loads(out.read_text())
     assert doc["problem"] == "odl" and doc["synthetic"] == {"n": 8, "theta": 0.3, "m": 200}
@@ -95,8 +95,9 @@ def test_problem_options_come_from_registry(monkeypatch):
 
 
 def test_solve_uses_the_problems_own_stepsize(monkeypatch, capsys):
-    """--stepsize default (the default) takes the problem's rule; parameters not given on
-    the command line come from it, so a problem without the paper's schedule still runs."""
+    """--stepsize default takes the problem's rule; parameters not given on the command
+    line come from it, so a problem without the paper's schedule still runs. Without
+    --stepsize the run uses auto."""
 
     class Toy(DPCP):
         @classmethod
@@ -108,10 +109,12 @@ def test_solve_uses_the_problems_own_stepsize(monkeypatch, capsys):
             return Geometric(0.25, 0.9)
 
     monkeypatch.setitem(REGISTRY, "toy", Toy)
-    assert main(["solve", "toy", "--max-iter", "5"]) == 0
+    assert main(["solve", "toy", "--max-iter", "5", "--stepsize", "default"]) == 0
     assert "Geometric(mu0=0.25, beta=0.9)" in capsys.readouterr().out
-    assert main(["solve", "toy", "--max-iter", "5", "--beta", "0.5"]) == 0
+    assert main(["solve", "toy", "--max-iter", "5", "--stepsize", "default", "--beta", "0.5"]) == 0
     assert "Geometric(mu0=0.25, beta=0.5)" in capsys.readouterr().out
+    assert main(["solve", "toy", "--max-iter", "5"]) == 0
+    assert "Auto(" in capsys.readouterr().out
     assert main(["solve", "toy", "--stepsize", "paper"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rssm: error: argument --stepsize paper:") and "--delta" in err
