@@ -134,7 +134,7 @@ def _help(argv) -> str:
 def test_help_lists_defaults():
     text = _help(["solve", "dpcp", "--help"])
     for piece in ("--n INT", "(default: 100)", "(default: 1500)", "--method {rsm,rssm}",
-                  "{default,paper,geometric,constant,invsqrt}", "(default: uniform)"):
+                  "{auto,default,paper,geometric,constant,invsqrt}", "(default: uniform)"):
         assert piece in text, piece
     text = _help(["reproduce", "--help"])
     for piece in ("--quick", "--tuned", "--resume", "--seeds", "(default: 5)", "--quiet"):
@@ -214,7 +214,8 @@ def test_format_seconds(sec, text):
 
 def test_solve_prints_the_problem_summary(capsys):
     """Sparse PCA reports explained variance and sparsity next to the cost (issue 5)."""
-    rc = main(["solve", "sparse_pca", "--max-iter", "3000", "--seed", "0"])
+    rc = main(["solve", "sparse_pca", "--max-iter", "3000", "--seed", "0", "--stepsize",
+               "geometric"])  # the problem's reference rule
     assert rc == 0
     lines = {ln.split("  ")[0]: ln.split()[-1] for ln in capsys.readouterr().out.splitlines()
              if ln.strip()}

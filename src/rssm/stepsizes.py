@@ -567,10 +567,19 @@ class Auto(_Adaptive):
         Factor in (0, 1) on the length after a step that did not.
     c : float
         Armijo constant of the first search, in (0, 1).
+    patience : int
+        The first search stops after this many halvings (the length is then
+        sqrt(p) / 2^patience), and after this many failures in a row the length is held
+        until a step decreases f again: where no length decreases f (the subgradient is
+        not a descent direction, e.g. at exact zeros of an l1 term), shrinking further
+        would only stall the run.
     """
 
     def __init__(self, t0: float | None = None, grow: float | None = None,
-                 shrink: float = 0.5, c: float = 1e-4):
+                 shrink: float = 0.5, c: float = 1e-4, patience: int = 8):
+        if not isinstance(patience, int) or patience < 1:
+            raise ValueError(f"patience must be an int >= 1, got {patience!r}")
+        self.patience = patience
         self.t0 = _t0(t0)
         self.grow = None if grow is None else as_positive_float(grow, "grow")
         if self.grow is not None and self.grow < 1:
@@ -583,6 +592,7 @@ class Auto(_Adaptive):
         super().reset()
         self._t = math.nan
         self._f_prev = math.nan
+        self._fails = 0
 
     def __call__(self, k: int, ctx: StepContext) -> float:
         f, g2 = self._observe(ctx)
@@ -591,14 +601,23 @@ class Auto(_Adaptive):
             self._started = True
             gamma = _length(self.t0, ctx) / g
             d2 = ctx.direction_norm**2
-            for _ in range(60):
+            for _ in range(self.patience):
                 if ctx.trial(gamma) <= f - self.c * gamma * d2:
                     break
                 gamma *= 0.5
             self._t = gamma * g
         else:
             grow = self.grow or (1.5 if ctx.method == "rssm" else 1.2)
-            self._t *= grow if f < self._f_prev else self.shrink
+            if f < self._f_prev:
+                self._t *= grow
+                self._fails = 0
+            else:
+                self._fails += 1
+                # Shrink on a failure, but not forever: after `patience` failures in a row
+                # no length helps (the subgradient is not a descent direction, as at the
+                # exact zeros of an l1 term), so hold the length until f decreases again.
+                if self._fails <= self.patience:
+                    self._t *= self.shrink
             gamma = self._t / g
         self._f_prev = f
         return gamma
