@@ -5,8 +5,8 @@ grid scored on the same instance, and against Pymanopt's SteepestDescent (Armijo
 
 For every problem, seed and method (RSM, RSSM with l = 3, 5, 10) it runs
 
-* ``auto`` (`rssm.stepsizes.Auto`), and the other tuning-free candidates of
-  docs/stepsizes.md (``--candidates``, on by default in the full run);
+* ``auto`` (`rssm.stepsizes.Auto`), and with ``--candidates`` (always with ``--quick``)
+  the other tuning-free candidates of docs/stepsizes.md;
 * every point of the problem's geometric grid (the ``--tuned`` grid of
   `rssm.experiments.configs` for DPCP and ODL; mu0 in {1/3, 1, 3} x the problem's
   reference mu0 and beta in {0.9, 0.95} for the others), each scored on this instance:
@@ -146,11 +146,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.stepsizes", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
-                    help="1 seed, shorter budgets, RSSM l=5 only besides RSM (~3 min)")
+                    help="1 seed, shorter budgets, RSM and RSSM l=5, all candidates")
     ap.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5)")
     ap.add_argument("--problems", nargs="*", default=None, help="subset of the problems")
-    ap.add_argument("--no-candidates", action="store_true",
-                    help="skip the other tuning-free candidates (auto, tuned, Pymanopt only)")
+    ap.add_argument("--candidates", action="store_true",
+                    help="also run the other tuning-free candidates (always with --quick)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = ap.parse_args(argv)
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     methods = METHODS if not args.quick else (("rsm", 1), ("rssm", 5))
     probs = _problems(args.quick)
     names = args.problems or list(probs)
-    candidates = {} if args.no_candidates else {
+    candidates = {} if not (args.candidates or args.quick) else {
         "PolyakLevel": PolyakLevel, "PolyakBest": PolyakBest,
         "AdaptiveGeometric": AdaptiveGeometric, "Backtracking": Backtracking}
     os.makedirs(args.out, exist_ok=True)

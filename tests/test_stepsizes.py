@@ -125,8 +125,9 @@ def test_minimize_uses_the_given_rule(small_dpcp):
     seen.clear()
     rssm.minimize(small_dpcp, method="rsm", stepsize=rule, max_iter=3, seed=0)
     assert seen == [(k, "rsm", 1) for k in range(3)]
-    res = rssm.minimize(small_dpcp, n_blocks=4, max_iter=2, seed=0)  # problem's default
-    assert res.stepsize == PaperSchedule.dpcp().describe()
+    res = rssm.minimize(small_dpcp, n_blocks=4, max_iter=2, seed=0)  # the default: auto
+    assert res.stepsize["rule"] == "Auto"
+    assert small_dpcp.reference_stepsize().describe() == PaperSchedule.dpcp().describe()
 
 
 # --------------------------------------------------------------------------------------

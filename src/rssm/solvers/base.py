@@ -113,7 +113,11 @@ class Solver(abc.ABC):
         if self._tentative is not None and self._tentative[0] == gamma:
             return float(self.oracle.cost())
         self._undo_tentative()
-        self._tentative = (gamma, self._move(gamma))
+        try:
+            old = self._move(gamma)
+        except (NonFiniteStep, np.linalg.LinAlgError):
+            return math.inf   # no usable point at this step size; x is unchanged
+        self._tentative = (gamma, old)
         self._extra_flops += self._apply_flops()
         return float(self.oracle.cost())
 
