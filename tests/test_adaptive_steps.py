@@ -177,6 +177,19 @@ def test_tuning_free_rules_decrease_f(dpcp, rule, method):
     assert res.fun - f_star < 0.5 * (prob.cost(x0) - f_star)
 
 
+@pytest.mark.parametrize("rule", [PolyakLevel, PolyakBest, AdaptiveGeometric, Backtracking])
+def test_every_tuning_free_candidate_is_invariant_to_scaling_f(rule):
+    base = DPCP.synthetic(n=12, d=3, n_inliers=40, n_outliers=30, seed=9)
+    m = base.m
+    x0 = base.initial_point()
+    runs = [rssm.minimize(CompositeProblem(base.yt, base.p, NormLoss.norm(),
+                                           sample_weights=np.full(m, c / m)),
+                          x0, n_blocks=3, stepsize=rule(), max_iter=60, seed=2)
+            for c in (1.0, 1e-6, 1e6)]
+    for r in runs[1:]:
+        np.testing.assert_allclose(r.x, runs[0].x, rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("scale", [1e-6, 1e6])
 def test_auto_is_invariant_to_scaling_f(scale):
     """f -> c f (c = 1e-6, 1e6) leaves the "auto" iterates unchanged to rounding."""
