@@ -172,7 +172,7 @@ def long_run(case: Case, n_iter: int, check_every: int = 100, seed: int = 0) -> 
         return False
 
     if case.stepsize == "paper":
-        step = problem.default_stepsize()
+        step = problem.reference_stepsize()
     else:
         step = Constant(float(case.stepsize))
     stop = AnyOf(MaxIterations(n_iter), CallbackStop(check))

@@ -47,7 +47,7 @@ def test_solve_csv_matches_minimize(tmp_path, capsys):
 def test_solve_json(tmp_path, capsys):
     out = tmp_path / "run.json"
     rc = main(["solve", "odl", "--n", "8", "--m", "200", "--method", "rsm", "--max-iter", "30",
-               "--out", str(out)])
+               "--stepsize", "paper", "--out", str(out)])
     assert rc == 0
     doc = json.loads(out.read_text())
     assert doc["problem"] == "odl" and doc["synthetic"] == {"n": 8, "theta": 0.3, "m": 200}
@@ -95,8 +95,9 @@ def test_problem_options_come_from_registry(monkeypatch):
 
 
 def test_solve_uses_the_problems_own_stepsize(monkeypatch, capsys):
-    """--stepsize default (the default) takes the problem's rule; parameters not given on
-    the command line come from it, so a problem without the paper's schedule still runs."""
+    """--stepsize default takes the problem's rule; parameters not given on the command
+    line come from it, so a problem without the paper's schedule still runs. Without
+    --stepsize the run uses auto."""
 
     class Toy(DPCP):
         @classmethod
@@ -108,10 +109,12 @@ def test_solve_uses_the_problems_own_stepsize(monkeypatch, capsys):
             return Geometric(0.25, 0.9)
 
     monkeypatch.setitem(REGISTRY, "toy", Toy)
-    assert main(["solve", "toy", "--max-iter", "5"]) == 0
+    assert main(["solve", "toy", "--max-iter", "5", "--stepsize", "default"]) == 0
     assert "Geometric(mu0=0.25, beta=0.9)" in capsys.readouterr().out
-    assert main(["solve", "toy", "--max-iter", "5", "--beta", "0.5"]) == 0
+    assert main(["solve", "toy", "--max-iter", "5", "--stepsize", "default", "--beta", "0.5"]) == 0
     assert "Geometric(mu0=0.25, beta=0.5)" in capsys.readouterr().out
+    assert main(["solve", "toy", "--max-iter", "5"]) == 0
+    assert "Auto(" in capsys.readouterr().out
     assert main(["solve", "toy", "--stepsize", "paper"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rssm: error: argument --stepsize paper:") and "--delta" in err
@@ -131,7 +134,7 @@ def _help(argv) -> str:
 def test_help_lists_defaults():
     text = _help(["solve", "dpcp", "--help"])
     for piece in ("--n INT", "(default: 100)", "(default: 1500)", "--method {rsm,rssm}",
-                  "{default,paper,geometric,constant,invsqrt}", "(default: uniform)"):
+                  "{auto,default,paper,geometric,constant,invsqrt}", "(default: uniform)"):
         assert piece in text, piece
     text = _help(["reproduce", "--help"])
     for piece in ("--quick", "--tuned", "--resume", "--seeds", "(default: 5)", "--quiet"):
@@ -249,7 +252,8 @@ def test_format_seconds(sec, text):
 
 def test_solve_prints_the_problem_summary(capsys):
     """Sparse PCA reports explained variance and sparsity next to the cost (issue 5)."""
-    rc = main(["solve", "sparse_pca", "--max-iter", "3000", "--seed", "0"])
+    rc = main(["solve", "sparse_pca", "--max-iter", "3000", "--seed", "0", "--stepsize",
+               "geometric"])  # the problem's reference rule
     assert rc == 0
     lines = {ln.split("  ")[0]: ln.split()[-1] for ln in capsys.readouterr().out.splitlines()
              if ln.strip()}

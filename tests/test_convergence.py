@@ -94,7 +94,7 @@ def test_sharp_problem_stationarity_does_not_vanish_but_stagnation_stops():
     1.1e-9 at iteration 1100, min stationarity 7.35)."""
     prob = PlantedSparseBasis.synthetic(n=10, p=3, m=400, seed=0)
     res = rssm.minimize(prob, method="rsm", max_iter=5000, record_every=10,
-                        stagnation_epochs=100, seed=0)
+                        stepsize=prob.reference_stepsize(), stagnation_epochs=100, seed=0)
     assert res.stop_reason is StopReason.NO_PROGRESS and not res.success
     assert res.error < 1e-6 and res.n_iter < 5000  # it did converge, and stopped early
     assert np.min(res.trace["stationarity"]) > 1.0
@@ -103,7 +103,8 @@ def test_sharp_problem_stationarity_does_not_vanish_but_stagnation_stops():
 def test_cli_options_and_trace_column(tmp_path, capsys):
     out = tmp_path / "t.csv"
     rc = main(["solve", "sparse_basis", "--n", "10", "--p", "3", "--m", "400", "--method",
-               "rsm", "--stagnation-epochs", "100", "--max-iter", "5000", "--out", str(out)])
+               "rsm", "--stepsize", "geometric", "--stagnation-epochs", "100", "--max-iter",
+               "5000", "--out", str(out)])
     text = capsys.readouterr().out
     assert rc == 0 and "no_progress" in text and "stationarity" in text
     assert "success        False" in text

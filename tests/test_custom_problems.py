@@ -70,14 +70,14 @@ def test_from_functions_without_partial_warns_once_and_matches_partial_run():
     np.testing.assert_allclose(r1.x, r2.x, rtol=0, atol=1e-12)
 
 
-def test_from_functions_needs_a_stepsize_or_one_at_minimize():
+def test_from_functions_runs_auto_unless_given_a_stepsize():
     a, b, _ = _procrustes_data()
     cost, sub, part = _functions(a, b)
     prob = rssm.Problem.from_functions(cost, sub, part, shape=(20, 5))
-    with pytest.raises(ValueError, match="no default step size"):
-        rssm.minimize(prob, max_iter=5, seed=0)
+    res = rssm.minimize(prob, max_iter=5, seed=0)
+    assert res.n_iter == 5 and res.stepsize["rule"] == "Auto"
     res = rssm.minimize(prob, stepsize=1e-4, max_iter=5, seed=0)
-    assert res.n_iter == 5
+    assert res.n_iter == 5 and res.stepsize == {"rule": "Constant", "c": 1e-4}
 
 
 def test_from_functions_validates_inputs_and_outputs():

@@ -15,6 +15,7 @@ from rssm.cli import main
 from rssm.data import ChunkedData, samples
 from rssm.data.chunked import ChunkedOracle
 from rssm.problems import DPCP, ODL, CompositeProblem, EntrywiseLoss, NormLoss
+from rssm.stepsizes import PaperSchedule
 
 RTOL = 1e-10
 
@@ -54,8 +55,13 @@ def test_memmap_dpcp_same_iterates(dpcp_data, tmp_path, cache, method):
     assert big.m == prob.m and big.shape == prob.shape and len(big.yt.bounds) == 8
     x0 = prob.initial_point()
     assert _rel(big.initial_point(), x0) < 1e-12
-    r1 = rssm.minimize(prob, x0, method=method, max_iter=120, seed=1, record_every=10)
-    r2 = rssm.minimize(big, x0, method=method, max_iter=120, seed=1, record_every=10)
+    # The paper's schedule: "auto" converges so far here that the inlier rows of Z are ~0,
+    # where the subgradient's weights z/||z|| amplify rounding beyond the 1e-13 below.
+    rule = PaperSchedule.dpcp()
+    r1 = rssm.minimize(prob, x0, method=method, max_iter=120, seed=1, record_every=10,
+                       stepsize=rule)
+    r2 = rssm.minimize(big, x0, method=method, max_iter=120, seed=1, record_every=10,
+                       stepsize=rule)
     assert _rel(r2.x, r1.x) < RTOL
     np.testing.assert_allclose(r2.trace["cost"], r1.trace["cost"], rtol=RTOL)
     assert r2.flops == pytest.approx(r1.flops, rel=1e-12)

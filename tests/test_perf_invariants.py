@@ -128,8 +128,9 @@ def test_dpcp_block_norms_recomputed_not_differenced() -> None:
 def test_flop_model_counts_what_is_computed() -> None:
     """The DPCP flop counts of one RSSM and one RSM step equal the sum of their parts:
     oracle GEMMs 2 m n c each, weights m c, statistics 2 m c + 2 m l, geometry
-    8 n p c + 4 n c + c^2, polar 4 n c^2 + 11 c^3 (RSSM); for RSM the same with
-    c = p, l = 1, and the tangent step 4 n p^2 + 4 n p."""
+    8 n p c + 4 n c + c^2, polar 4 n c^2 + 11 c^3, and for the step-size rule the norms
+    of the direction, 2 n c + 2 c^2 (RSSM); for RSM the same with c = p, l = 1, the
+    tangent step 4 n p^2 + 4 n p and the norm 2 n p."""
     prob = rssm.problems.DPCP.synthetic(n=30, d=6, n_inliers=50, n_outliers=70, seed=2)
     n, p = prob.shape
     m = prob.m
@@ -140,12 +141,12 @@ def test_flop_model_counts_what_is_computed() -> None:
     c = part.columns(1, 3).size
     got = rs.step(0.01)
     want = (2 * m * n * c + m * c) + (2 * m * n * c + 2 * m * c + 2 * m * ell) \
-        + 8 * n * p * c + 4 * n * c + c * c + 4 * n * c * c + 11 * c**3
+        + 8 * n * p * c + 4 * n * c + c * c + 4 * n * c * c + 11 * c**3 + 2 * n * c + 2 * c * c
     assert got == pytest.approx(want, rel=1e-15)
     rm = RSMSolver(prob, prob.initial_point(), None, None, np.random.default_rng(0))
     got = rm.step(0.01)
     want = (2 * m * n * p + m * p) + (2 * m * n * p + 2 * m * p + 2 * m * 1) \
-        + 4 * n * p * p + 4 * n * p + 4 * n * p * p + 11 * p**3
+        + 4 * n * p * p + 4 * n * p + 4 * n * p * p + 11 * p**3 + 2 * n * p
     assert got == pytest.approx(want, rel=1e-15)
 
 

@@ -205,8 +205,9 @@ def test_generic_oracle_slices_full_subgradient():
     assert not prob.has_error
     with pytest.raises(ValueError, match="ground truth"):
         prob.error(x)
+    np.testing.assert_array_equal(prob.initial_point(), prob.initial_point(0))  # seeded default
     with pytest.raises(TypeError, match="Generator"):
-        prob.initial_point()
+        prob.initial_point(1.5)
 
 
 # --------------------------------------------------------------------------------------

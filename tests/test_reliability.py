@@ -139,11 +139,15 @@ def test_dpcp_rows_with_zero_projection_get_a_zero_subgradient():
 
 
 def test_dpcp_all_zero_data_leaves_the_start_unchanged():
-    """All-zero data: f = 0 and every subgradient is 0, so X never moves."""
+    """All-zero data: f = 0 and every subgradient is 0, so X never moves; the run says so
+    (``stalled``: RSM after one iteration, RSSM with l = 2 after two, 2 binom(l, 2))."""
     prob = DPCP(np.zeros((6, 10)), 4)
     x0 = stiefel.random_point(6, 4, np.random.default_rng(1))
-    for method in ("rssm", "rsm"):
-        res = _run_checked(prob, x0, method=method, n_blocks=2, max_iter=50)
+    for method, n_iter in (("rssm", 2), ("rsm", 1)):
+        res = rssm.minimize(prob, x0, method=method, n_blocks=2, max_iter=50, seed=3,
+                            stepsize=0.05)
+        assert res.stop_reason is StopReason.STALLED, res.message
+        assert res.n_iter == n_iter and "subgradient is 0" in res.message
         assert res.fun == 0.0
         np.testing.assert_allclose(res.x, x0, rtol=0, atol=1e-15)
 

@@ -109,7 +109,8 @@ def test_json_settings(outdir):
     assert doc["command"].startswith("rssm reproduce all --budget 0.01")
     for key in ("platform", "cpu_count", "numpy", "blas"):
         assert key in doc["machine"]
-    n_runs = 2 * len(PAPER_METHODS) * SEEDS * 2 + sum(
+    # paper + tuned + auto on every seed, and the tuning grid on the tuning seed
+    n_runs = 2 * len(PAPER_METHODS) * SEEDS * 3 + sum(
         len(c.tuned_grid) * len(PAPER_METHODS) for c in make_configs(scale=BUDGET).values())
     assert len(doc["runs"]) == n_runs
     assert set(doc["tuned_choice"]) == {"dpcp", "odl"}
@@ -127,9 +128,9 @@ def test_report_tables_filled(outdir):
     text = (outdir / "report.md").read_text()
     assert "No finished" not in text
     for label in ("| RSM |", "| RSSM (l=3) |", "| RSSM (l=5) |", "| RSSM (l=10) |"):
-        # paper and tuned table of both problems
-        assert sum(line.startswith(label) for line in text.splitlines()) == 4, label
-    assert text.count(" time to 0.01 |") == 4 and text.count(" time to 1e-08 |") == 2
+        # paper, tuned and auto table of both problems
+        assert sum(line.startswith(label) for line in text.splitlines()) == 6, label
+    assert text.count(" time to 0.01 |") == 6 and text.count(" time to 1e-08 |") == 4
     assert "## Part 2: tuned step sizes" in text
     assert "iteration budgets are 0.01 times the full ones" in text
     assert "Command: `rssm reproduce all --budget 0.01" in text

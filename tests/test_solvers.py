@@ -393,8 +393,8 @@ def test_bad_problem_and_missing_defaults(small_dpcp):
         rssm.minimize(np.eye(3))
     a = np.random.default_rng(0).standard_normal((5, 4))
     no_step = _NaNAfter(a, 2, 10**9)
-    with pytest.raises(ValueError, match="no default step size; pass stepsize="):
-        rssm.minimize(no_step, n_blocks=2, seed=0, max_iter=1)
+    # no default step size of its own: "auto"
+    assert rssm.minimize(no_step, n_blocks=2, seed=0, max_iter=1).stepsize["rule"] == "Auto"
     with pytest.raises(ValueError, match="target_error needs a ground truth"):
         rssm.minimize(no_step, n_blocks=2, stepsize=0.1, seed=0, max_iter=1, target_error=1e-3)
     one_col = _NaNAfter(a, 1, 10**9)

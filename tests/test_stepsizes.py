@@ -125,8 +125,9 @@ def test_minimize_uses_the_given_rule(small_dpcp):
     seen.clear()
     rssm.minimize(small_dpcp, method="rsm", stepsize=rule, max_iter=3, seed=0)
     assert seen == [(k, "rsm", 1) for k in range(3)]
-    res = rssm.minimize(small_dpcp, n_blocks=4, max_iter=2, seed=0)  # problem's default
-    assert res.stepsize == PaperSchedule.dpcp().describe()
+    res = rssm.minimize(small_dpcp, n_blocks=4, max_iter=2, seed=0)  # the default: auto
+    assert res.stepsize["rule"] == "Auto"
+    assert small_dpcp.reference_stepsize().describe() == PaperSchedule.dpcp().describe()
 
 
 # --------------------------------------------------------------------------------------
@@ -170,13 +171,18 @@ def test_invalid_parameters_are_named(make, exc, pattern):
 
 @pytest.mark.parametrize("bad", [0.0, -1e-3, math.nan, math.inf, "0.1", None])
 def test_a_callable_returning_a_bad_step_is_caught(bad, small_dpcp):
-    """A user rule returning a non-positive or non-finite step stops the run with a
-    ValueError naming the step size, never a silent NaN run."""
-    with pytest.raises(ValueError, match=r"stepsize returned gamma_3 = .*finite real number > 0"):
-        rssm.minimize(
-            small_dpcp,
-            n_blocks=2,
-            stepsize=lambda k, ctx: 1e-3 if k < 3 else bad,
-            max_iter=10,
-            seed=0,
-        )
+    """A user rule returning a non-positive or non-finite step never runs on with NaN:
+    before the first step it is a bad argument (ValueError naming the step size); once
+    the run has started, the run is kept and ends with ``stalled`` at that iteration."""
+    with pytest.raises(ValueError, match=r"stepsize returned gamma_0 = .*finite real number > 0"):
+        rssm.minimize(small_dpcp, n_blocks=2, stepsize=lambda k, ctx: bad, max_iter=10, seed=0)
+    res = rssm.minimize(
+        small_dpcp,
+        n_blocks=2,
+        stepsize=lambda k, ctx: 1e-3 if k < 3 else bad,
+        max_iter=10,
+        seed=0,
+    )
+    assert res.stop_reason is rssm.StopReason.STALLED and res.n_iter == 3
+    assert "gamma_3" in res.message
+    assert res.trace["iteration"][-1] == 3 and np.isfinite(res.fun)

@@ -211,13 +211,15 @@ def _add_solve_common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--selection", choices=sorted(SELECTION_RULES), default="uniform",
                    help="block-pair rule of RSSM (uniform is the paper's)")
     s = p.add_argument_group("step size")
-    s.add_argument("--stepsize", choices=["default", *_STEP_PARAMS], default="default",
-                   help="default: the problem's own rule (the paper's schedule for dpcp and "
-                        "odl); paper: Delta_k/(sqrt(k+2) log(k+2)) with Delta_k = delta "
+    s.add_argument("--stepsize", choices=["auto", "default", *_STEP_PARAMS], default="auto",
+                   help="auto: the tuning-free rule rssm.stepsizes.Auto (docs/stepsizes.md); "
+                        "default: the problem's own rule when it has one (else auto); "
+                        "paper: Delta_k/(sqrt(k+2) log(k+2)) with Delta_k = delta "
                         "binom(l,2)^(a rho^k - 1) for RSSM, delta for RSM; geometric: "
                         "mu0 beta^(k/epoch); constant: c; invsqrt: c/sqrt(k+1). Parameters "
-                        "not given are the problem's own when its rule is of that kind "
-                        "(default: default)")
+                        "not given are the problem's own when its rule (or, for the "
+                        "built-ins, its reference rule: the paper's schedule for dpcp and "
+                        "odl) is of that kind (default: auto)")
     s.add_argument("--delta", type=_positive_float, default=None,
                    help="paper: Delta (default: the problem's, e.g. 0.9 for dpcp, 1e-3 for odl)")
     s.add_argument("--a", type=_positive_float, default=None,
@@ -578,18 +580,33 @@ def _cmd_plot(args) -> int:
 def _make_stepsize(args, problem):
     """The step-size rule of ``--stepsize`` and its parameters; parameters not given come
     from the problem's own default rule when it is of the same kind."""
-    from rssm.stepsizes import Constant, Geometric, InverseSqrt, PaperSchedule
+    from rssm.stepsizes import Constant, Geometric, InverseSqrt, PaperSchedule, make_auto
 
     classes = {"paper": PaperSchedule, "geometric": Geometric, "constant": Constant,
                "invsqrt": InverseSqrt}
     base = problem.default_stepsize()
+    if base is None:
+        base = problem.reference_stepsize()
     base_rule = next((k for k, c in classes.items() if type(base) is c), None)
     rule = args.stepsize
     if rule == "default":
-        if base_rule is None:
-            raise UsageError(f"argument --stepsize: {type(problem).__name__} has no default step "
-                             f"size; choose from {', '.join(classes)}")
-        rule = base_rule
+        if problem.default_stepsize() is None:
+            rule = "auto"
+        elif base_rule is None:
+            for name in sorted({n for ps in _STEP_PARAMS.values() for n in ps}):
+                if getattr(args, name) is not None:
+                    raise UsageError(f"argument --{name}: the problem's own step size "
+                                     f"{base!r} takes no --{name}")
+            return base
+        else:
+            rule = base_rule
+    if rule == "auto":
+        for name in sorted({n for ps in _STEP_PARAMS.values() for n in ps}):
+            if getattr(args, name) is not None:
+                users = [r for r, ps in _STEP_PARAMS.items() if name in ps]
+                raise UsageError(f"argument --{name}: only used with --stepsize "
+                                 f"{' or '.join(users)} (got --stepsize auto)")
+        return make_auto()
     for name in sorted({n for ps in _STEP_PARAMS.values() for n in ps}):
         if getattr(args, name) is not None and name not in _STEP_PARAMS[rule]:
             users = [r for r, ps in _STEP_PARAMS.items() if name in ps]

@@ -29,11 +29,29 @@ from collections.abc import Callable
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, as_int, as_positive_float, check_generator
+from rssm._validation import as_float_matrix, as_int, as_positive_float
 from rssm.blocks import ColumnSet, Partition
 from rssm.stepsizes import as_stepsize
 
-__all__ = ["Problem", "Oracle", "GenericOracle", "FunctionProblem", "FullSubgradientWarning"]
+__all__ = ["Problem", "Oracle", "GenericOracle", "FunctionProblem", "FullSubgradientWarning",
+           "start_rng"]
+
+
+def start_rng(rng, name: str = "rng") -> np.random.Generator:
+    """The generator of `Problem.initial_point`: a Generator as is, an int s as
+    ``numpy.random.default_rng([s, 1])``, None as s = 0."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None:
+        rng = 0
+    if isinstance(rng, bool) or not isinstance(rng, (int, np.integer)):
+        raise TypeError(
+            f"{name} must be None, a non-negative int seed or a numpy.random.Generator, got "
+            f"{type(rng).__name__}"
+        )
+    if rng < 0:
+        raise ValueError(f"{name} must be a non-negative int seed, got {rng}")
+    return np.random.default_rng([int(rng), 1])
 
 
 class Oracle:
@@ -144,15 +162,30 @@ class Problem(abc.ABC):
         raise ValueError(f"{type(self).__name__} has no ground truth, so error(X) is undefined")
 
     # -- starts and defaults --------------------------------------------------------------
-    def initial_point(self, rng: np.random.Generator | None = None) -> np.ndarray:
-        """A starting point; the default is Haar random on St(n, p)."""
-        if rng is None:
-            raise TypeError(f"{type(self).__name__}.initial_point needs a numpy.random.Generator")
-        check_generator(rng)
-        return stiefel.random_point(*self.shape, rng)
+    def initial_point(self, rng: int | np.random.Generator | None = None) -> np.ndarray:
+        """A starting point; the default is Haar random on St(n, p).
+
+        Parameters
+        ----------
+        rng : None, int or numpy.random.Generator
+            A Generator is used as is. An int s stands for the stream
+            ``numpy.random.default_rng([s, 1])``, the start that ``rssm solve --seed s`` and
+            ``rssm reproduce`` use (and a stream apart from the data of ``synthetic(seed=s)``).
+            None is the seeded default, s = 0: the same start every call.
+        """
+        return stiefel.random_point(*self.shape, start_rng(rng))
 
     def default_stepsize(self):
-        """The step-size rule used when the caller gives none, or None if there is none."""
+        """The rule `rssm.minimize` uses when the caller gives none; None (the default)
+        means ``"auto"`` (`rssm.stepsizes.Auto`). Custom problems return the ``stepsize=``
+        they were built with."""
+        return None
+
+    def reference_stepsize(self):
+        """A hand-set rule of this problem kept for comparison (the paper's schedule for
+        DPCP and ODL, a geometric rule for the other built-ins), or None. Not used unless
+        asked for: ``rssm solve --stepsize paper|geometric`` fills the parameters not
+        given from it."""
         return None
 
     # -- flop model -----------------------------------------------------------------------

@@ -236,6 +236,66 @@ def _full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
     return polar(xi)
 
 
+def _submanifold_direction(
+    x: np.ndarray, sel: np.ndarray | slice, g: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """First half of `_submanifold_step`: the negated partial Riemannian subgradient
+    -P(G_C) = X Y - G_C (eq. ``eq-partialRiemsubgrad``, Y = X^T G_C with Y[C] symmetrized)
+    and S = skew(X_C^T G_C) = X_C^T P(G_C) (c x c), whose blocks give the
+    A_X^{-1}-norm of the step (Lemma ``lem-cindep``). ``x`` and ``g`` are not modified.
+
+    Cost: 4 n p c + n c + O(c^2) flops.
+    """
+    y = x.T @ g                          # Y = X^T G_C                (p x c)
+    yc = y[sel]
+    ys = 0.5 * (yc + yc.T)
+    s = yc - ys                          # skew(Y[C]): X_C^T P(G_C)
+    y[sel] = ys                          # Y[C] <- sym(Y[C])
+    neg = x @ y                          # X Y                        (n x c)
+    neg -= g                             # -P(G_C) = X Y - G_C
+    return neg, s
+
+
+def _submanifold_apply(
+    x: np.ndarray, sel: np.ndarray | slice, neg: np.ndarray, gamma: float
+) -> np.ndarray:
+    """Second half of `_submanifold_step`: the new columns
+    P_{M_{X_-C}}(X_C - gamma P(G_C)) (eq. ``eq-projsubmfdblk``) from ``neg`` = -P(G_C) of
+    `_submanifold_direction`. Bit for bit the result of `_submanifold_step`."""
+    xi = neg * gamma
+    xi += x[:, sel]                      # Xi = X_C - gamma P(G_C)
+    w = x.T @ xi                         # W = X^T Xi, W[C] = 0: X W = X_{-C} X_{-C}^T Xi
+    w[sel] = 0.0
+    xi -= x @ w
+    q = _polar_gram(xi)
+    if q is not None:
+        return q
+    # See `_submanifold_step` for the SVD fallback and its re-projection rounds.
+    q = polar(xi)
+    for _ in range(_REPROJECT_ROUNDS):
+        w = x.T @ q
+        w[sel] = 0.0
+        q = polar(q - x @ w)
+    return q
+
+
+def _tangent_direction(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """First half of `_full_step`: -P_T(G) = X sym(X^T G) - G (eq. ``eq-Rsubdiff``)."""
+    y = x.T @ g
+    ys = y + y.T                         # 2 sym(X^T G)
+    neg = x @ ys
+    neg *= 0.5                           # X sym(X^T G)
+    neg -= g                             # -P_T(G)
+    return neg
+
+
+def _full_apply(x: np.ndarray, neg: np.ndarray, gamma: float) -> np.ndarray:
+    """Second half of `_full_step`: polar(X - gamma P_T(G)) from ``neg`` = -P_T(G)."""
+    xi = neg * gamma
+    xi += x                              # X - gamma P_T(G)
+    return polar(xi)
+
+
 def project_submanifold_block(
     x: np.ndarray, cols: np.ndarray | slice, big_xi: np.ndarray
 ) -> np.ndarray:

@@ -31,6 +31,7 @@ __all__ = [
     "TargetError",
     "MinStationarity",
     "CostStagnation",
+    "MinStepNorm",
     "CallbackStop",
     "CONVERGED",
     "AnyOf",
@@ -55,6 +56,11 @@ class StopReason(str, enum.Enum):
     CALLBACK = "callback"
     NON_FINITE = "non_finite"
     INTERRUPTED = "interrupted"
+    #: The step could not go on: the step size underflowed to 0 or the rule failed after
+    #: the first iteration, the direction was 0, or the steps left X unchanged.
+    STALLED = "stalled"
+    #: `MinStepNorm`: ||X_{k+1} - X_k||_F fell below its tolerance.
+    MIN_STEP = "min_step"
 
     def __str__(self) -> str:
         return self.value
@@ -87,6 +93,9 @@ class Progress:
         At a recording point, a read-only copy of the iterate (a snapshot: storing it keeps
         that iterate; the copy costs one n x p array per recording point, made outside the
         timed region), else None.
+    step_norm : float or None
+        ||X_k - X_{k-1}||_F of the last step (None before the first). Only the columns
+        a step changed enter, so it costs O(n |C|) per RSSM iteration.
     """
 
     iteration: int
@@ -96,6 +105,7 @@ class Progress:
     error: float | None = None
     x: np.ndarray | None = None
     stationarity: float | None = None
+    step_norm: float | None = None
 
 
 class StoppingCriterion(abc.ABC):
@@ -250,6 +260,27 @@ class CostStagnation(StoppingCriterion):
     def __repr__(self) -> str:
         return (f"CostStagnation({self.window:g} epochs of {self.epoch:g} iterations, "
                 f"rtol={self.rtol:g}, atol={self.atol:g})")
+
+
+class MinStepNorm(StoppingCriterion):
+    """Stop once a step moves X by less than ``tol``: ||X_{k+1} - X_k||_F < tol
+    (checked after every iteration; reason `StopReason.MIN_STEP`).
+
+    A subgradient method's steps do not shrink by themselves near a minimizer the way a
+    gradient method's do; they shrink as its step size does, so with a decaying or
+    adaptive rule this is a "the method has settled" test. An RSSM step changes only the
+    columns of one block pair, so its length is that of their change.
+    """
+
+    def __init__(self, tol: float):
+        self.tol = as_positive_float(tol, "tol")
+
+    def check(self, progress: Progress) -> StopReason | None:
+        s = progress.step_norm
+        return StopReason.MIN_STEP if s is not None and s < self.tol else None
+
+    def __repr__(self) -> str:
+        return f"MinStepNorm({self.tol})"
 
 
 class CallbackStop(StoppingCriterion):

@@ -20,7 +20,7 @@ import numpy as np
 
 from rssm.problem import Problem
 from rssm.problems import REGISTRY
-from rssm.stepsizes import Geometric, PaperSchedule, StepSize
+from rssm.stepsizes import Auto, Geometric, PaperSchedule, StepSize
 
 __all__ = [
     "MethodSpec",
@@ -30,6 +30,7 @@ __all__ = [
     "THRESHOLDS",
     "TUNED_TARGET",
     "TUNING_SEED",
+    "AUTO_STEPSIZE",
     "QUICK_DIVISOR",
     "make_configs",
     "make_stepsize",
@@ -44,6 +45,8 @@ TUNED_TARGET = 1e-8
 QUICK_DIVISOR = 15
 #: Seed of the data used to choose the tuned step sizes (not one of the reported seeds).
 TUNING_SEED = 1000
+#: The tuning-free rule run beside the grid's pick in the ``--tuned`` part.
+AUTO_STEPSIZE = {"rule": "auto"}
 
 
 @dataclass(frozen=True)
@@ -84,21 +87,25 @@ def make_stepsize(spec: dict) -> StepSize:
     Parameters
     ----------
     spec : dict
-        ``{"rule": "paper", "delta": .., "a": .., "rho": ..}`` or
-        ``{"rule": "geometric", "mu0": .., "beta": ..}``.
+        ``{"rule": "paper", "delta": .., "a": .., "rho": ..}``,
+        ``{"rule": "geometric", "mu0": .., "beta": ..}`` or ``{"rule": "auto"}``
+        (`rssm.stepsizes.Auto`, run beside the grid's pick in the ``--tuned`` part).
     """
     rule = spec.get("rule")
     if rule == "paper":
         return PaperSchedule(spec["delta"], spec["a"], spec["rho"])
     if rule == "geometric":
         return Geometric(spec["mu0"], spec["beta"])
-    raise ValueError(f"step-size rule must be 'paper' or 'geometric', got {rule!r}")
+    if rule == "auto":
+        return Auto()
+    raise ValueError(f"step-size rule must be 'paper', 'geometric' or 'auto', got {rule!r}")
 
 
 def stepsize_label(spec: dict) -> str:
-    """Short text for a step-size spec: ``paper`` or ``geometric(mu0=0.1, beta=0.9)``."""
-    if spec["rule"] == "paper":
-        return "paper"
+    """Short text for a step-size spec: ``paper``, ``auto`` or
+    ``geometric(mu0=0.1, beta=0.9)``."""
+    if spec["rule"] in ("paper", "auto"):
+        return spec["rule"]
     return f"geometric(mu0={spec['mu0']:g}, beta={spec['beta']:g})"
 
 

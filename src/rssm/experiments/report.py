@@ -329,6 +329,13 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict,
             lines += claim_lines
             summary.append((f"{cfg['title']}, tuned step sizes", verdicts))
             lines.append("")
+            auto = [r for k, r in runs_by_key.items() if k[0] == "auto" and k[1] == name]
+            if auto:
+                lines += ["Beside the grid's pick: `stepsize=\"auto\"` (no tuning, "
+                          "docs/stepsizes.md) on the same seeds, budget and target:", ""]
+                lines += results_table(auto, levels, floor=TUNED_TARGET)
+                lines += ["", "Median solver time to "
+                          f"{TUNED_TARGET:g}, auto / tuned: " + _auto_ratio(auto, runs), ""]
     at = lines.index("SUMMARY_PLACEHOLDER")
     lines[at:at + 1] = _summary(summary)
     return "\n".join(lines) + "\n"
@@ -341,6 +348,21 @@ def _asked_note(asked: list[int], used: list[int]) -> str:
         return ""
     return (f" (the last command asked for seeds {_seeds(asked)}; the other seeds' runs "
             "were already in the results)")
+
+
+def _auto_ratio(auto: Sequence[Run], tuned: Sequence[Run]) -> str:
+    """Per method: median time to `TUNED_TARGET` of auto over that of the tuned runs."""
+    parts = []
+    for m in method_order({r.method for r in tuned}):
+        ta = [first_reach(r, TUNED_TARGET, "time") for r in auto if r.method == m]
+        tt = [first_reach(r, TUNED_TARGET, "time") for r in tuned if r.method == m]
+        if not ta or not tt:
+            continue
+        a, t = float(np.median(ta)), float(np.median(tt))
+        ratio = f"{a / t:.2f}" if math.isfinite(a) and math.isfinite(t) else (
+            "auto did not reach it" if not math.isfinite(a) else "tuned did not reach it")
+        parts.append(f"{MethodSpec.from_key(m).label} {ratio}")
+    return "; ".join(parts) + "."
 
 
 def _feasibility_line(doc: dict) -> str:

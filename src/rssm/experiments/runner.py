@@ -25,6 +25,7 @@ from threadpoolctl import threadpool_info
 import rssm
 from rssm.experiments import io
 from rssm.experiments.configs import (
+    AUTO_STEPSIZE,
     PAPER_METHODS,
     THRESHOLDS,
     TUNED_TARGET,
@@ -45,6 +46,7 @@ __all__ = [
     "plan_paper",
     "plan_tuning",
     "plan_tuned",
+    "plan_auto",
     "choose_tuned",
     "run_one",
     "reproduce",
@@ -60,8 +62,9 @@ class RunSpec:
 
     Attributes
     ----------
-    part : {"paper", "tuning", "tuned"}
-        The paper's settings; the step-size search of ``--tuned``; its reported runs.
+    part : {"paper", "tuning", "tuned", "auto"}
+        The paper's settings; the step-size search of ``--tuned``; its reported runs;
+        ``stepsize="auto"`` on the same seeds, beside them.
     problem : str
         Problem name.
     method : MethodSpec
@@ -131,6 +134,19 @@ def plan_tuned(cfg: ProblemConfig, seeds: Sequence[int], choice: dict[str, dict]
     for i, seed in enumerate(seeds):
         for m in _rotate(methods, i):
             out.append(RunSpec("tuned", cfg.name, m, int(seed), dict(choice[m.key]),
+                               cfg.max_iter(m, tuned=True), cfg.record_every(m, tuned=True),
+                               TUNED_TARGET))
+    return out
+
+
+def plan_auto(cfg: ProblemConfig, seeds: Sequence[int],
+              methods: Sequence[MethodSpec] = PAPER_METHODS) -> list[RunSpec]:
+    """``stepsize="auto"`` on every seed and method with the tuned part's budget and
+    target (part "auto"): what a user gets without tuning, beside the grid's pick."""
+    out = []
+    for i, seed in enumerate(seeds):
+        for m in _rotate(methods, i):
+            out.append(RunSpec("auto", cfg.name, m, int(seed), dict(AUTO_STEPSIZE),
                                cfg.max_iter(m, tuned=True), cfg.record_every(m, tuned=True),
                                TUNED_TARGET))
     return out
@@ -397,7 +413,7 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     for cfg in configs.values():
         n_total += len(seeds) * len(PAPER_METHODS)
         if tuned:
-            n_total += (len(cfg.tuned_grid) + len(seeds)) * len(PAPER_METHODS)
+            n_total += (len(cfg.tuned_grid) + 2 * len(seeds)) * len(PAPER_METHODS)
     bar = ProgressBar(n_total, enabled=progress)
     say = log or (lambda msg: None)
     t_start = time.perf_counter()
@@ -445,6 +461,7 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
                 doc["tuned_choice"][cfg.name] = choice
                 io.write_json(json_path, doc)
                 execute(plan_tuned(cfg, seeds, choice))
+                execute(plan_auto(cfg, seeds))
     finally:
         bar.close()
     doc["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

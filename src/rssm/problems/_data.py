@@ -34,6 +34,10 @@ class DataOracle(Oracle, abc.ABC):
         self.n, self.m, self.p = n, m, p
         self.zt = np.empty((p, m))
         self._w = np.empty((p, m))
+        # Per-row cost contributions of entrywise objectives, recomputed lazily: rows of Z^T
+        # that changed since the last `cost` call are marked stale (see `_row_cost`).
+        self._row_cost = np.zeros(p)
+        self._stale = np.ones(p, dtype=bool)
         self.refresh()
 
     # Z^T rows for column runs -------------------------------------------------------------
@@ -42,9 +46,14 @@ class DataOracle(Oracle, abc.ABC):
 
     def refresh(self) -> None:
         np.matmul(self.x.T, self.yt, out=self.zt)
+        self._stale[:] = True
         self._after_update(None)
 
     def update(self, cols: ColumnSet | None) -> None:
+        if cols is None:
+            self._stale[:] = True
+        else:
+            self._stale[cols.index] = True
         if cols is None:
             np.matmul(self.x.T, self.yt, out=self.zt)
         elif len(cols.runs) == 1:
@@ -65,6 +74,21 @@ class DataOracle(Oracle, abc.ABC):
 
     def _after_update(self, cols: ColumnSet | None) -> None:
         """Hook for per-block statistics after Z^T rows changed."""
+
+    def _row_values(self, rows: np.ndarray) -> np.ndarray:
+        """The cost's contributions of the given rows of Z^T (one number per row), for
+        objectives that are sums over the columns of X; others override `cost`."""
+        raise NotImplementedError
+
+    def _cached_cost(self) -> float:
+        """Sum of the per-row contributions, recomputing only the rows of Z^T that changed
+        since the last call: O(m |C|) after an RSSM step, O(p) when nothing changed. Each
+        row's value is recomputed from scratch, so nothing drifts."""
+        stale = np.flatnonzero(self._stale)
+        if stale.size:
+            self._row_cost[stale] = self._row_values(stale)
+            self._stale[stale] = False
+        return float(self._row_cost.sum())
 
     @abc.abstractmethod
     def _weights(self, rows: slice, out: np.ndarray) -> None:

@@ -201,16 +201,23 @@ class _CompositeOracle(DataOracle):
             g = g + self.mu * np.sign(self.x)
         return g
 
+    def _row_values(self, rows: np.ndarray) -> np.ndarray:
+        z = self.zt[rows]
+        res = z if self.bt is None else z - self.bt[rows]
+        v = np.asarray(self.loss.value(res), dtype=np.float64)
+        out = v @ self.cw if self.cw is not None else v.sum(axis=1)
+        if self.mu:  # mu ||X||_1 by columns of X (= rows of Z^T)
+            out = out + self.mu * np.abs(self.x[:, rows]).sum(axis=0)
+        return out
+
     def cost(self) -> float:
         if self._norm_loss:
             v = np.asarray(self.loss.value(self.r), dtype=np.float64)
             total = float(v @ self.cw) if self.cw is not None else float(v.sum())
-        else:
-            v = np.asarray(self.loss.value(self._resid(slice(0, self.p))), dtype=np.float64)
-            total = float(v.sum(axis=0) @ self.cw) if self.cw is not None else float(v.sum())
-        if self.mu:
-            total += self.mu * float(np.abs(self.x).sum())
-        return total
+            if self.mu:
+                total += self.mu * float(np.abs(self.x).sum())
+            return total
+        return self._cached_cost()
 
     def _weight_flops(self, c: int) -> float:
         per = (self.bt is not None) + (1 if self._norm_loss else self.loss.flops)

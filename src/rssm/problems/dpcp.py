@@ -32,7 +32,7 @@ from rssm.data.chunked import (
     chunked_subgradient,
     make_data_oracle,
 )
-from rssm.problem import Problem
+from rssm.problem import Problem, start_rng
 from rssm.problems._data import DataOracle
 from rssm.stepsizes import PaperSchedule
 
@@ -248,14 +248,17 @@ class DPCP(Problem):
 
     def initial_point(self, rng=None) -> np.ndarray:
         """The paper's spectral start argmin_{X in St(n,p)} ||Yt^T X||_F^2: the bottom-p
-        eigenvectors of Yt Yt^T (deterministic; ``rng`` is ignored)."""
+        eigenvectors of Yt Yt^T (deterministic; ``rng``, None, an int seed or a Generator as
+        for `rssm.Problem.initial_point`, is checked and not used)."""
+        start_rng(rng)
         n, p = self.shape
         # eigh of the n x n scatter matrix: O(m n^2 + n^3) once, before the solver starts.
         gram = self.yt.gram() if isinstance(self.yt, ChunkedData) else self.yt @ self.yt.T
         w, v = np.linalg.eigh(gram)
         return np.ascontiguousarray(v[:, :p])
 
-    def default_stepsize(self):
+    def reference_stepsize(self):
+        """The paper's schedule (Section 5.1), `PaperSchedule.dpcp`; not the default."""
         return PaperSchedule.dpcp()
 
     def __repr__(self) -> str:

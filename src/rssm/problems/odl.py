@@ -54,8 +54,11 @@ class _ODLOracle(DataOracle):
     def _weights(self, rows: slice, out: np.ndarray) -> None:
         np.sign(self.zt[rows], out=out)
 
+    def _row_values(self, rows: np.ndarray) -> np.ndarray:
+        return np.abs(self.zt[rows]).sum(axis=1)
+
     def cost(self) -> float:
-        return float(np.abs(self.zt).sum())
+        return self._cached_cost()
 
 
 class ODL(Problem):
@@ -152,10 +155,14 @@ class ODL(Problem):
         return dictionary_error(x, self.dictionary)
 
     def initial_point(self, rng=None) -> np.ndarray:
-        """Haar random on St(n, p) (Section 5.2); needs a numpy.random.Generator."""
+        """Haar random on St(n, p) (Section 5.2); ``rng`` is None (a seeded default), an int
+        seed or a Generator, as for `rssm.Problem.initial_point`. A Generator seeded like
+        the instance's ``synthetic(seed=...)`` would give X* itself; an int s does not (it
+        stands for ``default_rng([s, 1])``)."""
         return super().initial_point(rng)
 
-    def default_stepsize(self):
+    def reference_stepsize(self):
+        """The paper's schedule (Section 5.2), `PaperSchedule.odl`; not the default."""
         return PaperSchedule.odl()
 
     def __repr__(self) -> str:

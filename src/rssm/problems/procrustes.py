@@ -15,6 +15,7 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm.problem import start_rng
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss
 from rssm.stepsizes import Geometric
 
@@ -109,10 +110,12 @@ class L1Procrustes(CompositeProblem):
     def initial_point(self, rng=None) -> np.ndarray:
         """polar(A^T B) (deterministic; ``rng`` is ignored): the least-squares Procrustes
         solution when A^T A is a multiple of I, and near it for a tall Gaussian A. Gross
-        errors pull it further from X*; RSSM then corrects it."""
+        errors pull it further from X*; RSSM then corrects it. ``rng`` (None, an int seed
+        or a Generator) is checked and not used."""
+        start_rng(rng)
         return stiefel.polar(self.yt @ self.bt.T)
 
-    def default_stepsize(self):
+    def reference_stepsize(self):
         """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.95 per epoch): linear convergence on this
         sharp problem (1/||A||_2^2 is the inverse curvature scale of ||A X - B||^2)."""
         return Geometric(1.0 / float(np.linalg.norm(self.yt, 2)) ** 2, 0.95)

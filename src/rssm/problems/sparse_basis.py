@@ -111,10 +111,11 @@ class PlantedSparseBasis(CompositeProblem):
         return signed_permutation_distance(x, self.x_true)
 
     def initial_point(self, rng=None) -> np.ndarray:
-        """Haar random on St(n, p); needs a numpy.random.Generator."""
+        """Haar random on St(n, p); ``rng`` is None (a seeded default), an int seed or a
+        Generator, as for `rssm.Problem.initial_point`."""
         return super().initial_point(rng)
 
-    def default_stepsize(self):
+    def reference_stepsize(self):
         """Geometric(mu0 = 0.6 / ||Q||_2^2, beta = 0.98 per epoch) (sharp problem).
 
         A geometric step has a finite total length, about mu0 / (1 - beta) per column, and

@@ -14,6 +14,7 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm.problem import start_rng
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
 from rssm.stepsizes import Geometric
 
@@ -170,16 +171,17 @@ class SparsePCA(CompositeProblem):
 
     def initial_point(self, rng=None) -> np.ndarray:
         """The PCA start: the top-r right singular vectors of A (deterministic; ``rng`` is
-        ignored). O(m n^2) once, before the solver starts.
+        checked and not used). O(m n^2) once, before the solver starts.
 
         With more components than samples (r > m, possible for `from_data`), A has at
         most m right singular vectors; the start is completed by right singular vectors of
         the null space of A (the full SVD, deterministic), so it is still on St(n, r)."""
+        start_rng(rng)
         a = self.yt.T
         _, _, vt = np.linalg.svd(a, full_matrices=self.p > min(a.shape))
         return np.ascontiguousarray(vt[: self.p].T)
 
-    def default_stepsize(self):
+    def reference_stepsize(self):
         """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.99 per epoch).
 
         The l1 term is sharp (f grows linearly off the planted supports), so a

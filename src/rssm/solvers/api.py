@@ -55,7 +55,7 @@ def minimize(
     x0: np.ndarray | None = None,
     method: str = "rssm",
     n_blocks: int | None = None,
-    stepsize: StepSize | Callable | float | None = None,
+    stepsize: StepSize | Callable | float | str | None = None,
     max_iter: int | None = None,
     max_time: float | None = None,
     target_error: float | None = None,
@@ -91,9 +91,12 @@ def minimize(
         St(n, 1) it raises a ValueError that names ``method='rsm'`` (with one column there is
         no pair of blocks; RSM is what a single block would do). Ignored by RSM and when
         ``partition`` is given.
-    stepsize : StepSize, callable or float, optional
-        Rule ``(k, ctx) -> gamma_k``; a number means a constant step. Default: the
-        problem's own (the paper's schedule for DPCP and ODL).
+    stepsize : StepSize, callable, float or "auto", optional
+        Rule ``(k, ctx) -> gamma_k`` (see `rssm.stepsizes.StepContext` for what ``ctx``
+        offers); a number means a constant step; ``"auto"`` is `rssm.stepsizes.Auto`, which
+        needs no tuning and no problem constant (docs/stepsizes.md). Default: the rule a
+        custom problem was built with (``Problem.from_functions(..., stepsize=)``), else
+        ``"auto"``. The paper's schedule is `rssm.stepsizes.PaperSchedule`.
     max_iter : int, optional
         Iteration limit. When neither ``max_iter``, ``max_time`` nor ``stop`` is given,
         1000 epochs: 1000 RSM iterations, ceil(1000 l / 2) RSSM iterations with l blocks
@@ -156,7 +159,8 @@ def minimize(
         ``stationary``). A
         KeyboardInterrupt during the run returns the Result so far with stop reason
         ``interrupted``; a non-finite step returns the last finite iterate with
-        ``non_finite``.
+        ``non_finite``; from iteration 1 on, a step size that underflows to 0, a step rule
+        that fails, or steps that leave X unchanged return the Result with ``stalled``.
     """
     if not isinstance(problem, Problem):
         raise TypeError(
@@ -203,12 +207,11 @@ def minimize(
         selector = None
 
     if stepsize is None:
+        # The problem's own rule when it was given one (Problem.from_functions(stepsize=),
+        # CompositeProblem(stepsize=)); else the tuning-free rule.
         stepsize = problem.default_stepsize()
         if stepsize is None:
-            raise ValueError(
-                f"{type(problem).__name__} has no default step size; pass stepsize= "
-                "(e.g. rssm.stepsizes.InverseSqrt(0.1) or a positive number)"
-            )
+            stepsize = "auto"
     rule = _check_stepsize(stepsize)
 
     criteria: list[StoppingCriterion] = []

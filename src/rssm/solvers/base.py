@@ -23,7 +23,7 @@ from rssm import stiefel
 from rssm._validation import describe
 from rssm.blocks import PairSelector, Partition
 from rssm.problem import Oracle, Problem
-from rssm.stepsizes import StepContext, StepSize
+from rssm.stepsizes import StepContext, StepSize, StepStall
 from rssm.stopping import Progress, StoppingCriterion, StopReason
 from rssm.threads import ThreadGovernor
 from rssm.trace import Result, Trace
@@ -44,7 +44,19 @@ def polar_flops(n: int, k: int) -> float:
 
 
 class Solver(abc.ABC):
-    """A solver holds the working iterate ``x`` and an `Oracle` bound to it."""
+    """A solver holds the working iterate ``x`` and an `Oracle` bound to it.
+
+    An iteration has two halves, so that a step-size rule can see the step's direction
+    before it chooses gamma (`rssm.stepsizes.StepContext`):
+
+    * `direction` draws what the iteration updates (RSSM: a block pair) and computes the
+      (partial) Riemannian subgradient there; it returns its squared norm and the
+      unbiased estimate of ||grad f(X)||^2 the rules use;
+    * `apply` moves ``x`` along it with step size gamma and updates the oracle's cache.
+
+    `trial` evaluates f at the point a given gamma would give without committing to it
+    (for line searches); `step` does both halves with a given gamma.
+    """
 
     method: str = "base"
 
@@ -58,18 +70,91 @@ class Solver(abc.ABC):
         if selector is not None and partition is not None:
             selector.bind(partition.n_blocks, rng)
         self.oracle: Oracle = problem.make_oracle(self.x, partition)
+        #: ||X_{k+1} - X_k||_F of the last applied step (NaN before the first).
+        self.step_norm = math.nan
+        self._pending: tuple | None = None     # (cols or None, selector, -direction, |C|)
+        self._dir_flops = 0.0
+        self._extra_flops = 0.0                # trials that were not kept
+        self._tentative: tuple | None = None   # (gamma, old columns) of a trial left in x
 
     @property
     def n_blocks(self) -> int:
         return 1 if self.partition is None else self.partition.n_blocks
 
     @abc.abstractmethod
+    def direction(self) -> tuple[float, float]:
+        """Compute this iteration's direction; return (||P(G_C)||_F^2, grad_sq), grad_sq an
+        unbiased estimate of ||grad f(X)||^2 (see `rssm.stepsizes.StepContext.grad_sq`)."""
+
+    @abc.abstractmethod
+    def _candidate(self, gamma: float) -> np.ndarray:
+        """The new values of the pending columns for step size ``gamma`` (x unchanged)."""
+
+    @abc.abstractmethod
+    def _apply_flops(self) -> float:
+        """Flop model of one `_candidate` plus the cache update that follows it."""
+
+    def _write(self, values: np.ndarray) -> None:
+        cols, sel = self._pending[:2]
+        self.x[:, sel] = values
+        self.oracle.update(cols)
+
+    def _move(self, gamma: float) -> np.ndarray:
+        """Write the candidate of ``gamma`` into x (and the cache); return the old values."""
+        new = self._candidate(gamma)
+        _commit_check(new)
+        sel = self._pending[1]
+        old = self.x[:, sel].copy()
+        self._write(new)
+        return old
+
+    def _undo_tentative(self) -> None:
+        if self._tentative is not None:
+            _, old = self._tentative
+            self._tentative = None
+            self._write(old)
+            self._extra_flops += self.oracle.flops_update(self._pending[3])
+
+    def trial(self, gamma: float) -> float:
+        """f at the point of step size ``gamma``; x is left there until `apply` (which keeps
+        it when given the same gamma, and undoes it otherwise)."""
+        if self._tentative is not None and self._tentative[0] == gamma:
+            return float(self.oracle.cost())
+        self._undo_tentative()
+        try:
+            old = self._move(gamma)
+        except (NonFiniteStep, np.linalg.LinAlgError):
+            return math.inf   # no usable point at this step size; x is unchanged
+        self._tentative = (gamma, old)
+        self._extra_flops += self._apply_flops()
+        return float(self.oracle.cost())
+
+    def apply(self, gamma: float) -> float:
+        """Take the pending direction's step with size ``gamma``; return the iteration's
+        flop-model count. Leaves ``x`` unchanged and raises `NonFiniteStep` when the new
+        values are not finite."""
+        if self._tentative is not None and self._tentative[0] == gamma:
+            old = self._tentative[1]
+            self._tentative = None
+            self._extra_flops -= self._apply_flops()   # counted once, below
+        else:
+            self._undo_tentative()
+            old = self._move(gamma)
+        diff = self.x[:, self._pending[1]] - old
+        self.step_norm = float(np.sqrt(np.vdot(diff, diff)))
+        flops = self._dir_flops + self._apply_flops() + self._extra_flops
+        self._extra_flops = 0.0
+        self._pending = None
+        return flops
+
     def step(self, gamma: float) -> float:
         """Do one iteration with step size ``gamma`` and return its flop-model count.
 
-        Must leave ``self.x`` unchanged and raise `NonFiniteStep` when the new values are
+        Leaves ``self.x`` unchanged and raises `NonFiniteStep` when the new values are
         not finite.
         """
+        self.direction()
+        return self.apply(gamma)
 
 
 def _commit_check(new: np.ndarray) -> None:
@@ -77,10 +162,30 @@ def _commit_check(new: np.ndarray) -> None:
         raise NonFiniteStep("the step produced non-finite values")
 
 
-def _as_gamma(gamma: Any, k: int) -> float:
-    """A step size returned by a rule, as a float: any real number (Python or NumPy, a 0-d
-    real array included) that is finite and > 0; bool, complex, strings and arrays with
-    more than one entry are refused, naming ``gamma_k``."""
+def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> tuple[float, str | None]:
+    """gamma_k from the rule, checked: (gamma, None), or (nan, why the run stalls).
+
+    Before the first step a failing rule is a bad argument and raises; from iteration 1
+    on, the run is kept: a rule that raises or returns anything but a finite number > 0
+    stalls it (`StopReason.STALLED`) with a message that says what happened.
+    """
+    try:
+        gamma = stepsize(k, ctx)
+    except StepStall as exc:
+        return math.nan, f"iteration {k}: {exc}"
+    except Exception as exc:
+        if k == 0:
+            if isinstance(exc, (OverflowError, ZeroDivisionError)):
+                raise ValueError(
+                    f"stepsize could not compute gamma_{k}: {type(exc).__name__}: {exc}"
+                ) from exc
+            raise
+        return math.nan, (
+            f"iteration {k}: the step-size rule raised {type(exc).__name__}: {exc}; "
+            "returning the last iterate"
+        )
+    # Any real number is accepted (Python or NumPy, a 0-d real array included); bool,
+    # complex, strings and arrays with more than one entry are refused.
     ok = (
         not isinstance(gamma, (bool, np.bool_))
         and isinstance(gamma, (int, float, np.integer, np.floating, np.ndarray))
@@ -88,12 +193,18 @@ def _as_gamma(gamma: Any, k: int) -> float:
         and np.asarray(gamma).dtype.kind in "iuf"
     )
     value = float(gamma) if ok else math.nan
-    if not (ok and math.isfinite(value) and value > 0):
+    if ok and math.isfinite(value) and value > 0:
+        return value, None
+    if k == 0:
         raise ValueError(
             f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite real "
             "number > 0 (int, float or a NumPy real scalar)"
         )
-    return value
+    if ok and value == 0:
+        why = f"the step size gamma_{k} is 0 (a decaying rule underflowed)"
+    else:
+        why = f"the step-size rule returned gamma_{k} = {describe(gamma)}, not a finite number > 0"
+    return math.nan, f"iteration {k}: {why}; returning the last iterate"
 
 
 def _stationarity(oracle: Oracle, x: np.ndarray) -> float:
@@ -143,7 +254,7 @@ def _run(
 ) -> Result:
     problem = solver.problem
     oracle = solver.oracle
-    ctx = StepContext(solver.method, solver.n_blocks)
+    ctx = StepContext(solver.method, solver.n_blocks, solver.x.shape)
     trace = Trace()
     has_err = problem.has_error
     k = 0
@@ -162,7 +273,8 @@ def _run(
         snap = solver.x.copy()
         snap.flags.writeable = False
         return Progress(k, t_solver, flops, cost, err if has_err else None, snap,
-                        None if math.isnan(stat) else stat)
+                        stationarity=None if math.isnan(stat) else stat,
+                        step_norm=None if k == 0 else solver.step_norm)
 
     try:
         prog = record()
@@ -172,37 +284,67 @@ def _run(
         else:
             reason = stop.check(prog)
         perf = time.perf_counter
+        stepsize.reset()
+        ctx._cost_fn = oracle.cost
+        ctx._trial_fn = solver.trial
+        # Iterations in a row that left x unchanged before the run counts as stalled: one
+        # for RSM; for RSSM twice the number of pairs (another pair may still move).
+        still_limit = 1 if solver.method != "rssm" else 2 * max(1, ctx.n_pairs)
+        n_still = 0
         while reason is None:
             governor.before_step(k)
             t0 = perf()
-            try:
-                gamma = stepsize(k, ctx)
-            except (OverflowError, ZeroDivisionError) as exc:
-                raise ValueError(
-                    f"stepsize could not compute gamma_{k}: {type(exc).__name__}: {exc}"
-                ) from exc
-            gamma = _as_gamma(gamma, k)
-            try:
-                f = solver.step(gamma)
-            except (NonFiniteStep, np.linalg.LinAlgError) as exc:
-                # A non-finite subgradient or an overflowing step (gamma too large) makes
-                # the polar factorization see NaN/Inf; LAPACK then fails to converge. The
-                # step has not written to x, so x is the last finite iterate.
+            norm_sq, grad_sq = solver.direction()
+            if not (math.isfinite(norm_sq) and math.isfinite(grad_sq)):
                 t_solver += perf() - t0
-                what = (
-                    "non-finite values" if isinstance(exc, NonFiniteStep)
-                    else f"a LAPACK failure ({exc})"
-                )
+                solver._pending = None
                 reason, message = StopReason.NON_FINITE, (
-                    f"iteration {k}: the step produced {what}: the subgradient is not finite or "
-                    f"the step size {float(gamma):.3g} overflows; returning the last finite iterate"
+                    f"iteration {k}: the subgradient is not finite; returning the last "
+                    "finite iterate"
                 )
                 break
+            if norm_sq == 0.0:
+                # 0 is in the (partial) Riemannian subdifferential the oracle returned: no
+                # step size moves x. Count the iteration and draw again (RSSM) or stop.
+                flops += solver._dir_flops
+                solver._pending = None
+                solver.step_norm = 0.0
+                gamma = None
+            else:
+                ctx._begin(k, math.sqrt(norm_sq), grad_sq)
+                gamma, stall = _ask(stepsize, k, ctx)
+                if stall is not None:
+                    t_solver += perf() - t0
+                    solver._undo_tentative()
+                    solver._pending = None
+                    reason, message = StopReason.STALLED, stall
+                    break
+                try:
+                    f = solver.apply(gamma)
+                except (NonFiniteStep, np.linalg.LinAlgError) as exc:
+                    # A non-finite subgradient or an overflowing step (gamma too large) makes
+                    # the polar factorization see NaN/Inf; LAPACK then fails to converge.
+                    # The step has not written to x, so x is the last finite iterate.
+                    t_solver += perf() - t0
+                    solver._undo_tentative()
+                    solver._pending = None
+                    what = (
+                        "non-finite values" if isinstance(exc, NonFiniteStep)
+                        else f"a LAPACK failure ({exc})"
+                    )
+                    reason, message = StopReason.NON_FINITE, (
+                        f"iteration {k}: the step produced {what}: the subgradient is not "
+                        f"finite or the step size {gamma:.3g} overflows; returning the last "
+                        "finite iterate"
+                    )
+                    break
+                flops += f
+                ctx.previous_gamma = gamma
             dt = perf() - t0
             t_solver += dt
             governor.after_step(k, dt)
-            flops += f
             k += 1
+            n_still = n_still + 1 if solver.step_norm == 0.0 else 0
             if k % record_every == 0:
                 prog = record()
                 if not math.isfinite(prog.cost):
@@ -210,8 +352,16 @@ def _run(
                     stop.final(prog)  # the last row of the trace: callbacks see it too
                     break
             else:
-                prog = Progress(k, t_solver, flops)
+                prog = Progress(k, t_solver, flops, step_norm=solver.step_norm)
             reason = stop.check(prog)
+            if reason is None and n_still >= still_limit:
+                reason = StopReason.STALLED
+                message = (
+                    f"iteration {k}: the last {n_still} iteration(s) left X unchanged ("
+                    + ("the Riemannian subgradient is 0" if gamma is None else
+                       f"step size {gamma:.3g} too small to change X")
+                    + "); X is returned as it is"
+                )
     except KeyboardInterrupt:
         reason, message = StopReason.INTERRUPTED, _interrupted(k)
         # The interrupt may have landed between a step's write to x and the oracle's cache
@@ -228,6 +378,10 @@ def _run(
             StopReason.CALLBACK: f"the callback asked to stop after {k} iterations",
             StopReason.STATIONARY: f"||P_T(G)||_F reached the tolerance after {k} iterations",
             StopReason.NO_PROGRESS: f"the best cost stopped decreasing (after {k} iterations)",
+            StopReason.MIN_STEP: (
+                f"the step ||X_k+1 - X_k||_F = {solver.step_norm:.3g} fell below the minimum "
+                f"after {k} iterations"
+            ),
         }.get(reason, str(reason))
     if trace.last_iteration != k:
         # The run ended between recording points (time or iteration limit, a non-finite

@@ -11,8 +11,10 @@ Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = e
 
 from __future__ import annotations
 
+import numpy as np
+
 from rssm import stiefel
-from rssm.solvers.base import Solver, _commit_check, polar_flops
+from rssm.solvers.base import Solver, polar_flops
 
 
 class RSMSolver(Solver):
@@ -20,18 +22,24 @@ class RSMSolver(Solver):
 
     method = "rsm"
 
-    def step(self, gamma: float) -> float:
+    def direction(self) -> tuple[float, float]:
         x = self.x
         n, p = x.shape
         g = self.oracle.subgradient()
-        new = stiefel._full_step(x, g, gamma)    # polar(X - gamma P_T(G)), fused
-        _commit_check(new)
-        x[...] = new
-        self.oracle.update(None)
-        return (
+        neg = stiefel._tangent_direction(x, g)                     # -P_T(G), eq. eq-Rsubdiff
+        norm_sq = float(np.vdot(neg, neg))
+        self._pending = (None, slice(None), neg, p)
+        self._dir_flops = (
             self.oracle.flops_subgradient()
             + 4.0 * n * p * p      # X^T G, X sym(.)
-            + 4.0 * n * p          # 0.5 *, - G, gamma *, + X
-            + polar_flops(n, p)
-            + self.oracle.flops_update(p)
+            + 2.0 * n * p          # 0.5 *, - G
+            + 2.0 * n * p          # ||P_T(G)||^2
         )
+        return norm_sq, norm_sq
+
+    def _candidate(self, gamma: float) -> np.ndarray:
+        return stiefel._full_apply(self.x, self._pending[2], gamma)
+
+    def _apply_flops(self) -> float:
+        n, p = self.x.shape
+        return 2.0 * n * p + polar_flops(n, p) + self.oracle.flops_update(p)

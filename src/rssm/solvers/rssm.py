@@ -16,8 +16,10 @@ docs/paper-map.md).
 
 from __future__ import annotations
 
+import numpy as np
+
 from rssm import stiefel
-from rssm.solvers.base import Solver, _commit_check, polar_flops
+from rssm.solvers.base import Solver, polar_flops
 
 
 class RSSMSolver(Solver):
@@ -25,7 +27,20 @@ class RSSMSolver(Solver):
 
     method = "rssm"
 
-    def step(self, gamma: float) -> float:
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._masks: dict[tuple[int, int], np.ndarray] = {}
+
+    def _block_mask(self, cols, i: int) -> np.ndarray:
+        """Which positions of C = C_i u C_j belong to C_i."""
+        key = cols.blocks
+        m = self._masks.get(key)
+        if m is None:
+            m = np.isin(cols.index, self.partition.blocks[i])
+            self._masks[key] = m
+        return m
+
+    def direction(self) -> tuple[float, float]:
         x = self.x
         n, p = x.shape
         i, j = self.selector.next_pair()
@@ -33,16 +48,38 @@ class RSSMSolver(Solver):
         sel = cols.selector
         c = cols.size
         g = self.oracle.partial_subgradient(cols)                 # n x c, Prop. prop-structural
-        # eq. eq-partialRiemsubgrad then eq. eq-projsubmfdblk (general form of
-        # Lemma lem-projsubmfdblk), fused: see rssm.stiefel._submanifold_step.
-        new = stiefel._submanifold_step(x, sel, g, gamma)
-        _commit_check(new)
-        x[:, sel] = new
-        self.oracle.update(cols)
-        return (
+        # eq. eq-partialRiemsubgrad; the step itself (eq. eq-projsubmfdblk) is in _candidate.
+        neg, s = stiefel._submanifold_direction(x, sel, g)
+        norm_sq = float(np.vdot(neg, neg))
+        # ||P(G_C) I_C^T||^2 in the A_X^{-1} metric (eqs. eq-scaling-coordrep, eq-cindepNorm2):
+        # X^T P(G_C) = S = skew(X_C^T G_C) on the rows C; A_X^{-1} multiplies its diagonal
+        # blocks S_ii, S_jj and the X_perp part by l/2 and its off-diagonal blocks by binom(l,2).
+        ell = self.partition.n_blocks
+        mask = self._block_mask(cols, i)
+        s_sq = float(np.vdot(s, s))
+        s_off = s[mask][:, ~mask]
+        off = 2.0 * float(np.vdot(s_off, s_off))
+        perp = max(norm_sq - s_sq, 0.0)
+        grad_sq = 0.5 * ell * (s_sq - off + perp) + 0.5 * ell * (ell - 1) * off
+        self._pending = (cols, sel, neg, c)
+        self._dir_flops = (
             self.oracle.flops_partial(c)
-            + 8.0 * n * p * c      # X^T G, X Y (tangent); X^T Xi, X W (block projection)
-            + 4.0 * n * c + c * c  # X Y - G, gamma *, + X_C, Xi - X W; sym(Y[C])
+            + 4.0 * n * p * c      # X^T G, X Y (tangent)
+            + n * c + 3.0 * c * c  # X Y - G; sym and skew of Y[C]
+            + 2.0 * n * c          # ||P(G_C)||^2
+        )
+        return norm_sq, grad_sq
+
+    def _candidate(self, gamma: float) -> np.ndarray:
+        _, sel, neg, _ = self._pending
+        return stiefel._submanifold_apply(self.x, sel, neg, gamma)
+
+    def _apply_flops(self) -> float:
+        n, p = self.x.shape
+        c = self._pending[3]
+        return (
+            4.0 * n * p * c        # X^T Xi, X W (block projection)
+            + 3.0 * n * c          # gamma *, + X_C, Xi - X W
             + polar_flops(n, c)    # Gram route; the SVD fallback of steps with
             #                        gamma ||P(G_C)|| >~ 3 (beyond gamma < 1/L) is not counted
             + self.oracle.flops_update(c)
