@@ -1,7 +1,7 @@
 """Step sizes without tuning (issue 11): ``stepsize="auto"`` against the best of a tuned
 grid scored on the same instance, and against Pymanopt's SteepestDescent (Armijo search).
 
-    python -m benchmarks.stepsizes [--quick] [--threads 1] [--out benchmarks/results]
+    python -m benchmarks.stepsizes [--quick] [--threads N] [--out benchmarks/results]
 
 For every problem, seed and method (RSM, RSSM with l = 3, 5, 10) it runs
 
@@ -151,11 +151,14 @@ def main(argv=None) -> int:
     ap.add_argument("--problems", nargs="*", default=None, help="subset of the problems")
     ap.add_argument("--candidates", action="store_true",
                     help="also run the other tuning-free candidates (always with --quick)")
-    ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="fix the BLAS/OpenMP threads (default: the environment's, what "
+                         "users get; rssm's own runs use threads='auto')")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = ap.parse_args(argv)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
+    if args.threads is not None:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(args.threads)
     import numpy as np
 
     from benchmarks.suite import machine
