@@ -150,8 +150,8 @@ def _polar_gram(xi: np.ndarray) -> np.ndarray | None:
     gram = xi.T @ xi
     if not np.isfinite(gram).all():
         return None
-    diag = np.diag_indices_from(gram)
-    gram[diag] -= 1.0                                  # E = G - I
+    k = gram.shape[0]
+    gram.flat[:: k + 1] -= 1.0                         # E = G - I (a strided view)
     dev = float(np.linalg.norm(gram))
     if dev <= _NS_MAX_DEV:
         q = _newton_schulz(xi, gram, dev)
@@ -168,15 +168,15 @@ def _polar_gram(xi: np.ndarray) -> np.ndarray | None:
 def _newton_schulz(q: np.ndarray, e: np.ndarray, dev: float) -> np.ndarray | None:
     """Newton-Schulz polar iteration from Q with Q^T Q = I + E (``e``, overwritten) and
     ||E||_F = ``dev`` < 1; None if it has not converged in `_NS_MAX_STEPS` steps."""
-    diag = np.diag_indices_from(e)
+    step = e.shape[0] + 1
     for _ in range(_NS_MAX_STEPS):
         e *= -0.5
-        e[diag] += 1.0                                 # I - E/2
+        e.flat[::step] += 1.0                          # I - E/2
         q = q @ e
         if dev <= _NS_TOL:
             return q
         e = q.T @ q
-        e[diag] -= 1.0
+        e.flat[::step] -= 1.0
         dev = float(np.linalg.norm(e))
     return None
 

@@ -34,7 +34,9 @@ __all__ = ["ThreadGovernor", "check_threads", "SWITCH_MARGIN"]
 #: A probe's thread count is adopted only when its median step time beats the current
 #: one's by this factor; the hysteresis keeps an idle machine on its default pool.
 SWITCH_MARGIN = 1.25
-#: Steps timed per side of a comparison (the median is compared).
+#: Steps timed per side of a comparison (the median is compared); a probe also runs one
+#: warm-up step first, which is not timed against the reference (a pool that has just
+#: been resized can be slow on its first call).
 _WINDOW = 3
 #: Iterations between probes: starts here, grows 4x after each probe that confirms the
 #: current choice, up to `_MAX_INTERVAL`, and returns here after a switch.
@@ -142,12 +144,14 @@ class ThreadGovernor:
             self._t_since += dt
             return
         self._probe.append(dt)
+        if len(self._probe) == 1:
+            return                           # the first step after a switch: warm-up
         ref = _median(self._ref)
-        if dt > _ABORT_FACTOR * ref or len(self._probe) >= _WINDOW:
+        if dt > _ABORT_FACTOR * ref or len(self._probe) > _WINDOW:
             self._decide(k, ref)
 
     def _decide(self, k: int, ref: float) -> None:
-        probe = _median(self._probe)
+        probe = _median(self._probe[1:])
         self.probes += 1
         self._probe = None
         self._t_since = 0.0
