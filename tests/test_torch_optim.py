@@ -14,7 +14,13 @@ torch = pytest.importorskip("torch")
 
 import rssm.torch as rt  # noqa: E402
 from rssm import stiefel  # noqa: E402
-from rssm.stepsizes import InverseSqrt, PaperSchedule, StepContext  # noqa: E402
+from rssm.stepsizes import (  # noqa: E402
+    Auto,
+    InverseSqrt,
+    PaperSchedule,
+    Polyak,
+    StepContext,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -279,3 +285,11 @@ def test_state_dict_round_trip():
     w.data.copy_(x)
     opt2.step()
     assert torch.equal(w.detach(), x_a) and rt.feasibility(w) <= 1e-13
+
+
+@pytest.mark.parametrize("rule", [Auto(), Polyak(0.0)])
+def test_rules_that_need_the_minimize_loop_are_refused_by_name(rule):
+    w = torch.nn.Parameter(torch.from_numpy(
+        stiefel.random_point(8, 4, np.random.default_rng(0))))
+    with pytest.raises(TypeError, match=f"lr={type(rule).__name__}.*only rssm.minimize"):
+        rt.RSSM([w], lr=rule, n_blocks=2, seed=0)

@@ -52,7 +52,21 @@ except ImportError:  # pragma: no cover - exercised only without torch
         '"rssm[torch]"'
     ) from None
 
-from rssm.stepsizes import Constant, StepSize, as_stepsize
+from rssm.stepsizes import (
+    AdaptiveGeometric,
+    Auto,
+    Backtracking,
+    Constant,
+    Polyak,
+    PolyakBest,
+    PolyakLevel,
+    StepSize,
+    as_stepsize,
+)
+
+#: Rules that read StepContext fields only `rssm.minimize` fills (grad_sq, trial, cost at
+#: every step): refused by the optimizers with a message instead of an AttributeError.
+_NEEDS_RUN = (Auto, Polyak, PolyakLevel, PolyakBest, AdaptiveGeometric, Backtracking)
 
 __all__ = ["RSSM", "RSM", "TorchStepContext", "feasibility"]
 
@@ -184,6 +198,13 @@ def _as_rule(lr: Any) -> tuple[float, StepSize | None]:
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"lr must be a finite number > 0, got {value!r}")
         return value, None
+    if isinstance(lr, _NEEDS_RUN):
+        raise TypeError(
+            f"lr={type(lr).__name__}(...) needs what only rssm.minimize's loop provides (the "
+            "A_X^{-1} gradient estimate grad_sq, trial steps, or f at every step); the torch "
+            "optimizers take a number or a schedule (Constant, Geometric, InverseSqrt, "
+            "PaperSchedule, a callable (k, ctx)) and PyTorch LR schedulers"
+        )
     if isinstance(lr, StepSize) or callable(lr):
         return 1.0, as_stepsize(lr, "lr")
     raise TypeError(

@@ -229,7 +229,7 @@ class RSSM(_RssmOptimizer):
     n_blocks : int
         Number of column blocks l, 2 <= l <= p.
     stepsize : StepSize, callable or float, optional
-        As in `rssm.minimize` (a Pymanopt problem has no default of its own).
+        As in `rssm.minimize`: default "auto", the tuning-free rule.
     selection : {"uniform", "cyclic", "shuffled"}
         Block-pair rule; "uniform" is the paper's.
     seed : int or numpy.random.Generator, optional
