@@ -198,6 +198,8 @@ def main(argv=None) -> int:
             exact = prob.has_error and name != "sparse_pca"
             runs = []   # (label, rule-label, method key, trace tuple)
             for method, ell in methods:
+                if ell > prob.shape[1]:
+                    continue            # more blocks than columns (sparse_basis: p = 5)
                 key = "rsm" if method == "rsm" else f"rssm-l{ell}"
                 tr = _run_rssm(prob, x0, method, ell, Auto(), budget, seed, exact=exact)
                 runs.append(("auto", "Auto", key, tr))

@@ -32,14 +32,15 @@ __all__ = ["main", "build_parser", "DURATIONS"]
 
 #: Measured durations, the one source of the figures quoted by ``--help``, README.md and
 #: docs/cli.md (tests/test_docs.py checks that they agree). Measured on 2 CPU cores (AMD
-#: EPYC) shared with other jobs, OpenBLAS on 1 thread: ``--quick`` 2 min 43 s wall on
-#: 2026-11-23 at load average 6 (this commit); the full ``--tuned`` run 8 min 51 s
-#: (docs/reproduction/report.md); the test suite 5 min 25 s and 7 min 35 s at load
-#: averages 5 and 6.5. An idle machine is faster.
+#: EPYC) with default threads and nothing else of ours running, on 2026-11-23: ``--quick``
+#: 66 s wall from a clean clone; the full ``--tuned`` run 16 min 2 s
+#: (docs/reproduction/report.md); the test suite 4 min 26 s (``bash .ci/run``, clean
+#: clone, 712 tests). With other jobs on the machine it takes longer (``--quick`` took
+#: 2 min 43 s at load average 6).
 DURATIONS = {
-    "quick": "about 3 minutes on 2 shared cores",
-    "full": "about 9 minutes on 2 shared cores",
-    "tests": "5 to 8 minutes on 2 shared cores",
+    "quick": "1 to 2 minutes on 2 cores",
+    "full": "about 16 minutes on 2 cores",
+    "tests": "about 5 minutes on 2 cores",
 }
 
 _EXAMPLES = f"""\

@@ -195,29 +195,8 @@ def _submanifold_step(
 
     Cost: 8 n p c (four n x p x c products) + 4 n c + 4 n c^2 + O(c^3) flops.
     """
-    y = x.T @ g                          # Y = X^T G_C                (p x c)
-    yc = y[sel]
-    y[sel] = 0.5 * (yc + yc.T)           # Y[C] <- sym(Y[C])
-    xi = x @ y                           # X Y                        (n x c)
-    xi -= g                              # -P(G_C) = X Y - G_C
-    xi *= gamma
-    xi += x[:, sel]                      # Xi = X_C - gamma P(G_C)
-    w = x.T @ xi                         # W = X^T Xi, W[C] = 0: X W = X_{-C} X_{-C}^T Xi
-    w[sel] = 0.0
-    xi -= x @ w
-    q = _polar_gram(xi)
-    if q is not None:
-        return q
-    # Xi ill conditioned: only for steps with gamma ||P(G_C)|| >~ 3, far beyond the theory's
-    # gamma < 1/L. The SVD polar factor is orthonormal, but its rounding error (about
-    # eps * cond(Xi)) leaks into span(X_{-C}); project it out again and re-orthonormalize.
-    # Two rounds keep ||X^T X - I|| at the eps level up to gamma ||P(G_C)|| ~ 1e100.
-    q = polar(xi)
-    for _ in range(_REPROJECT_ROUNDS):
-        w = x.T @ q
-        w[sel] = 0.0
-        q = polar(q - x @ w)
-    return q
+    neg, _ = _submanifold_direction(x, sel, g)
+    return _submanifold_apply(x, sel, neg, gamma)
 
 
 def _full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
@@ -226,14 +205,7 @@ def _full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
 
     Cost: 4 n p^2 + 4 n p + 4 n p^2 + O(p^3) flops.
     """
-    y = x.T @ g
-    ys = y + y.T                         # 2 sym(X^T G)
-    xi = x @ ys
-    xi *= 0.5                            # X sym(X^T G)
-    xi -= g                              # -P_T(G)
-    xi *= gamma
-    xi += x                              # X - gamma P_T(G)
-    return polar(xi)
+    return _full_apply(x, _tangent_direction(x, g), gamma)
 
 
 def _submanifold_direction(
@@ -261,7 +233,7 @@ def _submanifold_apply(
 ) -> np.ndarray:
     """Second half of `_submanifold_step`: the new columns
     P_{M_{X_-C}}(X_C - gamma P(G_C)) (eq. ``eq-projsubmfdblk``) from ``neg`` = -P(G_C) of
-    `_submanifold_direction`. Bit for bit the result of `_submanifold_step`."""
+    `_submanifold_direction`."""
     xi = neg * gamma
     xi += x[:, sel]                      # Xi = X_C - gamma P(G_C)
     w = x.T @ xi                         # W = X^T Xi, W[C] = 0: X W = X_{-C} X_{-C}^T Xi
@@ -270,7 +242,10 @@ def _submanifold_apply(
     q = _polar_gram(xi)
     if q is not None:
         return q
-    # See `_submanifold_step` for the SVD fallback and its re-projection rounds.
+    # Xi ill conditioned: only for steps with gamma ||P(G_C)|| >~ 3, far beyond the theory's
+    # gamma < 1/L. The SVD polar factor is orthonormal, but its rounding error (about
+    # eps * cond(Xi)) leaks into span(X_{-C}); project it out again and re-orthonormalize.
+    # Two rounds keep ||X^T X - I|| at the eps level up to gamma ||P(G_C)|| ~ 1e100.
     q = polar(xi)
     for _ in range(_REPROJECT_ROUNDS):
         w = x.T @ q
