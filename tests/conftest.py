@@ -24,3 +24,15 @@ def small_odl() -> rssm.problems.ODL:
 def rng() -> np.random.Generator:
     """A fresh generator with a fixed seed for each test."""
     return np.random.default_rng(20260601)
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_restored():
+    """Some libraries used by the tests (Dask's LocalCluster among them) leave SIGINT
+    ignored in this process; an ignored signal is inherited by child processes, so a later
+    test's child would not see Ctrl-C. Restore Python's handler after every test."""
+    import signal
+
+    yield
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -148,8 +148,11 @@ print(json.dumps({"reason": str(res.stop_reason), "n_iter": res.n_iter, "fun": r
 def test_sigint_to_a_running_process(method):
     """A real Ctrl-C (SIGINT) to a process inside minimize: it returns normally with the
     Result so far. Whatever instant the signal lands, the result must be consistent."""
+    # The child must start with SIGINT's default disposition: a library used earlier in
+    # this test process can leave SIGINT ignored, and an ignored signal is inherited.
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, method], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline()
         assert line.strip() == "READY", proc.stderr.read()
