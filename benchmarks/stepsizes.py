@@ -155,7 +155,19 @@ def main(argv=None) -> int:
                     help="fix the BLAS/OpenMP threads (default: the environment's, what "
                          "users get; rssm's own runs use threads='auto')")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument("--from-csv", nargs="+", default=None, metavar="CSV",
+                    help="print the tables of earlier runs (their stepsizes.csv) and exit")
     args = ap.parse_args(argv)
+    if args.from_csv:
+        for path in args.from_csv:
+            with open(path, newline="") as fh:
+                rows = [_typed(r) for r in csv.DictReader(fh)]
+            names = list(dict.fromkeys(r["problem"] for r in rows))
+            print(f"# {path}")
+            for line in _table(rows, names, METHODS, {}) + [""] + _per_seed(rows, names):
+                print(line)
+            print()
+        return 0
     if args.threads is not None:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = str(args.threads)
@@ -245,11 +257,62 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows(rows)
     say("")
-    for line in _table(rows, names, methods, candidates):
+    for line in _table(rows, names, methods, candidates) + [""] + _per_seed(rows, names):
         say(line)
     say(f"\n# wall time {time.perf_counter() - wall0:.0f} s; rows in {path}")
     log.close()
     return 0
+
+
+def _typed(row):
+    """A CSV row with its numbers back as numbers."""
+    out = dict(row)
+    for k in ("seed", "iterations") + tuple(f"iter_{lv:g}" for lv in LEVELS):
+        out[k] = int(out[k])
+    for k in ("final_error", "time") + tuple(f"time_{lv:g}" for lv in LEVELS):
+        out[k] = float(out[k])
+    return out
+
+
+def _tuned(sel, seed):
+    """The grid point with the least time to 1e-10 on this seed (then 1e-8, then error)."""
+    lv8, lv10 = (f"{lv:g}" for lv in LEVELS)
+    g = [r for r in sel if r["seed"] == seed and r["kind"] == "grid"]
+    return min(g, key=lambda r: (r[f"time_{lv10}"], r[f"time_{lv8}"], r["final_error"]))
+
+
+def _per_seed(rows, names):
+    """Per instance: on how many seeds auto, the tuned grid point and Pymanopt reach
+    1e-10, and the ratios auto / tuned and auto / Pymanopt of the time to 1e-10 on each
+    seed where both reach it."""
+    lv10 = f"{LEVELS[-1]:g}"
+    out = ["| problem | method | seeds to 1e-10: auto / tuned / Pymanopt | auto/tuned time, "
+           "per seed | auto/Pymanopt time, per seed |", "|---|---|---|---|---|"]
+    for name in names:
+        keys = list(dict.fromkeys(r["method"] for r in rows
+                                  if r["problem"] == name and r["kind"] == "auto"))
+        for key in keys:
+            sel = [r for r in rows if r["problem"] == name and r["method"] == key]
+            seeds = sorted({r["seed"] for r in sel})
+            n_a = n_t = n_p = 0
+            r_t, r_p = [], []
+            for s in seeds:
+                ta = next(r for r in sel if r["seed"] == s and r["kind"] == "auto")[f"time_{lv10}"]
+                tt = _tuned(sel, s)[f"time_{lv10}"]
+                n_a += math.isfinite(ta)
+                n_t += math.isfinite(tt)
+                if math.isfinite(ta) and math.isfinite(tt):
+                    r_t.append(f"{ta / tt:.2f}")
+                pm = [r for r in rows if r["problem"] == name and r["seed"] == s
+                      and r["kind"] == "pymanopt" and key == "rsm"]
+                if pm and math.isfinite(pm[0][f"time_{lv10}"]):
+                    n_p += 1
+                    if math.isfinite(ta):
+                        r_p.append(f"{ta / pm[0][f'time_{lv10}']:.2f}")
+            pym = f" / {n_p}" if key == "rsm" else ""
+            out.append(f"| {name} | {key} | {n_a} / {n_t}{pym} of {len(seeds)} | "
+                       f"{' '.join(r_t) or '-'} | {' '.join(r_p) if key == 'rsm' else ''} |")
+    return out
 
 
 def _med(vals):
@@ -284,11 +347,7 @@ def _table(rows, names, methods, candidates):
                 continue
             seeds = sorted({r["seed"] for r in sel})
             auto = [next(r for r in sel if r["seed"] == s and r["kind"] == "auto") for s in seeds]
-            tuned = []
-            for s in seeds:
-                g = [r for r in sel if r["seed"] == s and r["kind"] == "grid"]
-                g.sort(key=lambda r: (r[f"time_{lv10}"], r[f"time_{lv8}"], r["final_error"]))
-                tuned.append(g[0])
+            tuned = [_tuned(sel, s) for s in seeds]
 
             def med(rs, col, inf_if_any=True):
                 v = [r[col] if r[col] >= 0 else math.inf for r in rs]
