@@ -17,6 +17,12 @@ budgets: 600 epochs, i.e. 300 l RSSM iterations), three families of changes besi
 It prints iterations to error 1e-8 / 1e-10 per instance ("-": not within the budget) and,
 per variant, how many instances reach 1e-10 and the median iterations over them.
 Iteration counts do not depend on the machine's load.
+
+A second part (``--rsm``) tries, for RSM, Armijo trials on every iteration: start from
+``up`` times the last length, halve after a failed sufficient-decrease test, at most ``m``
+trials; when none passes, step anyway at the last halved length (the success rule's
+non-monotone step). It prints iterations and solver seconds to 1e-10, interleaved with auto
+in one process, on DPCP, ODL, l1_procrustes, from_functions and sparse_basis.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import time
 from benchmarks.stepsizes import _first, _problems, _run_rssm
 
 
-def _variants():
+def _variants(rsm: bool = False):
     from rssm.stepsizes import Auto, _length
 
     class Capped(Auto):
@@ -70,6 +76,35 @@ def _variants():
             self._f_prev = f
             return gamma
 
+    class Trials(Auto):
+        """RSM with up to m Armijo trials per iteration from up * the last length."""
+
+        def __init__(self, up=2.0, m=3, **kw):
+            super().__init__(**kw)
+            self.up, self.m = up, m
+
+        def __call__(self, k, ctx):
+            if not self._started:
+                return super().__call__(k, ctx)
+            f, g2 = self._observe(ctx)
+            g = math.sqrt(g2)
+            d2 = ctx.direction_norm**2
+            t = self._t * self.up
+            for _ in range(self.m):
+                gamma = t / g
+                if ctx.trial(gamma) <= f - self.c * gamma * d2:
+                    self._t = t
+                    return gamma
+                t *= 0.5
+            self._t = t
+            return t / g
+
+    if rsm:
+        return {"auto": lambda: Auto(),
+                "trials up 2, m 1": lambda: Trials(2.0, 1),
+                "trials up 2, m 2": lambda: Trials(2.0, 2),
+                "trials up 2, m 3": lambda: Trials(2.0, 3),
+                "trials up 3, m 2": lambda: Trials(3.0, 2)}
     return {
         "auto (1.5 / 0.5)": lambda: Auto(),
         "grow 2": lambda: Capped(cap=False, grow=2.0),
@@ -89,11 +124,14 @@ def main(argv=None) -> int:
                                  description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--rsm", action="store_true", help="the RSM part (trials per iteration)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = ap.parse_args(argv)
     import numpy as np
 
     probs = _problems(False)
+    if args.rsm:
+        return _rsm(probs, args)
     variants = _variants()
     cases = [(name, ell, seed) for name in ("l1_procrustes", "from_functions", "sparse_basis")
              for ell in (3, 5, 10) for seed in range(1, 1 + args.seeds)]
@@ -131,6 +169,38 @@ def main(argv=None) -> int:
     for v, its in reached.items():
         ok = [i for i in its if i >= 0]
         say(f"| {v} | {len(ok)} / {len(its)} | {np.median(ok) if ok else math.nan:.0f} |")
+    say(f"\n# wall time {time.perf_counter() - wall:.0f} s")
+    log.close()
+    return 0
+
+
+def _rsm(probs, args) -> int:
+    import numpy as np
+
+    variants = _variants(rsm=True)
+    path = os.path.join(args.out, "stepsizes_variants_rsm.log")
+    os.makedirs(args.out, exist_ok=True)
+    log = open(path, "w")
+
+    def say(msg=""):
+        print(msg, flush=True)
+        log.write(msg + "\n")
+
+    say("# python -m benchmarks.stepsizes_variants --rsm; iterations / solver s to 1e-10")
+    say("| problem | seed | " + " | ".join(variants) + " |")
+    say("|---|---|" + "---|" * len(variants))
+    wall = time.perf_counter()
+    for name in ("dpcp", "odl", "l1_procrustes", "from_functions", "sparse_basis"):
+        build, _, budget = probs[name]
+        for seed in range(1, 1 + args.seeds):
+            prob, x0 = build(seed)
+            cells = []
+            for make in variants.values():
+                with np.errstate(all="ignore"):
+                    tr = _run_rssm(prob, x0, "rsm", 1, make(), budget, seed)
+                t10, i10 = _first(tr[0], tr[1], tr[3], 1e-10)
+                cells.append(f"{i10} / {t10:.3g}" if i10 >= 0 else f"- (error {tr[3][-1]:.1e})")
+            say(f"| {name} | {seed} | " + " | ".join(cells) + " |")
     say(f"\n# wall time {time.perf_counter() - wall:.0f} s")
     log.close()
     return 0
