@@ -1,65 +1,61 @@
-"""Thread pools of BLAS and OpenMP during a solver run.
+"""Threads during a run: reproducible bits, whatever the machine is doing.
 
-NumPy's OpenBLAS (and, when PyTorch or another OpenMP library is loaded, its OpenMP pool)
-start with one thread per core. On an idle machine the second core speeds up the
-products of an iteration (about 1.5-1.8x on 2 cores at the paper's sizes); with one other
-busy process on the machine, the same pool spin-waits for a core it does not get and an
-iteration of a few milliseconds becomes 5-10x slower than on one thread
-(docs/performance.md). Neither choice is right everywhere, so `minimize` takes
-``threads``:
+A run's numbers depend on the order of its floating-point additions, and OpenBLAS splits a
+product differently on 1 and on 2 threads; a rule that picked the thread count from
+timings therefore gave different bits from run to run. rssm instead fixes the
+arithmetic and lets only the *scheduling* vary:
 
-* ``"auto"`` (default): run with the pools as they are, and time short probes of the
-  iterations on one thread at a growing interval; keep one thread while it is clearly
-  faster (by more than `SWITCH_MARGIN`) and go back when the full pool is clearly faster
-  again. On an idle machine it stays on the full pool except during the probes.
-* an int N: every pool limited to N threads for the run (restored afterwards);
-* ``None``: leave the pools alone.
+* during `rssm.minimize` every BLAS/OpenMP pool is limited to one thread (threadpoolctl,
+  the tool scikit-learn uses), so each product is computed the same way every time;
+* the data problems split their samples into a fixed partition of chunks that depends on
+  the data's size alone (never on the thread count); the products of the chunks run on a
+  small pool of worker threads (`parallel_for`: NumPy releases the GIL inside BLAS), each
+  chunk into its own buffer, and partial sums are added in chunk order. One worker or
+  eight, the result is the same to the last bit.
 
-The thread count changes the rounding of OpenBLAS products, so runs are bit-identical for
-the same seed when they ran on the same thread counts: always with an int, and with
-``"auto"`` whenever its decisions were the same (``Result.threads`` records them). Pools
-are controlled with threadpoolctl, the tool scikit-learn uses for the same purpose.
+Worker threads that wait block on a queue; they never spin. So where another process
+keeps a core busy, two workers cost about what one thread costs, instead of the
+several-fold slowdown of a spinning BLAS pool (benchmarks/threads.py measures both).
+
+``threads`` of `rssm.minimize`:
+
+* ``"auto"`` (default): BLAS at one thread, as many chunk workers as the process may use
+  cores (at most `MAX_WORKERS`);
+* an int N >= 1: BLAS at one thread, N chunk workers (the same bits as ``"auto"``);
+* ``None``: the pools are left as they are and the chunks run one after another on the
+  caller's thread (for a custom problem whose own code wants multi-threaded BLAS; the
+  bits then depend on the BLAS thread count).
+
+The BLAS limit is process-wide (it is a setting of the library). Runs in several Python
+threads at once share it: the first run sets it and the last one to end restores the
+previous limits, so concurrent runs neither undo each other's setting nor change each
+other's bits.
 """
 
 from __future__ import annotations
 
-import math
+import itertools
 import numbers
+import os
+import queue
+import threading
+from collections.abc import Callable
+from contextlib import contextmanager
 from typing import Any
 
-from threadpoolctl import ThreadpoolController
+__all__ = ["check_threads", "RunThreads", "parallel_for", "workers", "MAX_WORKERS",
+           "usable_cores"]
 
-__all__ = ["ThreadGovernor", "check_threads", "SWITCH_MARGIN"]
-
-#: A probe's thread count is adopted only when its median step time beats the current
-#: one's by this factor; the hysteresis keeps an idle machine on its default pool.
-SWITCH_MARGIN = 1.25
-#: Steps timed per side of a comparison (the median is compared); a probe also runs one
-#: warm-up step first, which is not timed against the reference (a pool that has just
-#: been resized can be slow on its first call).
-_WINDOW = 3
-#: Iterations between probes: starts here, grows 4x after each probe that confirms the
-#: current choice, up to `_MAX_INTERVAL`, and returns here after a switch.
-_FIRST_INTERVAL = 4
-_MAX_INTERVAL = 4096
-#: A probe step slower than this many times the current median ends the probe at once, so
-#: a probe on a loaded machine costs one slow step, not a window of them.
-_ABORT_FACTOR = 3.0
-#: A probe is also due after this many solver seconds (or `_MAX_PROBE_GAP_STEPS` step
-#: times, if longer) whatever the iteration count, so a load that starts late in a long run
-#: is noticed; probes then cost at most ~1% of the run.
-_MAX_PROBE_GAP_S = 10.0
-_MAX_PROBE_GAP_STEPS = 200
-
-_CONTROLLER: ThreadpoolController | None = None
+#: Upper bound on the chunk workers of ``threads="auto"``.
+MAX_WORKERS = 8
 
 
-def _controller() -> ThreadpoolController:
-    # Built lazily and refreshed per run: libraries loaded after the first run (PyTorch's
-    # OpenMP, say) are seen too.
-    global _CONTROLLER
-    _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def check_threads(value: Any) -> str | int | None:
@@ -76,116 +72,202 @@ def check_threads(value: Any) -> str | int | None:
     return int(value)
 
 
-class ThreadGovernor:
-    """Sets the pools for a run and, with ``"auto"``, chooses between the full pool and
-    one thread from the measured step times.
+# -- the process-wide BLAS limit ------------------------------------------------------------
 
-    Use as a context manager around the loop; call `before_step` and `after_step` around
-    each timed step. Both are a few attribute reads when nothing is due.
+_BLAS_LOCK = threading.Lock()
+_blas_depth = 0
+_blas_limiter = None
+
+
+def _enter_single_blas() -> None:
+    global _blas_depth, _blas_limiter
+    with _BLAS_LOCK:
+        if _blas_depth == 0:
+            from threadpoolctl import ThreadpoolController
+
+            # A fresh controller each time (0.1 ms): libraries loaded since the last run
+            # (PyTorch's OpenMP, SciPy's own OpenBLAS) are limited too.
+            _blas_limiter = ThreadpoolController().limit(limits=1)
+        _blas_depth += 1
+
+
+def _exit_single_blas() -> None:
+    global _blas_depth, _blas_limiter
+    with _BLAS_LOCK:
+        _blas_depth -= 1
+        if _blas_depth == 0 and _blas_limiter is not None:
+            _blas_limiter.restore_original_limits()
+            _blas_limiter = None
+
+
+# -- the worker pool ------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def workers() -> int:
+    """Chunk workers of the run active in this Python thread (1 outside a run)."""
+    return getattr(_local, "workers", 1)
+
+
+class _Job:
+    __slots__ = ("fn", "n", "counter", "lock", "done", "finished", "cancel", "errors",
+                 "helpers_in", "idle")
+
+    def __init__(self, fn: Callable[[int], None], n: int):
+        self.fn = fn
+        self.n = n
+        self.counter = itertools.count()
+        self.lock = threading.Lock()
+        self.done = threading.Event()      # every chunk finished (or was skipped)
+        self.idle = threading.Event()      # no helper thread is inside the job
+        self.idle.set()
+        self.finished = 0
+        self.helpers_in = 0
+        self.cancel = False
+        self.errors: list[tuple[int, BaseException]] = []
+
+    def work(self) -> None:
+        """Claim chunk indices until none is left; run each unless the job was cancelled."""
+        while True:
+            i = next(self.counter)       # atomic under the GIL: each index is claimed once
+            if i >= self.n:
+                return
+            if not self.cancel:
+                try:
+                    self.fn(i)
+                except Exception as exc:   # re-raised by the caller
+                    self.errors.append((i, exc))
+                    self.cancel = True
+            with self.lock:
+                self.finished += 1
+                if self.finished == self.n:
+                    self.done.set()
+
+    def help(self) -> None:
+        """`work` on a helper thread, counted so that the caller can wait for it."""
+        with self.lock:
+            self.helpers_in += 1
+            self.idle.clear()
+        try:
+            self.work()
+        except BaseException as exc:      # a helper must never die
+            self.errors.append((-1, exc))
+            self.cancel = True
+        finally:
+            with self.lock:
+                self.helpers_in -= 1
+                if self.helpers_in == 0:
+                    self.idle.set()
+
+
+class _Pool:
+    """Daemon threads that take jobs from a queue; started lazily, shared by all runs."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def _ensure(self, k: int) -> None:
+        with self._lock:
+            while len(self._threads) < k:
+                t = threading.Thread(target=self._loop, name=f"rssm-worker-{len(self._threads)}",
+                                     daemon=True)
+                t.start()
+                self._threads.append(t)
+
+    def _loop(self) -> None:
+        while True:
+            self._queue.get().help()
+
+    def run(self, job: _Job, n_workers: int) -> None:
+        helpers = min(n_workers, job.n) - 1
+        if helpers > 0:
+            self._ensure(helpers)
+            for _ in range(helpers):
+                self._queue.put(job)
+        try:
+            job.work()
+            job.done.wait()
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the caller's thread only. Stop the chunks not started and let
+            # those in flight on helpers finish before the caller touches their buffers (a
+            # helper that takes the job later sees `cancel` and runs nothing).
+            job.cancel = True
+            while not job.idle.wait(0.05):
+                pass
+            raise
+        if job.errors:
+            raise min(job.errors, key=lambda e: e[0])[1]
+
+
+_POOL = _Pool()
+
+
+def parallel_for(fn: Callable[[int], None], n: int) -> None:
+    """Call ``fn(i)`` for i in range(n) on the run's chunk workers; return when all are done.
+
+    Each call must write only to memory of its own (its chunk's buffers), so the result
+    cannot depend on which worker ran which chunk. With one worker (outside a run, or
+    ``threads=1``/``None``) the calls run in order on the caller's thread. An exception in
+    a chunk stops the chunks not yet started and is raised here (the lowest chunk's first).
+    """
+    if n <= 0:
+        return
+    w = workers()
+    if w <= 1 or n == 1:
+        for i in range(n):
+            fn(i)
+        return
+    _POOL.run(_Job(fn, n), w)
+
+
+class RunThreads:
+    """The thread setting of one run; a context manager around the solver loop.
+
+    Parameters
+    ----------
+    threads : "auto", int or None
+        See the module docstring.
     """
 
-    def __init__(self, threads: str | int | None):
+    def __init__(self, threads: str | int | None = "auto"):
         self.mode = check_threads(threads)
-        self._limit = None
-        self.hi = 1
-        self.current = 1
-        self.active = False
-        self.switches: list[tuple[int, int]] = []   # (iteration, threads from then on)
-        self.probes = 0
-
-    # -- context --------------------------------------------------------------------------
-    def __enter__(self) -> ThreadGovernor:
         if self.mode is None:
-            return self
-        ctl = _controller()
-        pools = [info["num_threads"] for info in ctl.info()]
-        self.hi = max(pools) if pools else 1
-        if isinstance(self.mode, int):
-            self._limit = ctl.limit(limits=self.mode)
-            self.current = min(self.mode, self.hi)
-            return self
-        self.current = self.hi
-        self.active = self.hi > 1
-        self._ref: list[float] = []
-        self._probe: list[float] | None = None
-        self._interval = _FIRST_INTERVAL
-        self._next = 1 + _WINDOW            # first probe right after the reference window
-        self._t_since = 0.0
+            self.workers = 1
+        elif self.mode == "auto":
+            self.workers = min(usable_cores(), MAX_WORKERS)
+        else:
+            self.workers = int(self.mode)
+        self._saved: int | None = None
+
+    def __enter__(self) -> RunThreads:
+        if self.mode is not None:
+            _enter_single_blas()
+        self._saved = getattr(_local, "workers", None)
+        _local.workers = self.workers
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._limit is not None:
-            self._limit.restore_original_limits()
-            self._limit = None
-
-    # -- the loop's hooks ---------------------------------------------------------------
-    def before_step(self, k: int) -> None:
-        """Start a probe when one is due (switches the pools before step k)."""
-        if not self.active or self._probe is not None:
-            return
-        gap = max(_MAX_PROBE_GAP_S, _MAX_PROBE_GAP_STEPS * _median(self._ref))
-        if k >= self._next or self._t_since > gap:
-            if len(self._ref) < _WINDOW:
-                self._next = k + _WINDOW
-                return
-            self._probe = []
-            self._set(1 if self.current > 1 else self.hi)
-
-    def after_step(self, k: int, dt: float) -> None:
-        """Record the time of step k (seconds) and decide when a probe is complete."""
-        if not self.active:
-            return
-        if self._probe is None:
-            if k == 0:
-                return                       # first step: page faults, warm-up
-            self._ref.append(dt)
-            if len(self._ref) > _WINDOW:
-                del self._ref[0]
-            self._t_since += dt
-            return
-        self._probe.append(dt)
-        if len(self._probe) == 1:
-            return                           # the first step after a switch: warm-up
-        ref = _median(self._ref)
-        if dt > _ABORT_FACTOR * ref or len(self._probe) > _WINDOW:
-            self._decide(k, ref)
-
-    def _decide(self, k: int, ref: float) -> None:
-        probe = _median(self._probe[1:])
-        self.probes += 1
-        self._probe = None
-        self._t_since = 0.0
-        if probe * SWITCH_MARGIN < ref:       # the probed setting is clearly faster: keep it
-            self.switches.append((k + 1, self._probing))
-            self._ref = []
-            self._interval = _FIRST_INTERVAL
-        else:                                 # go back to what we had
-            self._set(self._previous)
-            self._interval = min(4 * self._interval, _MAX_INTERVAL)
-        self._next = k + 1 + self._interval
-
-    def _set(self, n: int) -> None:
-        self._previous, self._probing = self.current, n
-        if self._limit is not None:
-            self._limit.restore_original_limits()
-            self._limit = None
-        if n != self.hi:
-            self._limit = _CONTROLLER.limit(limits=n)
-        self.current = n
+        if self._saved is None:
+            del _local.workers
+        else:
+            _local.workers = self._saved
+        if self.mode is not None:
+            _exit_single_blas()
 
     def describe(self) -> str:
-        """One line for `Result.threads`: the setting and, for "auto", its decisions."""
+        """One line for `rssm.Result.threads`."""
         if self.mode is None:
-            return "unchanged"
-        if isinstance(self.mode, int):
-            return f"{self.current}"
-        if not self.active:
-            return f"auto ({self.hi} available: nothing to choose)"
-        moves = ", ".join(f"{t} from iteration {k}" for k, t in self.switches)
-        return (f"auto ({self.hi} available; {self.probes} probes; "
-                + (f"switched to {moves}" if moves else f"stayed on {self.hi}") + ")")
+            return "unchanged pools, chunks on 1 worker (bits depend on the BLAS threads)"
+        how = "auto, " if self.mode == "auto" else ""
+        return (f"{how}{self.workers} chunk worker{'s' if self.workers > 1 else ''}, "
+                "BLAS 1 thread (bits independent of the worker count)")
 
 
-def _median(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[len(s) // 2] if s else math.inf
+@contextmanager
+def run_threads(threads: str | int | None = "auto"):
+    """`RunThreads` as a function-style context manager; yields it."""
+    with RunThreads(threads) as rt:
+        yield rt

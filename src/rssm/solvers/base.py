@@ -25,7 +25,7 @@ from rssm.blocks import PairSelector, Partition
 from rssm.problem import Oracle, Problem
 from rssm.stepsizes import StepContext, StepSize, StepStall
 from rssm.stopping import Progress, StoppingCriterion, StopReason
-from rssm.threads import ThreadGovernor
+from rssm.threads import RunThreads
 from rssm.trace import Result, Trace
 
 __all__ = ["Solver", "NonFiniteStep", "polar_flops", "run"]
@@ -234,10 +234,10 @@ def run(
     """Run ``solver`` until ``stop`` fires; return a `Result`. With ``stationarity`` each
     recording point also records ||P_T(G)||_F (off the clock); ``threads`` sets the
     BLAS/OpenMP pools during the run (`rssm.threads`)."""
-    with ThreadGovernor(threads) as governor:
-        result = _run(solver, stepsize, stop, record_every, governor, seed=seed,
+    with RunThreads(threads) as rt:
+        result = _run(solver, stepsize, stop, record_every, seed=seed,
                       selection=selection, stationarity=stationarity)
-    result.threads = governor.describe()
+    result.threads = rt.describe()
     return result
 
 
@@ -246,7 +246,6 @@ def _run(
     stepsize: StepSize,
     stop: StoppingCriterion,
     record_every: int,
-    governor: ThreadGovernor,
     *,
     seed: Any = None,
     selection: str | None = None,
@@ -292,7 +291,6 @@ def _run(
         still_limit = 1 if solver.method != "rssm" else 2 * max(1, ctx.n_pairs)
         n_still = 0
         while reason is None:
-            governor.before_step(k)
             t0 = perf()
             norm_sq, grad_sq = solver.direction()
             if not (math.isfinite(norm_sq) and math.isfinite(grad_sq)):
@@ -342,7 +340,6 @@ def _run(
                 ctx.previous_gamma = gamma
             dt = perf() - t0
             t_solver += dt
-            governor.after_step(k, dt)
             k += 1
             n_still = n_still + 1 if solver.step_norm == 0.0 else 0
             if k % record_every == 0:
