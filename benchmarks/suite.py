@@ -474,9 +474,11 @@ def accuracy(cfg: dict, out: str) -> list[dict]:
 
         def go(spec: dict, sd: int, ell, probs=probs, make_x0=make_x0, cap=cap):
             prob = probs[sd]
-            return rssm.minimize(prob, make_x0(prob, sd), method="rsm" if ell is None else "rssm",
-                                 n_blocks=ell, stepsize=make_stepsize(spec), max_time=cap,
-                                 target_error=1e-8, seed=sd, record_every=5)
+            return rssm.minimize(
+                prob, make_x0(prob, sd), method="rsm" if ell is None else "rssm",
+                stepsize=make_stepsize(spec), max_time=cap, target_error=1e-8, seed=sd,
+                record=5, options={"n_blocks": ell}
+            )
 
         for label, ell in methods:
             trials = [(spec, go(spec, tune_seed, ell)) for spec in grid]

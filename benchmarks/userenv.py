@@ -35,9 +35,10 @@ def pools() -> str:
 
 def _rssm_iters(prob, x0, ell, iters: int, threads) -> tuple[float, float, str]:
     """Seconds and flops per iteration of one `minimize` run (solver time only)."""
-    res = rssm.minimize(prob, x0, method="rsm" if ell is None else "rssm",
-                        n_blocks=ell or 2, stepsize=Constant(GAMMA), max_iter=iters,
-                        record_every=10**9, seed=0, threads=threads)
+    res = rssm.minimize(
+        prob, x0, method="rsm" if ell is None else "rssm", stepsize=Constant(GAMMA),
+        max_iter=iters, record=10**9, seed=0, threads=threads, options={"n_blocks": ell or 2}
+    )
     return res.time / res.n_iter, res.flops / res.n_iter, res.threads
 
 
@@ -240,11 +241,13 @@ def load(cfg: dict, out: str) -> list[dict]:
         for _ in range(rounds):
             for label, prob, x0, iters, ell in cases:
                 for setting in ("auto", None, 1):
-                    r = rssm.minimize(prob, x0 if x0 is not None else prob.initial_point(),
-                                      n_blocks=ell, stepsize=Constant(GAMMA if x0 is None
+                    r = rssm.minimize(
+                        prob, x0 if x0 is not None else prob.initial_point(),
+                        stepsize=Constant(GAMMA if x0 is None
                                                                       else 0.02),
-                                      max_iter=iters, record_every=10**9, seed=1,
-                                      threads=setting)
+                        max_iter=iters, record=10**9, seed=1, threads=setting,
+                        options={"n_blocks": ell}
+                    )
                     res.setdefault((label, str(setting)), []).append(r.time)
                     if setting == "auto":
                         notes[label] = r.threads

@@ -24,6 +24,8 @@ class DataOracle(Oracle, abc.ABC):
     and may extend `_after_update`.
     """
 
+    cheap_cost = True
+
     def __init__(
         self, problem: Problem, x: np.ndarray, partition: Partition | None, yt: np.ndarray
     ):
