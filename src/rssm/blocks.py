@@ -26,6 +26,8 @@ import numpy as np
 from rssm._validation import as_int, check_generator, describe
 
 __all__ = [
+    "epoch_iterations",
+    "pair_count",
     "ColumnSet",
     "Partition",
     "PairSelector",
@@ -35,6 +37,17 @@ __all__ = [
     "make_selector",
     "SELECTION_RULES",
 ]
+
+
+def epoch_iterations(n_blocks: int) -> float:
+    """Iterations per epoch: l/2 for RSSM with l blocks (each iteration moves 2 of the l
+    blocks, so p columns move per epoch on average), 1 for a method without blocks."""
+    return n_blocks / 2.0 if n_blocks > 1 else 1.0
+
+
+def pair_count(n_blocks: int) -> int:
+    """binom(l, 2) block pairs; 1 for a method without blocks."""
+    return n_blocks * (n_blocks - 1) // 2 if n_blocks > 1 else 1
 
 
 def _runs(idx: np.ndarray) -> tuple[slice, ...]:

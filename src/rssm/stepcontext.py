@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from rssm.blocks import epoch_iterations, pair_count
+
 __all__ = ["StepContext"]
 
 
@@ -81,12 +83,12 @@ class StepContext:
     @property
     def epoch(self) -> float:
         """Iterations per epoch: l/2 for RSSM (each step moves ~2/l of the columns), 1 for RSM."""
-        return self.n_blocks / 2.0 if self.method == "rssm" else 1.0
+        return epoch_iterations(self.n_blocks)
 
     @property
     def n_pairs(self) -> int:
         """binom(l, 2) block pairs for RSSM, 1 for RSM."""
-        return self.n_blocks * (self.n_blocks - 1) // 2 if self.method == "rssm" else 1
+        return pair_count(self.n_blocks)
 
     @property
     def cost(self) -> float:

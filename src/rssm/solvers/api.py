@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from rssm._validation import as_int, as_positive_float, describe, make_rng
+from rssm.blocks import epoch_iterations
 from rssm.problem import Problem, start_rng
 from rssm.solvers.loop import run
 from rssm.solvers.options import (
@@ -286,7 +287,7 @@ def _legacy_criteria(kw: dict, n_blocks: int, rec: Record) -> list[StoppingCrite
         out.append(MinStationarity(as_positive_float(kw["stationarity_tol"],
                                                      "stationarity_tol")))
     if kw.get("stagnation_epochs") is not None:
-        epoch = 1.0 if n_blocks <= 1 else n_blocks / 2.0
+        epoch = epoch_iterations(n_blocks)
         out.append(CostStagnation(
             as_positive_float(kw["stagnation_epochs"], "stagnation_epochs"),
             as_positive_float(kw.get("stagnation_rtol", 1e-8), "stagnation_rtol",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rssm.blocks import ColumnSet, PairSelector, Partition
+from rssm.blocks import ColumnSet, PairSelector, Partition, epoch_iterations, pair_count
 from rssm.problem import Oracle, Problem
 
 __all__ = ["Solver", "SolverState", "Direction", "NonFiniteStep", "polar_flops"]
@@ -176,13 +176,12 @@ class Solver(abc.ABC):
     @property
     def n_pairs(self) -> int:
         """Block pairs (1 for a method without blocks)."""
-        ell = self.n_blocks
-        return ell * (ell - 1) // 2 if ell > 1 else 1
+        return pair_count(self.n_blocks)
 
     @property
     def epoch(self) -> float:
         """Iterations per epoch: iterations that move p columns in all on average."""
-        return self.n_blocks / 2.0 if self.n_blocks > 1 else 1.0
+        return epoch_iterations(self.n_blocks)
 
     @property
     def x(self) -> np.ndarray:

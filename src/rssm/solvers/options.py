@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from rssm._validation import as_int, describe
-from rssm.blocks import PairSelector, Partition, make_selector
+from rssm.blocks import PairSelector, Partition, epoch_iterations, make_selector
 from rssm.solvers.rsm import RSMSolver
 from rssm.solvers.rssm import RSSMSolver
 
@@ -124,5 +124,4 @@ def as_options(method: str, options: Any) -> Any:
 
 def default_budget(n_blocks: int) -> int:
     """`DEFAULT_MAX_EPOCHS` epochs in iterations for a method with ``n_blocks`` blocks."""
-    epoch = 1.0 if n_blocks <= 1 else n_blocks / 2.0
-    return math.ceil(DEFAULT_MAX_EPOCHS * epoch)
+    return math.ceil(DEFAULT_MAX_EPOCHS * epoch_iterations(n_blocks))
