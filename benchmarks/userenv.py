@@ -66,7 +66,7 @@ def _gemm_ref(prob, x0, c: int) -> Callable[[], None]:
 
 def _peer_steps(name: str, prob, x0) -> dict[str, Callable[[], None]]:
     """One iteration of each peer, as a closure over its own iterate."""
-    from benchmarks.suite import _plain_numpy_step
+    from benchmarks.common import plain_numpy_step as _plain_numpy_step
 
     out: dict[str, Callable[[], None]] = {}
     n, p = prob.shape
@@ -191,7 +191,7 @@ def userenv(cfg: dict, out: str) -> list[dict]:
               f"min fraction of 2-thread BLAS rate = {min(r['frac_of_ref'] for r in mine):.2f}"
               f" (>= 0.60: {'met' if all(r['frac_of_ref'] >= 0.6 for r in mine) else 'NOT met'})")
         print("auto's choices: " + "; ".join(f"{k}: {v}" for k, v in chose.items()))
-    from benchmarks.suite import write_csv
+    from benchmarks.common import write_csv
 
     write_csv(os.path.join(out, "userenv.csv"), rows)
     return rows
@@ -261,7 +261,7 @@ def load(cfg: dict, out: str) -> list[dict]:
         print(f"  {label:42} auto {a:7.2f} s | pools as they are {d:7.2f} s | 1 thread "
               f"{o:7.2f} s   (auto / 1 thread = {a / o:.2f}; as-they-are / 1 thread = "
               f"{d / o:.1f})\n  {'':42} auto: {notes[label]}")
-    from benchmarks.suite import write_csv
+    from benchmarks.common import write_csv
 
     write_csv(os.path.join(out, "load.csv"), rows)
     return rows
