@@ -2,8 +2,8 @@
 
 At each iteration: draw a block pair {i, j} (line 2), compute the partial Riemannian
 subgradient on the columns C_ij (eq. ``eq-partialRiemsubgrad``), and replace X_ij by the
-projection of X_ij - gamma * (that subgradient) onto the submanifold block M_{X_-ij}
-(eq. ``eq-projsubmfdblk``, Lemma ``lem-projsubmfdblk``). The other columns are not
+projection of ``X_ij - gamma * (that subgradient)`` onto the submanifold block
+``M_{X_-ij}`` (eq. ``eq-projsubmfdblk``, Lemma ``lem-projsubmfdblk``). The other columns are not
 touched: they stay bit-for-bit the same.
 """
 
