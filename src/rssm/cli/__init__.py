@@ -74,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WriteError as exc:
         _error(str(exc))
         return 1
+    except KeyboardInterrupt:  # outside a run (a run returns what it had: see solve.run)
+        print("rssm: interrupted", file=sys.stderr)
+        return 130
     except (ValueError, TypeError) as exc:
         option = solve.option_for(args, getattr(exc, "argument", None)) if args else None
         _error(f"argument {option}: {exc}" if option else str(exc))
