@@ -8,11 +8,14 @@ then the other, in ABBA order over the repetitions, on the same data, start, see
 step schedule (the paper's, which reads no f). Only the kernels differ; everything else
 (oracle, loop, recording) is the current tree's, so the ratio isolates the kernel change.
 
-    python -m benchmarks.kernels_ab [--before main] [--reps 7] [--threads 1]
+    python -m benchmarks.kernels_ab [--before main] [--reps 7] [--threads 1] [--torch]
 
 Prints the median solver time per iteration of each variant and the ratio after/before
 with the range of the per-repetition ratios. The iterates of the two variants agree to
-rounding (checked: the final costs are printed side by side).
+rounding (checked: the final costs are printed side by side). With ``--torch`` it also
+times ``rssm.torch.RSSM.step`` (the geometry alone: fixed gradients, no autograd) of
+``src/rssm/torch.py`` at the ref against the working tree's, on St(512, 256) with l = 8
+in float32 and float64.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="BLAS threads for the whole run (default: the environment's)")
     ap.add_argument("--scale", type=float, default=1.0,
                     help="multiply the iteration counts (RSM 150, RSSM 400 and 600)")
+    ap.add_argument("--torch", action="store_true",
+                    help="also time rssm.torch.RSSM.step before and after")
     args = ap.parse_args(argv)
     if args.threads is not None:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -116,7 +121,56 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.median(a) / statistics.median(b):>13.3f} "
               f"{min(ratios):>7.3f}-{max(ratios):<7.3f}  "
               f"{costs[(label, 'before')]:.12g} / {costs[(label, 'after')]:.12g}")
+    if args.torch:
+        _torch_ab(args)
     return 0
+
+
+def _torch_ab(args) -> None:
+    """rssm.torch.RSSM.step of the ref against the working tree's, interleaved."""
+    import time
+
+    import torch
+
+    import rssm.torch as after
+
+    text = subprocess.run(["git", "show", f"{args.before}:src/rssm/torch.py"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout
+    fd, path = tempfile.mkstemp(prefix="torch_before_", suffix=".py")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    spec = importlib.util.spec_from_file_location("rssm_torch_before", path)
+    before = importlib.util.module_from_spec(spec)
+    sys.modules["rssm_torch_before"] = before  # its dataclass looks itself up there
+    spec.loader.exec_module(before)
+    os.unlink(path)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    n, p, ell, steps = 512, 256, 8, max(20, int(200 * args.scale))
+    print(f"rssm.torch.RSSM.step, St({n}, {p}), l = {ell}, {steps} steps per timing, "
+          f"{args.reps} reps (median ms/step)")
+    for dtype in (torch.float32, torch.float64):
+        gen = torch.Generator().manual_seed(0)
+        grads = [torch.randn(n, p, dtype=dtype, generator=gen) for _ in range(16)]
+        w0 = torch.nn.init.orthogonal_(torch.empty(n, p, dtype=torch.float64),
+                                       generator=gen).to(dtype)
+        per = {"before": [], "after": []}
+        feas = {}
+        for rep in range(args.reps):
+            for name in (["before", "after"] if rep % 2 == 0 else ["after", "before"]):
+                mod = before if name == "before" else after
+                w = torch.nn.Parameter(w0.clone())
+                opt = mod.RSSM([w], lr=0.01, n_blocks=ell, seed=0)
+                t0 = time.perf_counter()
+                for k in range(steps):
+                    w.grad = grads[k % 16]
+                    opt.step()
+                per[name].append((time.perf_counter() - t0) / steps)
+                feas[name] = after.feasibility(w)
+        b, a = statistics.median(per["before"]), statistics.median(per["after"])
+        print(f"  {str(dtype):<14} before {1e3 * b:8.3f}  after {1e3 * a:8.3f}  "
+              f"after/before {a / b:6.3f}  feasibility before {feas['before']:.1e} "
+              f"after {feas['after']:.1e}")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,11 @@ class TorchOps(stiefel.ArrayOps):
         return b.to(a.dtype)
 
     @staticmethod
+    def cols(a, sel):
+        # index_select: advanced indexing a[:, idx] is several times slower on the CPU
+        return a[:, sel] if isinstance(sel, slice) else a.index_select(1, sel)
+
+    @staticmethod
     def svd_polar(xi):
         try:
             u, _, vh = torch.linalg.svd(xi, full_matrices=False)

@@ -184,6 +184,11 @@ class ArrayOps:
         return b
 
     @staticmethod
+    def cols(a, sel):
+        """The columns ``sel`` (a slice or an integer index) of ``a``."""
+        return a[:, sel]
+
+    @staticmethod
     def svd_polar(xi):
         """U V^T from the thin SVD of ``xi``."""
         u, _, vt = np.linalg.svd(xi, full_matrices=False)
@@ -215,7 +220,10 @@ def _polar_gram(xi, ops: ArrayOps = NUMPY_OPS):
         q = _newton_schulz(xi, gram, dev, ops)
         if q is not None:
             return q
-    wv = ops.eigh(xi.T @ xi)
+        gram = xi.T @ xi                                # overwritten (no convergence: rare)
+    else:
+        ops.add_diag(gram, 1.0)                         # G again (its diagonal to rounding)
+    wv = ops.eigh(gram)
     if wv is None:
         return None
     w, v = wv
@@ -298,7 +306,7 @@ def _block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
     """`_submanifold_apply` for any array library: (new columns, whether the SVD fallback
     ran, after which the columns may be non-finite)."""
     xi = neg * gamma
-    xi += x[:, sel]                      # Xi = X_C - gamma P(G_C)
+    xi += ops.cols(x, sel)               # Xi = X_C - gamma P(G_C)
     w = x.T @ xi                         # W = X^T Xi, W[C] = 0: X W = X_{-C} X_{-C}^T Xi
     w[sel] = 0.0
     xi -= x @ w

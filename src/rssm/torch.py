@@ -286,8 +286,10 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             )
         if sel is None:
             w.copy_(new)
-        else:
+        elif isinstance(sel, slice):
             w[:, sel] = new
+        else:
+            w.index_copy_(1, sel, new)
 
 
 class RSSM(_StiefelOptimizer):
@@ -348,7 +350,8 @@ class RSSM(_StiefelOptimizer):
                  check_finite: bool = True, atol: float | None = None):
         if n_blocks is not None and (isinstance(n_blocks, bool) or not isinstance(n_blocks, int)):
             raise TypeError(f"n_blocks must be an int or None, got {type(n_blocks).__name__}")
-        self._index_cache: dict[tuple, torch.Tensor] = {}
+        self._index_cache: dict[tuple, torch.Tensor | slice] = {}
+        self._pairs: dict[int, list[tuple[int, int]]] = {}
         super().__init__(params, lr, {"n_blocks": n_blocks}, generator=generator, seed=seed,
                          check_finite=check_finite, atol=atol)
 
@@ -386,9 +389,11 @@ class RSSM(_StiefelOptimizer):
                                 device=gen.device).tolist()
             buf.reverse()
             state["pairs"] = buf
-        i, j = pair_table(n_blocks)
-        r = buf.pop()
-        return int(i[r]), int(j[r])
+        table = self._pairs.get(n_blocks)
+        if table is None:
+            table = self._pairs[n_blocks] = [(int(a), int(b)) for a, b in
+                                             zip(*pair_table(n_blocks), strict=True)]
+        return table[buf.pop()]
 
     def _selector(self, w: torch.Tensor, bounds: list, i: int, j: int):
         """The columns C = C_i U C_j: a slice when contiguous (views), else an index tensor
@@ -410,7 +415,7 @@ class RSSM(_StiefelOptimizer):
         i, j = self._pair(len(bounds), state)
         sel = self._selector(w, bounds, i, j)
         x = w.detach()
-        g = grad.detach().to(x.dtype)[:, sel]
+        g = _OPS.cols(grad.detach().to(x.dtype), sel)
         neg, _ = stiefel._submanifold_direction(x, sel, g)     # -P(G_C), eq-partialRiemsubgrad
         gamma = lr * self._factor(k, len(bounds), cost, neg)
         new, unchecked = stiefel._block_candidate(x, sel, neg, gamma, _OPS)  # eq-projsubmfdblk
