@@ -203,6 +203,16 @@ def test_samples_as_columns_refused_with_the_fix_named(tmp_path, capsys):
                         seed=1)
     assert "(St(8, 6))" in text
     assert float(text.split("final cost")[1].split()[0]) == pytest.approx(res.fun, rel=1e-9)
+    # streamed a chunk of columns at a time: the same run
+    assert main(["solve", "dpcp", "--data", str(tmp_path / "cols.npy"), "--d", "2",
+                 "--samples-as-columns", "--out-of-core", "always", "--chunk-size", "7",
+                 "--max-iter", "5", "--seed", "1", "--quiet", "--stepsize", "paper"]) == 0
+    streamed = capsys.readouterr().out
+    assert "streamed" in streamed
+    ref = rssm.minimize(api, api.initial_point(np.random.default_rng([1, 1])), max_iter=5,
+                        seed=1, stepsize=api.reference_stepsize())
+    assert float(streamed.split("final cost")[1].split()[0]) == pytest.approx(ref.fun,
+                                                                               rel=1e-9)
     assert main(["solve", "dpcp", "--data", str(tmp_path / "cols.npy"), "--d", "2",
                  "--samples-as-rows", "--max-iter", "1", "--quiet"]) == 0
 

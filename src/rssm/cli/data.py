@@ -81,7 +81,7 @@ def data_help(name: str, param: str) -> str:
         if opt.name == param:
             return "; with --data: " + opt.help + (
                 ", required" if opt.required else
-                f" (default {opt.default})" if opt.default is not None else "")
+                f", {opt.default} if not given" if opt.default is not None else "")
     return ""
 
 

@@ -127,9 +127,9 @@ def add_parser(sub) -> None:
             default = None if param.default is inspect.Parameter.empty else param.default
             g.add_argument(opt, type=parser, default=default, dest=f"syn_{param.name}",
                            metavar=kind.upper(), action=Given,
-                           help=f"{param.name} of {cls.__name__}.synthetic" + (
-                               " (default: the problem's own rule)" if default is None
-                               else "") + data_cli.data_help(name, param.name))
+                           help=f"{param.name} of {cls.__name__}.synthetic (default: "
+                                + ("the problem's own rule" if default is None else
+                                   str(default)) + ")" + data_cli.data_help(name, param.name))
         data_cli.add_options(pp, name, {param.name for _, param in options})
         _add_common(pp)
         pp.set_defaults(option_of={a.dest: a.option_strings[0] for a in pp._actions
