@@ -66,28 +66,25 @@ def json_value(value: Any) -> Any:
     return value
 
 
+#: Result fields that `result_to_dict` writes (those of this tree's `rssm.Result`).
+_FIELDS = ("fun", "n_iter", "time", "flops", "stop_reason", "error", "feasibility", "method",
+           "n_blocks", "selection", "stepsize", "seed", "message", "stationarity", "threads")
+
+
 def result_to_dict(res) -> dict[str, Any]:
-    """The run's settings and summary as JSON values (the trace and X are written apart).
+    """The run's settings and summary as flat JSON values, keyed by `rssm.Result`'s field
+    names plus ``success`` (the layout of ``Result.to_dict()``: ``fun`` is the final cost;
+    x and the trace are written apart).
 
     To become ``return res.to_dict()``.
     """
-    return {
-        "method": res.method,
-        "n_blocks": res.n_blocks,
-        "selection": res.selection,
-        "stepsize": json_value(res.stepsize),
-        "seed": json_value(res.seed) if isinstance(res.seed, (int, np.integer)) else None,
-        "threads": res.threads,
-        "summary": {
-            "stop_reason": res.stop_reason.value,
-            "message": res.message,
-            "success": bool(res.success),
-            "n_iter": int(res.n_iter),
-            "time": float(res.time),
-            "flops": float(res.flops),
-            "cost": json_value(float(res.fun)),
-            "error": json_value(float(res.error)),
-            "feasibility": json_value(float(res.feasibility)),
-            "stationarity": json_value(float(res.stationarity)),
-        },
-    }
+    out = {}
+    for name in _FIELDS:
+        value = getattr(res, name)
+        if name == "stop_reason":
+            value = value.value
+        elif name == "seed" and not isinstance(value, (int, np.integer)):
+            value = None if value is None else repr(value)
+        out[name] = json_value(value)
+    out["success"] = bool(res.success)
+    return out

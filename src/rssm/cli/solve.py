@@ -171,6 +171,7 @@ def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
     every option of the command line, the instance, and `rssm.cli._core.result_to_dict`."""
     options = {k: v for k, v in sorted(vars(args).items())
                if k not in _NOT_SETTINGS and not k.startswith(("syn_", "data_"))}
+    result = result_to_dict(res)
     return {
         "command": "rssm " + " ".join(shlex.quote(a) for a in argv),
         "problem": args.problem,
@@ -179,7 +180,12 @@ def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
         "seed": args.seed,
         "start": "initial_point(numpy.random.default_rng([seed, 1]))",
         "options": options,
-        **result_to_dict(res),
+        **{k: result.get(k) for k in ("method", "n_blocks", "selection", "stepsize",
+                                      "threads")},
+        "summary": {"cost": result.get("fun"), **{k: result.get(k) for k in (
+            "stop_reason", "message", "success", "n_iter", "time", "flops", "error",
+            "feasibility", "stationarity")}},
+        "result": result,  # everything the Result says of itself
     }
 
 
