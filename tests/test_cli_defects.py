@@ -217,6 +217,13 @@ def test_samples_as_columns_refused_with_the_fix_named(tmp_path, capsys):
                  "--samples-as-rows", "--max-iter", "1", "--quiet"]) == 0
 
 
+def test_data_only_options_need_data(capsys, no_run):
+    rc = main(["solve", "odl", "--n", "6", "--p", "3"])
+    assert "argument --p: only used with --data" in _one_line(capsys, 2, rc)
+    rc = main(["solve", "dpcp", "--header", "yes"])
+    assert "argument --header: only used with --data" in _one_line(capsys, 2, rc)
+
+
 def test_dpcp_data_needs_d(tmp_path, capsys):
     np.save(tmp_path / "a.npy", np.random.default_rng(0).standard_normal((50, 6)))
     rc = main(["solve", "dpcp", "--data", str(tmp_path / "a.npy")])

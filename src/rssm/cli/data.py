@@ -21,7 +21,7 @@ import numpy as np
 
 from rssm.cli._common import Given, UsageError, given, kind_parser, positive_int
 
-__all__ = ["add_options", "problem_from_data"]
+__all__ = ["add_options", "problem_from_data", "refuse_without_data"]
 
 
 def add_options(pp: argparse.ArgumentParser, name: str, synthetic: set[str]) -> None:
@@ -70,6 +70,21 @@ def add_options(pp: argparse.ArgumentParser, name: str, synthetic: set[str]) -> 
                             "quarter of the machine's memory")
         g.add_argument("--chunk-size", type=positive_int, default=None, metavar="SAMPLES",
                        help="samples per chunk when streaming (default: 64 MiB of data)")
+
+
+#: Companions of --data and their values when not given.
+_COMPANIONS = {"key": None, "dataset": None, "header": "auto", "samples_as_columns": False,
+               "samples_as_rows": False, "out_of_core": "auto", "chunk_size": None}
+
+
+def refuse_without_data(args) -> None:
+    """A companion of ``--data`` given without it is an error, not silently ignored."""
+    for dest, unset in _COMPANIONS.items():
+        if getattr(args, dest, unset) != unset:
+            raise UsageError(f"argument --{dest.replace('_', '-')}: only used with --data")
+    for dest in sorted(getattr(args, "given", ())):
+        if dest.startswith("data_"):
+            raise UsageError(f"argument --{dest[5:].replace('_', '-')}: only used with --data")
 
 
 def data_help(name: str, param: str) -> str:

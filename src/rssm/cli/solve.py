@@ -219,6 +219,7 @@ def run(args, argv: Sequence[str]) -> int:
         problem, instance, label = data_cli.problem_from_data(args, cls, args.problem,
                                                               problem_options(cls))
     else:
+        data_cli.refuse_without_data(args)
         instance = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
         problem = cls.synthetic(**instance, seed=args.seed)
         label = f"{args.problem} {', '.join(f'{k}={v}' for k, v in instance.items())}"
