@@ -361,9 +361,11 @@ class Problem(abc.ABC):
         >>> import rssm
         >>> prob = rssm.Problem.from_pymanopt(pymanopt_problem)  # doctest: +SKIP
         """
-        from rssm.interop.pymanopt import problem_from_pymanopt
+        from rssm._autodiff import pymanopt_oracles
 
-        return problem_from_pymanopt(problem, name=name, stepsize=stepsize, error=error)
+        shape, value, grad = pymanopt_oracles(problem)
+        return FunctionProblem(value, grad, None, shape=shape, name=name, stepsize=stepsize,
+                               error=error)
 
 
 class FullSubgradientWarning(UserWarning):
@@ -408,6 +410,8 @@ class FunctionProblem(Problem):
     def cost(self, x) -> float:
         out = self._cost(x)
         try:
+            if isinstance(out, (str, bytes)):  # float("1.5") would accept text
+                raise TypeError
             return float(out)
         except (TypeError, ValueError):
             raise TypeError(
