@@ -63,8 +63,9 @@ def _defaults(cfg: dict, out: str) -> list[dict]:
     return []
 
 
-SECTIONS = {"defaults": _defaults, "userenv": _userenv, "load": _load, "periter": periter, "fusion": fusion,
-            "scaling": scaling, "memory": memory, "accuracy": accuracy, "peers": peers}
+SECTIONS = {"defaults": _defaults, "userenv": _userenv, "load": _load, "periter": periter,
+            "fusion": fusion, "scaling": scaling, "memory": memory, "accuracy": accuracy,
+            "peers": peers}
 
 
 def main(mode: str, threads: int | None, only: list[str] | None, out: str) -> int:

@@ -41,7 +41,7 @@ def test_solve_csv_matches_minimize(tmp_path, capsys):
                         max_iter=60, seed=3, record_every=7)
     np.testing.assert_allclose([float(r[4]) for r in rows[1:]], res.trace["error"],
                                rtol=1e-12, atol=0)
-    np.testing.assert_allclose(float(rows[-1][3]), res.fun, rtol=1e-12)
+    np.testing.assert_allclose(float(rows[-1][3]), res.fun_last, rtol=1e-12)
 
 
 def test_solve_json(tmp_path, capsys):

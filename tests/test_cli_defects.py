@@ -110,7 +110,7 @@ def test_ctrl_c_during_solve_saves_and_exits_130(tmp_path, capsys, monkeypatch):
         def cb(progress):
             if progress.iteration >= 3:
                 raise KeyboardInterrupt
-        kwargs["callback"], kwargs["record_every"] = cb, 1
+        kwargs["callback"], kwargs["record"] = cb, 1
         return real(*args, **kwargs)
 
     monkeypatch.setattr(rssm, "minimize", interrupted)

@@ -108,7 +108,7 @@ def test_cli_options_and_trace_column(tmp_path, capsys):
     out = tmp_path / "t.csv"
     rc = main(["solve", "sparse_basis", "--n", "10", "--p", "3", "--m", "400", "--method",
                "rsm", "--stepsize", "geometric", "--stagnation-epochs", "100", "--max-iter",
-               "5000", "--out", str(out)])
+               "5000", "--tol", "0", "--record-stationarity", "--seed", "1", "--out", str(out)])
     text = capsys.readouterr().out
     assert rc == 0 and "no_progress" in text and "stationarity" in text
     assert "success        False" in text

@@ -117,7 +117,7 @@ def test_pymanopt_style_optimizer_returns_pymanopt_result(dpcp, backend, capsys)
     result = opt.run(problem, initial_point=x0)
     assert isinstance(result, OptimizerResult)
     assert result.iterations == 300
-    assert result.stopping_criterion == "Terminated - reached the iteration limit (300)."
+    assert result.stopping_criterion == "Terminated - max iterations reached after 300 iterations."
     assert rssm.stiefel.feasibility(result.point) <= 1e-12
     assert abs(result.cost - native.fun) <= 1e-9 * native.fun
     assert result.cost_evaluations == 31  # recorded at 0, 10, ..., 300
@@ -129,7 +129,7 @@ def test_pymanopt_style_optimizer_returns_pymanopt_result(dpcp, backend, capsys)
     assert log["rssm_result"].n_iter == 300
     out = capsys.readouterr().out
     assert out.startswith("Optimizing...") and "Gradient norm" in out
-    assert out.rstrip().endswith("Terminated - reached the iteration limit (300).")
+    assert out.rstrip().endswith("Terminated - max iterations reached after 300 iterations.")
 
 
 def test_pymanopt_optimizer_stopping_criteria(dpcp):

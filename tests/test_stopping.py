@@ -184,7 +184,7 @@ def test_callback_sees_the_last_row_between_recording_points(small_dpcp):
 def test_callback_sees_the_last_row_after_a_time_limit(small_dpcp):
     seen = []
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_time=0.05, record=10**6, callback=seen.append, seed=0,
+        small_dpcp, stepsize=STEP, max_time=0.05, record=10**6, callback=seen.append, seed=0, tol=0,
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.MAX_TIME and res.n_iter > 0

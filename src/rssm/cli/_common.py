@@ -92,6 +92,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def nonneg_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
 FORMATS = ("png", "pdf", "svg")
 
 

@@ -66,25 +66,7 @@ def json_value(value: Any) -> Any:
     return value
 
 
-#: Result fields that `result_to_dict` writes (those of this tree's `rssm.Result`).
-_FIELDS = ("fun", "n_iter", "time", "flops", "stop_reason", "error", "feasibility", "method",
-           "n_blocks", "selection", "stepsize", "seed", "message", "stationarity", "threads")
-
-
 def result_to_dict(res) -> dict[str, Any]:
-    """The run's settings and summary as flat JSON values, keyed by `rssm.Result`'s field
-    names plus ``success`` (the layout of ``Result.to_dict()``: ``fun`` is the final cost;
-    x and the trace are written apart).
-
-    To become ``return res.to_dict()``.
-    """
-    out = {}
-    for name in _FIELDS:
-        value = getattr(res, name)
-        if name == "stop_reason":
-            value = value.value
-        elif name == "seed" and not isinstance(value, (int, np.integer)):
-            value = None if value is None else repr(value)
-        out[name] = json_value(value)
-    out["success"] = bool(res.success)
-    return out
+    """The run's settings and summary as flat JSON values (`rssm.Result.to_dict`; x and
+    the trace are written apart)."""
+    return res.to_dict()

@@ -25,6 +25,7 @@ from rssm.cli._common import (
     Parser,
     UsageError,
     first_line,
+    nonneg_float,
     nonneg_int,
     param_type,
     positive_float,
@@ -52,11 +53,12 @@ def problem_options(cls) -> list[tuple[str, inspect.Parameter]]:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     from rssm.blocks import SELECTION_RULES
-    from rssm.solvers import METHODS
+    from rssm.solvers import DEFAULT_METHOD, DEFAULT_TOL, METHODS
 
     g = p.add_argument_group("method")
-    g.add_argument("--method", choices=sorted(METHODS), default="rssm",
-                   help="RSSM (Algorithm alg-RSSM) or the Riemannian subgradient method")
+    g.add_argument("--method", choices=sorted(METHODS), default=None,
+                   help="RSSM (Algorithm alg-RSSM) or the Riemannian subgradient method "
+                        f"(default: {DEFAULT_METHOD}, as rssm.minimize)")
     g.add_argument("--blocks", type=positive_int, default=None,
                    help="RSSM's number of column blocks l (2 <= l <= p; ignored by RSM) "
                         "(default: min(5, p))")
@@ -71,9 +73,16 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="solver-time limit in seconds (default: none)")
     b.add_argument("--target-error", type=positive_float, default=None,
                    help="stop once the ground-truth error is at most this (default: none)")
+    b.add_argument("--tol", type=nonneg_float, default=None, metavar="TOL",
+                   help="tolerance of the convergence test: stop (success) once the recent "
+                        "iterates lie within TOL ||X||_F of each other and their subgradients "
+                        f"cancel or vanish; 0 turns it off (default: {DEFAULT_TOL:g})")
     b.add_argument("--stationarity-tol", type=positive_float, default=None, metavar="TOL",
-                   help="stop once ||P_T(G)||_F at a recording point is at most TOL (reason "
-                        "stationary; default: none)")
+                   help="also record ||P_T(G)||_F and stop once it is at most TOL at a "
+                        "recording point (reason stationary; for smooth costs; default: none)")
+    b.add_argument("--record-stationarity", action="store_true",
+                   help="record ||P_T(G)||_F (one full subgradient per recorded row, off the "
+                        "clock) in the trace's stationarity column")
     b.add_argument("--stagnation-epochs", type=positive_float, default=None, metavar="E",
                    help="stop once the best cost has not decreased by more than "
                         "--stagnation-rtol (relative) over E epochs (reason no_progress; "
@@ -87,9 +96,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="record the trace every this many iterations "
                         "(default: max_iter // 200, or 10)")
     b.add_argument("--threads", type=threads, default="auto", metavar="auto|N",
-                   help="BLAS/OpenMP threads during the run: 'auto' (default: the machine's "
-                        "pools, one thread while timed probes show it is faster) or a fixed "
-                        "count N (bit-identical reruns)")
+                   help="threads during the run: 'auto' (default: one data-chunk worker per "
+                        "core) or N workers; BLAS runs on one thread and the result is the "
+                        "same to the bit for any setting")
     b.add_argument("--out", default=None, metavar="FILE|DIR",
                    help="write the trace to FILE (.csv: one row per recorded point; "
                         ".json: settings, summary and trace), or to the folder DIR (no "
@@ -192,15 +201,25 @@ def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
 def _minimize(problem, x0, args, rule, callback):
     """The one call of the solver (its keywords follow `rssm.minimize`)."""
     import rssm
+    from rssm.blocks import epoch_iterations
+    from rssm.stopping import AnyOf, CostStagnation, MinStationarity
 
-    return rssm.minimize(problem, x0, method=args.method, n_blocks=args.blocks,
-                         stepsize=rule, max_iter=args.max_iter, max_time=args.max_time,
-                         target_error=args.target_error, seed=args.seed,
-                         record_every=args.record_every, selection=args.selection,
-                         threads=args.threads, callback=callback,
-                         stationarity_tol=args.stationarity_tol,
-                         stagnation_epochs=args.stagnation_epochs,
-                         stagnation_rtol=args.stagnation_rtol)
+    stops = []
+    if args.stationarity_tol is not None:
+        stops.append(MinStationarity(args.stationarity_tol))
+    if args.stagnation_epochs is not None:
+        ell = 1 if args.method == "rsm" else (args.blocks or min(5, problem.shape[1]))
+        stops.append(CostStagnation(args.stagnation_epochs, args.stagnation_rtol,
+                                    epoch=epoch_iterations(ell)))
+    record = rssm.Record(every=args.record_every,
+                         stationarity=args.stationarity_tol is not None
+                         or args.record_stationarity)
+    return rssm.minimize(problem, x0, method=args.method, stepsize=rule,
+                         options={"n_blocks": args.blocks, "selection": args.selection},
+                         max_iter=args.max_iter, max_time=args.max_time,
+                         target_error=args.target_error, seed=args.seed, tol=args.tol,
+                         record=record, threads=args.threads, callback=callback,
+                         stop=AnyOf(*stops) if stops else None)
 
 
 def _summary(rows: list[tuple[str, str]]) -> str:
@@ -211,8 +230,10 @@ def _summary(rows: list[tuple[str, str]]) -> str:
 def run(args, argv: Sequence[str]) -> int:
     """Run ``rssm solve``; return the exit status."""
     from rssm.problems import REGISTRY
+    from rssm.solvers import DEFAULT_METHOD
     from rssm.stopping import StopReason
 
+    args.method = args.method or DEFAULT_METHOD
     target = output.plan(args.out, args.overwrite)
     cls = REGISTRY[args.problem]
     if getattr(args, "data", None) is not None:
@@ -252,8 +273,9 @@ def run(args, argv: Sequence[str]) -> int:
         ("final cost", f"{res.fun:.10g}"),
         ("initial error", f"{res.trace['error'][0]:.4g}" if problem.has_error else "n/a"),
         ("final error", f"{res.error:.4g}" if problem.has_error else "n/a"),
-        ("stationarity", f"{res.stationarity:.4g}  (||P_T(G)||_F at the final X)"),
         ("success", f"{res.success}  (True only when a convergence test fired)"),
+        *([("stationarity", f"{res.stationarity:.4g}  (||P_T(G)||_F at the last row)")]
+          if res.stationarity == res.stationarity else []),
         ("feasibility", f"{res.feasibility:.2e}  (||X^T X - I||_max)"),
     ]
     # Problem-specific figures (e.g. sparse PCA's explained variance and sparsity).

@@ -199,13 +199,14 @@ class _RssmOptimizer(Optimizer):
             res = minimize(rproblem, initial_point, method=self._method,
                            stepsize=self.stepsize, max_iter=self._max_iterations,
                            max_time=self._max_time, seed=self.seed,
-                           record_every=self.record_every, callback=watch,
+                           record=self.record_every, callback=watch,
                            stop=None if counted is None else _CostBudget(
                                counted, self._max_cost_evaluations, state),
-                           **self._options())
+                           options=self._options() or None)
         why = state["why"] if res.stop_reason.value == "callback" else None
         if why is None:
-            why = f"Terminated - {res.message}."
+            why = _WORDS.get(res.stop_reason.value, "Terminated - {message}.").format(
+                n=res.n_iter, message=res.message)
         if verbose >= 1:
             print(why)
         if self._log is not None:
@@ -216,6 +217,14 @@ class _RssmOptimizer(Optimizer):
             stopping_criterion=why,
             cost_evaluations=state["evals"] if counted is None else counted.calls,
             step_size=state["step"], gradient_norm=state["grad"])
+
+
+#: Pymanopt's wording of the stops both libraries have; others quote rssm's message.
+_WORDS = {
+    "max_iter": "Terminated - max iterations reached after {n} iterations.",
+    "max_time": "Terminated - max time reached after {n} iterations.",
+    "converged": "Terminated - converged after {n} iterations (rssm's convergence test).",
+}
 
 
 class RSSM(_RssmOptimizer):
