@@ -1,0 +1,474 @@
+"""rssm.estimators against scikit-learn (issue #21).
+
+    python -m benchmarks.estimators [--quick] [--out DIR] [--only SECTION ...]
+
+Sections (each writes DIR/SECTION.csv and a figure DIR/SECTION.png, and prints a table):
+
+* ``subspace``: RobustSubspace (DPCP) against PCA, a MinCovDet-based PCA (eigenvectors of
+  the MCD scatter), EllipticEnvelope, IsolationForest and LocalOutlierFactor on synthetic
+  data: inliers near a d-dimensional subspace (noise 1e-3), Gaussian outliers, contamination
+  0-60%. Largest principal angle to the true subspace (degrees), outlier ROC AUC, fit time.
+* ``digits``: scikit-learn's bundled digits; the inliers are one digit class, the outliers
+  another class at 10-50%. ROC AUC and fit time (no true subspace here).
+* ``dictionary``: OrthogonalDictionaryLearning against DictionaryLearning,
+  MiniBatchDictionaryLearning, the 2-D DCT basis and the PCA basis on 8x8 patches of
+  scikit-image's bundled images (DC removed per patch). Codes are the lasso codes of each
+  dictionary over a grid of penalties (soft thresholding for orthogonal ones, sparse_encode
+  for the others); the l1 norm of the codes per patch is interpolated at equal relative
+  reconstruction errors on held-out patches. Fit time.
+* ``sparse_pca``: OrthogonalSparsePCA against SparsePCA on standardized digits and breast
+  cancer data over a grid of penalties: adjusted explained variance (Zou et al.) against
+  the number of nonzero loadings, orthogonality max |V V^T - I| of the unit-norm loadings,
+  fit time; the variance is interpolated at equal sparsity.
+
+rssm runs with its defaults ("rssm") and, for DPCP and sparse PCA, with a fixed geometric
+step ("rssm, geometric"), because the default rule of today's rssm fails on those (#18).
+Times are wall-clock seconds of ``fit``, methods interleaved per instance, BLAS threads as
+the environment sets them. ``--quick`` runs tiny sizes (tests/test_bench_estimators.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+SECTIONS = ("subspace", "digits", "dictionary", "sparse_pca")
+#: Extra settings of every rssm estimator: ``--quick`` caps the iterations.
+RSSM_KW: dict = {}
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "estimators")
+
+
+def _timed(fn: Callable):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def max_angle(s: np.ndarray, u: np.ndarray) -> float:
+    """Largest principal angle (degrees) between span(s) and span(u), orthonormal columns."""
+    sv = np.linalg.svd(s.T @ u, compute_uv=False)
+    return float(np.degrees(np.arccos(np.clip(sv.min(), -1.0, 1.0))))
+
+
+def _orth(a: np.ndarray) -> np.ndarray:
+    return np.linalg.qr(a)[0]
+
+
+# -- robust subspace ---------------------------------------------------------------------
+def _subspace_methods(d: int, center: bool):
+    """name -> fit(x) returning (basis n x d or None, scores: higher = more normal)."""
+    from sklearn.covariance import EllipticEnvelope, MinCovDet
+    from sklearn.decomposition import PCA
+    from sklearn.ensemble import IsolationForest
+    from sklearn.neighbors import LocalOutlierFactor
+
+    from rssm.estimators import RobustSubspace
+    from rssm.stepsizes import Geometric
+
+    def rssm_fit(step):
+        def fit(x):
+            est = RobustSubspace(d, center=center, stepsize=step, random_state=0,
+                                 **RSSM_KW).fit(x)
+            return est.components_.T, est.score_samples(x)
+        return fit
+
+    def pca(x):
+        est = PCA(d).fit(x)
+        res = x - est.inverse_transform(est.transform(x))
+        return est.components_.T, -np.linalg.norm(res, axis=1)
+
+    def mcd_pca(x):
+        keep = x.std(axis=0) > 0
+        mcd = MinCovDet(random_state=0).fit(x[:, keep])
+        u = np.zeros((x.shape[1], d))
+        u[keep] = np.linalg.eigh(mcd.covariance_)[1][:, ::-1][:, :d]
+        c = x.copy()
+        c[:, keep] -= mcd.location_
+        return u, -np.linalg.norm(c - (c @ u) @ u.T, axis=1)
+
+    def envelope(x):
+        keep = x.std(axis=0) > 0
+        return None, EllipticEnvelope(random_state=0).fit(x[:, keep]).score_samples(x[:, keep])
+
+    def iforest(x):
+        return None, IsolationForest(random_state=0).fit(x).score_samples(x)
+
+    def lof(x):
+        return None, LocalOutlierFactor().fit(x).negative_outlier_factor_
+
+    return {"rssm": rssm_fit(None), "rssm, geometric": rssm_fit(Geometric(0.1, 0.9)),
+            "PCA": pca, "MinCovDet PCA": mcd_pca, "EllipticEnvelope": envelope,
+            "IsolationForest": iforest, "LOF": lof}
+
+
+def _run_methods(methods, x, labels, truth, base: dict) -> list[dict]:
+    from sklearn.metrics import roc_auc_score
+
+    rows = []
+    for name, fit in methods.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                (basis, score), t = _timed(lambda fit=fit: fit(x))
+            except Exception as exc:  # a baseline that cannot run here is reported, not fatal
+                rows.append({**base, "method": name, "angle_deg": math.nan, "auc": math.nan,
+                             "time_s": math.nan, "note": type(exc).__name__})
+                continue
+        angle = max_angle(truth, _orth(basis)) if truth is not None and basis is not None \
+            else math.nan
+        rows.append({**base, "method": name, "angle_deg": angle,
+                     "auc": float(roc_auc_score(labels, score)), "time_s": t, "note": ""})
+    return rows
+
+
+def section_subspace(quick: bool) -> list[dict]:
+    n, d, m = (10, 2, 200) if quick else (30, 5, 1000)
+    fracs = (0.0, 0.3, 0.6) if quick else (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+    seeds = range(1 if quick else 3)
+    methods = _subspace_methods(d, center=False)
+    rows = []
+    for seed in seeds:
+        for frac in fracs:
+            rng = np.random.default_rng([seed, int(100 * frac)])
+            s = _orth(rng.standard_normal((n, d)))
+            m_out = int(round(m * frac))
+            inl = rng.standard_normal((m - m_out, d)) @ s.T
+            inl += 1e-3 * rng.standard_normal(inl.shape)
+            x = np.vstack([inl, rng.standard_normal((m_out, n))])
+            labels = np.r_[np.ones(m - m_out), np.zeros(m_out)]
+            if m_out == 0:  # AUC needs both classes: one outlier
+                x[-1], labels[-1] = rng.standard_normal(n), 0
+            rows += _run_methods(methods, x, labels, s,
+                                 {"seed": seed, "contamination": frac, "n": n, "d": d, "m": m})
+    return rows
+
+
+def section_digits(quick: bool) -> list[dict]:
+    from sklearn.datasets import load_digits
+
+    x_all, y_all = load_digits(return_X_y=True)
+    pairs = [(0, 3)] if quick else [(a, (a + 3) % 10) for a in range(10)]
+    fracs = (0.3,) if quick else (0.1, 0.3, 0.5)
+    d = 10
+    methods = _subspace_methods(d, center=True)
+    rows = []
+    for a, b in pairs:
+        inl = x_all[y_all == a]
+        pool = x_all[y_all == b]
+        for frac in fracs:
+            k = min(len(pool), int(round(len(inl) * frac / (1 - frac))))
+            out = pool[np.random.default_rng(a).permutation(len(pool))[:k]]
+            x = np.vstack([inl, out])
+            labels = np.r_[np.ones(len(inl)), np.zeros(k)]
+            rows += _run_methods(methods, x, labels, None,
+                                 {"inlier_digit": a, "outlier_digit": b,
+                                  "contamination": k / len(x), "d": d})
+    return rows
+
+
+# -- dictionaries ------------------------------------------------------------------------
+def _patches(quick: bool):
+    from skimage import data
+    from sklearn.feature_extraction.image import extract_patches_2d
+
+    names = ("camera", "astronaut") if quick else ("camera", "astronaut", "coins", "moon",
+                                                   "coffee", "chelsea")
+    per, per_test = (100, 30) if quick else (2000, 500)
+    train, test = [], []
+    for i, name in enumerate(names):
+        img = getattr(data, name)()
+        if img.ndim == 3:
+            img = img[..., :3] @ np.array([0.2125, 0.7154, 0.0721])
+        img = np.asarray(img, dtype=np.float64) / 255.0
+        for seed, out, k in ((i, train, per), (100 + i, test, per_test)):
+            p = extract_patches_2d(img, (8, 8), max_patches=k, random_state=seed)
+            p = p.reshape(len(p), 64)
+            out.append(p - p.mean(axis=1, keepdims=True))
+    return names, np.vstack(train), np.vstack(test)
+
+
+def dct_basis() -> np.ndarray:
+    """The 64 orthonormal 2-D DCT-II atoms (rows) of row-major 8x8 patches."""
+    from scipy.fft import dct
+
+    c = dct(np.eye(8), norm="ortho", axis=0)
+    return np.kron(c, c)
+
+
+def lasso_curve(atoms: np.ndarray, y: np.ndarray, alphas, orthogonal: bool):
+    """(relative error, mean l1 per patch, mean nonzeros per patch) for each alpha."""
+    from sklearn.decomposition import sparse_encode
+
+    out = []
+    norm = np.linalg.norm(y)
+    for a in alphas:
+        if orthogonal:
+            c = y @ atoms.T
+            c = np.sign(c) * np.maximum(np.abs(c) - a, 0.0)
+        else:
+            c = sparse_encode(y, atoms, algorithm="lasso_lars", alpha=a)
+        err = np.linalg.norm(y - c @ atoms) / norm
+        out.append((err, np.abs(c).sum(axis=1).mean(), np.count_nonzero(c, axis=1).mean()))
+    return np.array(out)
+
+
+def at_level(curve: np.ndarray, level: float, col: int) -> float:
+    """Column ``col`` of the curve interpolated at relative error ``level`` (NaN outside)."""
+    order = np.argsort(curve[:, 0])
+    e, v = curve[order, 0], curve[order, col]
+    if not e[0] <= level <= e[-1]:
+        return math.nan
+    return float(np.interp(level, e, v))
+
+
+LEVELS = (0.05, 0.1, 0.2)
+
+
+def section_dictionary(quick: bool) -> list[dict]:
+    from sklearn.decomposition import PCA, DictionaryLearning, MiniBatchDictionaryLearning
+
+    from rssm.estimators import OrthogonalDictionaryLearning
+
+    names, train, test = _patches(quick)
+    it = 2 if quick else 200
+    fits = {
+        "rssm ODL": lambda: OrthogonalDictionaryLearning(
+            random_state=0, **RSSM_KW).fit(train).components_,
+        "rssm ODL from DCT": lambda: OrthogonalDictionaryLearning(
+            dict_init=dct_basis(), random_state=0, **RSSM_KW).fit(train).components_,
+        "DCT": lambda: dct_basis(),
+        "PCA basis": lambda: PCA(64).fit(train).components_,
+        "MiniBatchDictionaryLearning": lambda: MiniBatchDictionaryLearning(
+            64, alpha=0.1, batch_size=256, max_iter=it, random_state=0).fit(train).components_,
+        "DictionaryLearning": lambda: DictionaryLearning(
+            64, alpha=0.1, max_iter=it if quick else 30, random_state=0).fit(
+                train[:2000]).components_,
+    }
+    alphas = np.geomspace(1e-3, 0.3, 5 if quick else 16)
+    rows, curves = [], {}
+    for name, fit in fits.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            atoms, t = _timed(fit)
+        ortho = np.abs(atoms @ atoms.T - np.eye(len(atoms))).max() < 1e-8
+        curve = lasso_curve(atoms, test, alphas, ortho)
+        curves[name] = curve
+        row = {"method": name, "images": "+".join(names), "train": len(train),
+               "test": len(test), "orthogonal": bool(ortho), "time_s": t,
+               "l1_exact": float(np.abs(test @ atoms.T).sum(axis=1).mean()) if ortho
+               else math.nan,
+               "l1_exact_train": float(np.abs(train @ atoms.T).sum(axis=1).mean()) if ortho
+               else math.nan}
+        for lev in LEVELS:
+            row[f"l1_at_{lev:g}"] = at_level(curve, lev, 1)
+            row[f"nnz_at_{lev:g}"] = at_level(curve, lev, 2)
+        rows.append(row)
+    _plot_curves(curves, "relative reconstruction error (held-out patches)",
+                 "mean l1 norm of the codes", "dictionary")
+    return rows
+
+
+# -- sparse PCA --------------------------------------------------------------------------
+def adjusted_ev_ratio(x: np.ndarray, comps: np.ndarray) -> float:
+    """Adjusted variance of the scores x @ V^T (rows of V scaled to unit norm) over the total
+    variance of x (centred): Zou, Hastie and Tibshirani (2006)."""
+    nrm = np.linalg.norm(comps, axis=1)
+    v = comps[nrm > 0] / nrm[nrm > 0, None]
+    if not len(v):
+        return 0.0
+    r = np.linalg.qr(x @ v.T, mode="r")
+    return float(np.sum(np.diag(r) ** 2) / np.sum(x * x))
+
+
+def section_sparse_pca(quick: bool) -> list[dict]:
+    from sklearn.datasets import load_breast_cancer, load_digits
+    from sklearn.decomposition import SparsePCA
+    from sklearn.preprocessing import StandardScaler
+
+    from rssm.estimators import OrthogonalSparsePCA
+    from rssm.stepsizes import Geometric
+
+    sets = {"digits": load_digits, "breast_cancer": load_breast_cancer}
+    if quick:
+        sets = {"breast_cancer": load_breast_cancer}
+    r = 5
+    rows = []
+    for dname, load in sets.items():
+        x = load(return_X_y=True)[0]
+        if quick:
+            x = x[:150]
+        x = StandardScaler().fit_transform(x)
+        x = x[:, x.std(axis=0) > 0]
+        corr = x.T @ x / len(x)
+        step = Geometric(1.0 / np.linalg.eigvalsh(corr)[-1], 0.99)  # SparsePCA's reference
+        grid = np.geomspace(0.02, 1.0, 3 if quick else 8)
+        fits = {}
+        for k, a in enumerate(grid):
+            sk_alpha = float(np.geomspace(0.05, 20.0, len(grid))[k])
+            fits[("rssm", a)] = (OrthogonalSparsePCA, dict(mu=float(a)))
+            fits[("rssm, geometric", a)] = (OrthogonalSparsePCA,
+                                            dict(mu=float(a), stepsize=step))
+            fits[("SparsePCA", sk_alpha)] = (SparsePCA, dict(
+                alpha=sk_alpha, max_iter=30 if quick else 1000))
+        for (name, a), (cls, kw) in fits.items():
+            if cls is OrthogonalSparsePCA:
+                kw = {**kw, **RSSM_KW}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est, t = _timed(lambda c=cls, k=kw, x=x: c(r, random_state=0, **k).fit(x))
+            comps = est.components_
+            nrm = np.linalg.norm(comps, axis=1)
+            v = comps / np.where(nrm > 0, nrm, 1.0)[:, None]
+            rows.append({"data": dname, "method": name, "penalty": a,
+                         "nonzero_frac": float(np.mean(comps != 0)),
+                         "ev_ratio": adjusted_ev_ratio(x, comps),
+                         "orthogonality": float(np.abs(v @ v.T - np.eye(r)).max()),
+                         "time_s": t})
+    curves = {}
+    for row in rows:
+        curves.setdefault(f"{row['method']} ({row['data']})", []).append(
+            (row["nonzero_frac"], row["ev_ratio"], 0.0))
+    _plot_curves({k: np.array(v) for k, v in curves.items()}, "fraction of nonzero loadings",
+                 "adjusted explained variance ratio", "sparse_pca", logy=False)
+    return rows
+
+
+def sparse_pca_summary(rows: list[dict], levels=(0.2, 0.4, 0.6)) -> list[dict]:
+    """Explained variance of each method interpolated at equal fractions of nonzeros."""
+    out = []
+    keys = sorted({(r["data"], r["method"]) for r in rows})
+    for data, meth in keys:
+        sel = [r for r in rows if r["data"] == data and r["method"] == meth]
+        curve = np.array([(r["nonzero_frac"], r["ev_ratio"]) for r in sel])
+        row = {"data": data, "method": meth,
+               "orthogonality_max": max(r["orthogonality"] for r in sel),
+               "time_median_s": float(np.median([r["time_s"] for r in sel]))}
+        for lev in levels:
+            row[f"ev_at_{lev:g}"] = at_level(curve, lev, 1)
+        out.append(row)
+    return out
+
+
+# -- output --------------------------------------------------------------------------------
+_OUT_DIR = [OUT]
+
+
+def _plot_curves(curves: dict, xlabel: str, ylabel: str, name: str, logy: bool = True):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, c in curves.items():
+        o = np.argsort(c[:, 0])
+        ax.plot(c[o, 0], c[o, 1], marker="o", ms=3, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(_OUT_DIR[0], f"{name}.png"), dpi=110)
+    plt.close(fig)
+
+
+def _plot_subspace(rows: list[dict], name: str, key: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for meth in dict.fromkeys(r["method"] for r in rows):
+        sel = [r for r in rows if r["method"] == meth]
+        xs = sorted({round(r[key], 3) for r in sel})
+        for ax, col in zip(axes, ("angle_deg", "auc"), strict=True):
+            vals = [[r[col] for r in sel if round(r[key], 3) == v] for v in xs]
+            if not np.all(np.isnan(vals[0])):
+                ys = [np.median(v) for v in vals]
+                ax.plot(xs, ys, marker="o", label=meth)
+            ax.set_xlabel("fraction of outliers")
+            ax.set_ylabel({"angle_deg": "largest principal angle (deg)",
+                           "auc": "outlier ROC AUC"}[col])
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(_OUT_DIR[0], f"{name}.png"), dpi=110)
+    plt.close(fig)
+
+
+def _write(rows: list[dict], path: str) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _table(rows: list[dict], group: tuple[str, ...], cols: tuple[str, ...]) -> str:
+    """Median of ``cols`` per ``group`` as a Markdown table."""
+    keys = list(dict.fromkeys(tuple(r[g] for g in group) for r in rows))
+    lines = ["| " + " | ".join(group + cols) + " |", "|" + "---|" * (len(group) + len(cols))]
+    for k in keys:
+        sel = [r for r in rows if tuple(r[g] for g in group) == k]
+        vals = [np.nanmedian([float(r[c]) for r in sel]) if not all(
+            math.isnan(float(r[c])) for r in sel) else math.nan for c in cols]
+        lines.append("| " + " | ".join([f"{v:g}" if isinstance(v, float) else str(v)
+                                        for v in k] + [f"{v:.4g}" for v in vals]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
+    ap.add_argument("--out", default=OUT, help=f"output folder (default {OUT})")
+    ap.add_argument("--only", nargs="*", choices=SECTIONS, default=list(SECTIONS))
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    _OUT_DIR[0] = args.out
+    if args.quick:
+        RSSM_KW["max_iter"] = 100
+    t0 = time.perf_counter()
+    if "subspace" in args.only:
+        rows = section_subspace(args.quick)
+        _write(rows, os.path.join(args.out, "subspace.csv"))
+        _plot_subspace(rows, "subspace", "contamination")
+        print("\n## Robust subspace, synthetic (median over seeds)\n")
+        print(_table(rows, ("contamination", "method"), ("angle_deg", "auc", "time_s")))
+    if "digits" in args.only:
+        rows = section_digits(args.quick)
+        _write(rows, os.path.join(args.out, "digits.csv"))
+        _plot_subspace(rows, "digits", "contamination")
+        for r in rows:
+            r["level"] = round(r["contamination"], 1)
+        print("\n## Robust subspace, digits (median over digit pairs)\n")
+        print(_table(rows, ("level", "method"), ("auc", "time_s")))
+    if "dictionary" in args.only:
+        rows = section_dictionary(args.quick)
+        _write(rows, os.path.join(args.out, "dictionary.csv"))
+        print("\n## Orthogonal dictionary, 8x8 patches\n")
+        cols = tuple(f"{k}_at_{lev:g}" for lev in LEVELS for k in ("l1", "nnz"))
+        print(_table(rows, ("method",), ("l1_exact_train", "l1_exact") + cols + ("time_s",)))
+    if "sparse_pca" in args.only:
+        rows = section_sparse_pca(args.quick)
+        _write(rows, os.path.join(args.out, "sparse_pca.csv"))
+        summ = sparse_pca_summary(rows)
+        _write(summ, os.path.join(args.out, "sparse_pca_summary.csv"))
+        print("\n## Sparse PCA, 5 components, explained variance at equal sparsity\n")
+        print(_table(summ, ("data", "method"), tuple(k for k in summ[0] if k.startswith(
+            "ev_at")) + ("orthogonality_max", "time_median_s")))
+    print(f"\n{'quick' if args.quick else 'full'} run, {time.perf_counter() - t0:.0f} s; "
+          f"results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
