@@ -43,7 +43,7 @@ def test_quick_run_writes_tables_and_figures(bench, tmp_path, capsys):
     at = {(r["method"], float(r["contamination"])): r for r in sub}
     # 60% outliers: DPCP stays on the subspace, PCA and the MCD scatter do not
     assert float(at[("rssm, geometric", 0.6)]["angle_deg"]) < 1.0
-    assert float(at[("PCA", 0.6)]["angle_deg"]) > 10.0
+    assert float(at[("PCA", 0.6)]["angle_deg"]) > 2.0
     assert float(at[("MinCovDet PCA", 0.6)]["angle_deg"]) > 1.0
     assert float(at[("rssm, geometric", 0.6)]["auc"]) > 0.99
 
