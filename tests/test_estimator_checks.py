@@ -99,7 +99,10 @@ MAKERS = [
 ]
 
 
-@pytest.mark.parametrize("make", MAKERS)
+MAKER_IDS = ["subspace", "odl", "sparse_pca"]
+
+
+@pytest.mark.parametrize("make", MAKERS, ids=MAKER_IDS)
 def test_random_state_same_seed_same_components(make):
     x = _data()
     a = make().set_params(random_state=7).fit(x).components_
@@ -117,7 +120,7 @@ def test_random_state_changes_the_odl_start():
     assert np.abs(a - b).max() > 1e-3
 
 
-@pytest.mark.parametrize("make", MAKERS)
+@pytest.mark.parametrize("make", MAKERS, ids=MAKER_IDS)
 def test_clone_and_pickle(make):
     x = _data()
     est = make().set_params(random_state=0).fit(x)

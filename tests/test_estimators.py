@@ -323,7 +323,7 @@ def test_one_column_uses_rsm():
     lambda: RobustSubspace(n_components=3, center=True, stepsize=1e-3, max_iter=150),
     lambda: OrthogonalDictionaryLearning(stepsize=1e-3, max_iter=150),
     lambda: OrthogonalSparsePCA(3, stepsize=1e-3, max_iter=150),
-])
+], ids=["subspace", "subspace-center", "odl", "sparse_pca"])
 def test_out_of_core_inputs_match_in_memory(make, tmp_path):
     """A memory-mapped .npy file and a Dask array give the in-memory result (same seed and
     a constant step, so the runs differ only in the order of floating-point sums)."""
@@ -350,6 +350,16 @@ def test_out_of_core_nan_is_refused(tmp_path):
         with pytest.raises(ValueError, match="NaN or infinite entries") as info:
             est.fit(mm)
         assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("mod", ["_subspace", "_dictionary", "_sparse_pca"])
+def test_docstring_examples(mod):
+    import doctest
+    import importlib
+
+    module = importlib.import_module(f"rssm.estimators.{mod}")
+    res = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0
 
 
 def test_import_rssm_does_not_import_sklearn():

@@ -79,6 +79,19 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         The solver's run; ``n_iter_``, ``stop_reason_`` and ``converged_`` summarize it.
     n_features_in_, feature_names_in_
         As in scikit-learn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rssm.estimators import OrthogonalDictionaryLearning
+    >>> rng = np.random.default_rng(0)
+    >>> q = np.linalg.qr(rng.standard_normal((8, 8)))[0]            # a planted dictionary
+    >>> X = (rng.standard_normal((500, 8)) * (rng.random((500, 8)) < 0.2)) @ q.T
+    >>> odl = OrthogonalDictionaryLearning(max_iter=200, random_state=0).fit(X)
+    >>> bool(np.allclose(odl.components_ @ odl.components_.T, np.eye(8)))
+    True
+    >>> bool(np.allclose(odl.inverse_transform(odl.transform(X)), X))
+    True
     """
 
     def __init__(self, n_components=None, *, transform_algorithm=None, transform_alpha=1.0,

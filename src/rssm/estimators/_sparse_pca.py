@@ -80,6 +80,18 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         The solver's run; ``n_iter_``, ``stop_reason_`` and ``converged_`` summarize it.
     n_features_in_, feature_names_in_
         As in scikit-learn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from rssm.estimators import OrthogonalSparsePCA
+    >>> X = load_breast_cancer().data
+    >>> spca = OrthogonalSparsePCA(3, mu=0.5, max_iter=300, random_state=0).fit(X)
+    >>> spca.components_.shape
+    (3, 30)
+    >>> bool(np.abs(spca.components_ @ spca.components_.T - np.eye(3)).max() < 1e-4)
+    True
     """
 
     def __init__(self, n_components=None, *, mu=0.2, normalize=True, zero_tol=1e-5,
