@@ -29,7 +29,8 @@ import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import rssm
 from rssm.stepsizes import Constant
-name, method, ell, iters, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+name, method, threads = sys.argv[1], sys.argv[2], sys.argv[5]
+ell, iters = int(sys.argv[3]), int(sys.argv[4])
 threads = "auto" if threads == "auto" else int(threads)
 if name == "dpcp":
     prob = rssm.problems.DPCP.synthetic(seed=1)
