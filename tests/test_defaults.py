@@ -152,3 +152,37 @@ def test_old_call_styles_still_work_and_warn(small_dpcp):
     # RSSM's options do not apply to RSM: one dict serves a loop over methods
     r = rssm.minimize(small_dpcp, method="rsm", max_iter=2, options={"n_blocks": 3})
     assert r.n_blocks == 1
+
+
+def test_the_descent_probe_refutes_a_bundle_that_cancels_on_a_slope():
+    """Eight subgradients that cancel in part (least convex combination 0.24 of their mean
+    norm) while f = <A, X> has slope 1 along -A: parts 1 and 2 of the test hold, the probe
+    finds the descent and withdraws the verdict."""
+    from rssm import stiefel
+    from rssm.solvers.certificate import GoldsteinTest, probe
+
+    n, p = 6, 3
+    rng = np.random.default_rng(0)
+    x = stiefel.random_point(n, p, rng)
+    a = stiefel.tangent_projection(x, rng.standard_normal((n, p)))
+    a /= np.linalg.norm(a)
+    u = stiefel.tangent_projection(x, rng.standard_normal((n, p)))
+    u -= np.vdot(u, a) * a
+    u /= np.linalg.norm(u)
+    prob = rssm.Problem.from_functions(lambda y: float(np.vdot(a, y)), lambda y: a,
+                                       shape=(n, p))
+    test = GoldsteinTest(1e-10, p)
+    for k in range(8):
+        g = a + (4.0 if k % 2 else -4.0) * u            # subgradients at X (radius 0)
+        test.observe((), -g, float(np.linalg.norm(g)), 0.0)
+    c = test.evaluate()
+    assert c.converged and 0.2 < c.cancel <= 0.25
+    direction = test.aggregate((n, p))
+    np.testing.assert_allclose(direction, -a, atol=1e-12)
+    assert not probe(prob, x, direction)
+    test.refute()
+    assert not test.last.converged and test.last.probed
+    # at a minimizer of a sharp f no probe lowers f
+    sharp = rssm.Problem.from_functions(lambda y: float(np.abs(y - x).sum()), np.sign,
+                                        shape=(n, p))
+    assert probe(sharp, x, direction)

@@ -39,10 +39,20 @@ f(Y) - f* - O(d^2) >= mu d - O(d^2) (Lemma ``lem-RSI``), so every convex combina
 norm >= mu - O(d): delta cannot be small. Hence a small delta with a small radius places X
 within about radius of the solution set.
 
-Measured (docs/stepsizes.md has the runs; window 8): at convergence delta / mean norm was
-3e-4 to 1e-2 for RSM and 4e-3 to 6e-2 for RSSM (l = 5) on DPCP, l1 Procrustes, sparse PCA
-and sparse basis; on ODL runs frozen by a decaying step far from the dictionary it
+Measured (docs/convergence.md has the runs; window 8): at convergence delta / mean norm
+was 3e-4 to 1e-2 for RSM and 4e-3 to 6e-2 for RSSM (l = 5) on DPCP, l1 Procrustes, sparse
+PCA and sparse basis; on ODL runs frozen by a decaying step far from the dictionary it
 stayed at 0.88-1.0. `CANCEL` = 0.25 lies between the two.
+
+A bundle of eight vectors is a small sample of the subdifferential, and on an l1 problem
+the subgradients of a kinky region can cancel in part away from any stationary point
+(measured: 0.14 on a sparse-basis run whose steps had collapsed at error 0.15). So a
+verdict of parts 1 and 2 is then *checked* (`probe`): the aggregate g* (the convex
+combination of least norm, one per block pair) is the direction of steepest descent of
+the bundle's model, and f is evaluated at X moved along -g* by 1e-8 ... 1e-2 times
+||X||_F. At a minimizer no such move lowers f (sharp: f grows linearly; smooth: f
+grows or stays within rounding); a move that lowers f by more than rounding refutes the
+verdict and the run goes on. The check costs five evaluations of f, once per verdict.
 """
 
 from __future__ import annotations
@@ -54,7 +64,8 @@ import numpy as np
 
 from rssm.solvers.minnorm import min_norm_point
 
-__all__ = ["Certificate", "GoldsteinTest", "CANCEL", "VANISH", "WINDOW"]
+__all__ = ["Certificate", "GoldsteinTest", "CANCEL", "VANISH", "WINDOW", "PROBE_LENGTHS",
+           "probe"]
 
 #: delta / (mean norm of the bundle's vectors) at most this: the subgradients cancel.
 CANCEL = 0.25
@@ -78,13 +89,17 @@ class Certificate:
     vanish : float
         delta / largest subgradient norm of the run (NaN when delta was not computed).
     converged : bool
-        Both parts of the test hold (see `rssm.solvers.certificate`).
+        Both parts of the test hold and no probe along -g* lowered f (see
+        `rssm.solvers.certificate`).
+    probed : bool
+        The descent probe ran (it runs once parts 1 and 2 hold).
     """
 
     radius: float
     cancel: float = math.nan
     vanish: float = math.nan
     converged: bool = False
+    probed: bool = False
 
     def summary(self) -> str:
         """One line: the radius and the two ratios."""
@@ -94,12 +109,14 @@ class Certificate:
 
 
 class _Bundle:
-    __slots__ = ("vecs", "iters", "max_norm")
+    __slots__ = ("vecs", "iters", "max_norm", "sel", "weights")
 
-    def __init__(self) -> None:
+    def __init__(self, sel) -> None:
         self.vecs: list[np.ndarray] = []
         self.iters: list[int] = []
         self.max_norm = 0.0
+        self.sel = sel
+        self.weights: tuple[list[np.ndarray], np.ndarray] | None = None
 
 
 class GoldsteinTest:
@@ -130,13 +147,14 @@ class GoldsteinTest:
         self._next_eval = 0
         self.last: Certificate | None = None
 
-    def observe(self, key: tuple, vec: np.ndarray, norm: float, step_norm: float) -> None:
+    def observe(self, key: tuple, vec: np.ndarray, norm: float, step_norm: float,
+                sel=slice(None)) -> None:
         """Record iteration k's (negated) subgradient ``vec`` (kept by reference: the
-        solver must not modify it later) for the bundle ``key`` and the step length that
-        followed it."""
+        solver must not modify it later) on the columns ``sel`` for the bundle ``key`` and
+        the step length that followed it."""
         b = self._bundles.get(key)
         if b is None:
-            b = self._bundles[key] = _Bundle()
+            b = self._bundles[key] = _Bundle(sel)
         b.vecs.append(vec)
         b.iters.append(self._n)
         if len(b.vecs) > self.window:
@@ -170,7 +188,8 @@ class GoldsteinTest:
                 return None              # a pair not visited in the window
             flat = np.stack([v.ravel() for v in keep])
             gram = flat @ flat.T
-            sq, _ = min_norm_point(gram)
+            sq, lam = min_norm_point(gram)
+            b.weights = (keep, lam)
             d2 += sq
             mean2 += float(np.mean(np.sqrt(np.maximum(np.diag(gram), 0.0)))) ** 2
             ref2 += b.max_norm**2
@@ -182,3 +201,58 @@ class GoldsteinTest:
         if not ok:
             self._next_eval = self._n + max(1, self.horizon // 2)
         return self.last
+
+    def aggregate(self, shape: tuple[int, int]) -> np.ndarray:
+        """-g*: the sum over bundles of their least-norm convex combinations (of the
+        negated subgradients), each on its columns; zeros before an evaluation."""
+        out = np.zeros(shape)
+        for b in self._bundles.values():
+            if b.weights is None:
+                continue
+            vecs, lam = b.weights
+            agg = np.zeros_like(vecs[0])
+            for v, w in zip(vecs, lam, strict=True):
+                if w > 0:
+                    agg += w * v
+            out[:, b.sel] += agg
+        return out
+
+    def refute(self) -> None:
+        """The probe lowered f: withdraw the verdict, and evaluate again only after a
+        whole horizon of new subgradients."""
+        if self.last is not None:
+            self.last = Certificate(self.last.radius, self.last.cancel, self.last.vanish,
+                                    False, True)
+        self._next_eval = self._n + self.horizon
+
+    def confirm(self) -> None:
+        if self.last is not None:
+            self.last = Certificate(self.last.radius, self.last.cancel, self.last.vanish,
+                                    True, True)
+
+
+#: Lengths of the descent probe, relative to ||X||_F = sqrt(p).
+PROBE_LENGTHS = (1e-8, 1e-6, 1e-4, 1e-2)
+
+
+def probe(problem, x: np.ndarray, direction: np.ndarray) -> bool:
+    """True when no move of X along ``direction`` (projected onto T_X St, normalized) by
+    `PROBE_LENGTHS` times ||X||_F lowers f by more than rounding (f evaluated from
+    scratch by ``problem.cost``); the polar retraction keeps the probes on St(n, p)."""
+    from rssm import stiefel
+
+    d = stiefel.tangent_projection(x, direction)
+    norm = float(np.linalg.norm(d))
+    if not (norm > 0 and math.isfinite(norm)):
+        return True
+    d /= norm
+    f0 = float(problem.cost(x))
+    if not math.isfinite(f0):
+        return True
+    margin = 1e-12 * abs(f0) + 1e-300
+    scale = math.sqrt(x.shape[1])
+    for t in PROBE_LENGTHS:
+        ft = float(problem.cost(stiefel.polar(x + (t * scale) * d)))
+        if ft < f0 - margin:
+            return False
+    return True

@@ -22,7 +22,7 @@ import numpy as np
 from rssm import stiefel
 from rssm._validation import describe
 from rssm.solvers.base import Direction, NonFiniteStep, Solver
-from rssm.solvers.certificate import GoldsteinTest
+from rssm.solvers.certificate import PROBE_LENGTHS, Certificate, GoldsteinTest, probe
 from rssm.solvers.record import Observer, Record, TraceRecorder
 from rssm.stepcontext import StepContext
 from rssm.stepsizes import StepSize, StepStall
@@ -251,8 +251,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             st.k = k + 1
             certificate = None
             if cert is not None:
-                cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm)
-                certificate = cert.evaluate()
+                cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm, d.sel)
+                certificate = _checked(cert, solver, st)
             st.time += perf() - t0
             n_still = n_still + 1 if st.step_norm == 0.0 else 0
             if rec.due(st.k):
@@ -267,7 +267,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             if reason is not None:
                 fired = stop.fired()
             elif n_still >= still_limit:
-                raise _still(st, d, cert, stepsize, n_still)
+                raise _still(solver, st, d, cert, stepsize, n_still)
     except _Halt as h:
         reason, message, converged = h.reason, h.message, h.converged
     except KeyboardInterrupt:
@@ -286,13 +286,13 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                    stepsize, settings, tol)
 
 
-def _still(st, d: Direction, cert, stepsize: StepSize, n_still: int) -> _Halt:
+def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize, n_still: int) -> _Halt:
     """The iterate stopped moving: converged if the certificate says so, else stalled."""
     if d.norm_sq == 0.0:
         return _Halt(StopReason.CONVERGED, (
             f"iteration {st.k}: the Riemannian subgradient is exactly 0 (X is stationary)"),
             converged=True)
-    c = None if cert is None else cert.evaluate()
+    c = None if cert is None else _checked(cert, solver, st)
     if c is not None and c.converged:
         return _Halt(StopReason.CONVERGED, f"converged after {st.k} iterations: the step can "
                      f"no longer change X and {c.summary()}", converged=True)
@@ -300,6 +300,20 @@ def _still(st, d: Direction, cert, stepsize: StepSize, n_still: int) -> _Halt:
         f"iteration {st.k}: the last {n_still} step(s) of {_rule_name(stepsize)} were too "
         f"short to change X (step size {st.gamma:.3g}) and the convergence test does not "
         "hold; X is returned as it is"))
+
+
+def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
+    """The certificate now; a new verdict of convergence is checked by the descent probe
+    (`rssm.solvers.certificate.probe`), whose cost evaluations count as solver work."""
+    c = cert.evaluate()
+    if c is None or not c.converged or c.probed:
+        return c
+    st.n_cost += 1 + len(PROBE_LENGTHS)
+    if probe(solver.problem, st.x, cert.aggregate(st.x.shape)):
+        cert.confirm()
+    else:
+        cert.refute()
+    return cert.last
 
 
 def _record(rec: TraceRecorder, st, certificate, observers) -> Progress:
