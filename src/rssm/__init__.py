@@ -9,9 +9,12 @@ Quick use::
 
     import rssm
     prob = rssm.problems.DPCP.synthetic(seed=0)
-    res = rssm.minimize(prob, prob.initial_point(), method="rssm", n_blocks=5,
-                        max_iter=2000, seed=0)
-    print(res)
+    res = rssm.minimize(prob)            # RSSM, l = min(5, p), stepsize="auto", seed 0
+    print(res.success, res.message)      # did the convergence test fire, and why it stopped
+    res = rssm.minimize(prob, method="rssm", options={"n_blocks": 10}, max_iter=2000)
+
+The guides and the API reference are in docs/ (docs/convergence.md says what a
+`Result` reports).
 """
 
 from rssm import blocks, data, diagnostics, problems, stepsizes, stiefel, stopping

@@ -7,11 +7,6 @@ Algorithm ``alg-RSSM`` mentions cyclic and other rules, which are provided here 
 
 Column sets are stored as tuples of slices (contiguous runs), so the solver and the
 oracles address them without fancy-index copies when blocks are contiguous (the default).
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``alg-RSSM`` = Algorithm 1,
-``prop-periteration`` = Prop. 3.5 (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

@@ -15,12 +15,6 @@ tells which oracle is wrong, at a random smooth point near a given X:
    (`rssm.blocks.Partition.uniform`, whose adjacent pairs are one run: the path every
    default RSSM run takes), where the oracle is driven by real RSSM steps
    (`rssm.solvers.rssm.RSSMSolver`) and compared after each with a from-scratch oracle.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-polarretr`` = eq. (4),
-``prop-structural`` = Prop. 3.3, ``eq-partialRiemsubgrad`` = eq. (11),
-``eq-projsubmfdblk`` = eq. (12) (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

@@ -13,11 +13,6 @@ A problem is min f(X) over St(n, p) (eq. ``mainpb``) with f weakly convex. It gi
   the columns that changed, so an RSSM iteration costs O(m n |C|) and not O(m n p);
 * flop counts for each oracle call;
 * optionally ``error(X)`` against a known ground truth.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``mainpb`` = eq. (1),
-``eq-Rsubdiff`` = eq. (3), ``prop-structural`` = Prop. 3.3 (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

@@ -5,13 +5,6 @@ Pure functions on NumPy arrays. Every formula names the place in the paper
 
 Costs are for X of size n x p and a column set C of size c; nothing here forms an
 n x n matrix.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3),
-``eq-polarretr`` = eq. (4), ``lem-projsubmfdblk`` = Lemma 3.2, ``alg-RSSM`` = Algorithm
-1, ``eq-partialRiemsubgrad`` = eq. (11), ``eq-projsubmfdblk`` = eq. (12),
-``prop-periteration`` = Prop. 3.5 (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

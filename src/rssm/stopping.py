@@ -3,11 +3,6 @@
 Iteration and time limits are checked after every iteration; criteria that need the
 error or a user callback are checked at recording points (every ``record_every``
 iterations), where the error is evaluated anyway and the time it takes is not counted.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3),
-``prop-stationarymeasure`` = Prop. 4.6 (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

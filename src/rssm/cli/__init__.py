@@ -33,7 +33,14 @@ examples:
 
 
 def build_parser() -> Parser:
-    """The ``rssm`` argument parser."""
+    """The ``rssm`` argument parser.
+
+    Returns
+    -------
+    Parser
+        An `argparse.ArgumentParser` whose errors raise `UsageError` (one line, exit
+        status 2) instead of printing a usage block.
+    """
     from rssm import __version__
 
     parser = Parser(
@@ -58,7 +65,19 @@ def _error(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``rssm`` command; returns the exit status."""
+    """Entry point of the ``rssm`` command.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after ``rssm`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 after a run, 1 when a result file could not be written, 2 for
+        bad usage, 130 after Ctrl-C.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     args = None
     try:

@@ -41,7 +41,18 @@ _ALIASES = {"n_blocks": "--blocks"}
 
 
 def problem_options(cls) -> list[tuple[str, inspect.Parameter]]:
-    """Keyword parameters of ``cls.synthetic`` other than ``seed``, as (option, parameter)."""
+    """Keyword parameters of ``cls.synthetic`` other than ``seed``, as (option, parameter).
+
+    Parameters
+    ----------
+    cls : type
+        A problem class of `rssm.problems.REGISTRY`.
+
+    Returns
+    -------
+    list of (str, inspect.Parameter)
+        The command-line option (``--n-inliers``) and the parameter it sets.
+    """
     out = []
     for name, param in inspect.signature(cls.synthetic).parameters.items():
         if name in ("seed", "cls", "self") or param.kind in (

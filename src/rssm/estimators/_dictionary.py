@@ -39,7 +39,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
     Minimizes ||Y^T Q||_1 over Q with orthonormal columns (Section 5.2 of the paper;
     `rssm.problems.ODL`), with RSSM or RSM. Unlike `sklearn.decomposition.DictionaryLearning`
     the dictionary is orthogonal, so the codes need no sparse solver: the least-squares
-    codes are X @ components_.T, soft thresholding gives the lasso codes and keeping the k
+    codes are ``X @ components_.T``, soft thresholding gives the lasso codes and keeping the k
     largest the OMP codes, all exactly.
 
     Parameters
@@ -48,7 +48,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         Number of atoms p, 1 <= p <= n_features; None: n_features (a complete orthogonal
         dictionary).
     transform_algorithm : {None, "threshold", "omp"}, default=None
-        Codes of `transform`. None: X @ components_.T (exact; with a complete dictionary
+        Codes of `transform`. None: ``X @ components_.T`` (exact; with a complete dictionary
         ``inverse_transform`` gives X back). "threshold": soft thresholding of those at
         ``transform_alpha``, which is the lasso solution (1/2 ||y - D^T c||^2 +
         alpha ||c||_1) for an orthogonal D. "omp": the ``transform_n_nonzero_coefs`` entries
@@ -68,7 +68,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (``n_components_``, n_features)
         The atoms (orthonormal rows), ordered by the energy of their codes on the training
         data; each row's largest entry is positive.
     n_components_ : int
@@ -122,6 +122,18 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
 
         X may be an in-memory array or an out-of-core one (a memory-mapped ``.npy`` file,
         an h5py or Zarr dataset, a Dask array), which is streamed, never read whole.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : OrthogonalDictionaryLearning
+            The fitted estimator.
         """
         X = check_X(self, X, reset=True)
         m, n = X.shape
@@ -158,7 +170,18 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         return self.n_components_
 
     def transform(self, X):
-        """Codes of X in the dictionary (see ``transform_algorithm``)."""
+        """Codes of X in the dictionary (see ``transform_algorithm``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row (in memory or out of core, as for `fit`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, ``n_components_``)
+            The codes.
+        """
         check_is_fitted(self)
         self._check_transform_params()
         X = check_X(self, X, reset=False)
@@ -180,7 +203,18 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         return c
 
     def inverse_transform(self, X):
-        """Samples from codes: X @ components_."""
+        """Samples from codes: ``X @ components_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ``n_components_``)
+            Codes, as returned by `transform`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The samples.
+        """
         check_is_fitted(self)
         z = check_array(X, dtype=np.float64)
         if z.shape[1] != self.n_components_:

@@ -37,7 +37,7 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
     Minimizes -tr(V^T Sigma V) + mu ||V||_1 over V in St(n_features, n_components) with
     RSSM or RSM (`rssm.problems.SparsePCA`). `sklearn.decomposition.SparsePCA` solves a
     different problem (a sparse dictionary for the data, whose loadings need not be
-    orthogonal); here the loadings are orthonormal, so the scores X @ components_.T are
+    orthogonal); here the loadings are orthonormal, so the scores ``X @ components_.T`` are
     plain projections and `inverse_transform` is their transpose.
 
     Parameters
@@ -63,14 +63,14 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (``n_components_``, n_features)
         Sparse orthonormal loadings (rows), ordered by the variance they explain; each row's
         largest entry is positive.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (``n_components_``,)
         Adjusted variance of the components (Zou, Hastie and Tibshirani, 2006): the squared
         diagonal of R in the QR factorization of the training scores, over n_samples - 1,
         so that variance shared by correlated scores is counted once.
-    explained_variance_ratio_ : ndarray of shape (n_components_,)
+    explained_variance_ratio_ : ndarray of shape (``n_components_``,)
         ``explained_variance_`` over the total variance of the (scaled) training data.
     mean_, scale_ : ndarray of shape (n_features,)
         Column means and, with ``normalize=True``, standard deviations (ones otherwise;
@@ -113,6 +113,18 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
 
         X may be an in-memory array or an out-of-core one (a memory-mapped ``.npy`` file,
         an h5py or Zarr dataset, a Dask array), which is read a chunk of samples at a time.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : OrthogonalSparsePCA
+            The fitted estimator.
         """
         X = check_X(self, X, reset=True)
         m, n = X.shape
@@ -169,14 +181,36 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         return self.n_components_
 
     def transform(self, X):
-        """Scores: ((X - mean_) / scale_) @ components_.T."""
+        """Scores: ``((X - mean_) / scale_) @ components_.T``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row (in memory or out of core, as for `fit`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, ``n_components_``)
+            The scores.
+        """
         check_is_fitted(self)
         X = check_X(self, X, reset=False)
         return map_rows(X, lambda b: ((b - self.mean_) / self.scale_) @ self.components_.T,
                         self.n_components_)
 
     def inverse_transform(self, X):
-        """Data from scores: (X @ components_) * scale_ + mean_."""
+        """Data from scores: ``(X @ components_) * scale_ + mean_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ``n_components_``)
+            Scores, as returned by `transform`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The data.
+        """
         check_is_fitted(self)
         z = check_array(X, dtype=np.float64)
         if z.shape[1] != self.n_components_:

@@ -48,7 +48,20 @@ AUTO_LOW, AUTO_HIGH = 0.25, 0.999
 def auto_dimension(eigenvalues: np.ndarray, smallest: int = 1) -> int:
     """The k >= ``smallest`` that maximizes lambda_k / lambda_{k+1} (eigenvalues sorted in
     decreasing order, floored at n eps lambda_1 so that exactly low-rank data has a finite
-    ratio), k <= len - 1."""
+    ratio), k <= len - 1.
+
+    Parameters
+    ----------
+    eigenvalues : array-like of shape (n,)
+        Eigenvalues (of a scatter matrix), in any order; n >= 2.
+    smallest : int
+        The least k considered, 1 <= smallest <= n - 1.
+
+    Returns
+    -------
+    int
+        The k of the largest gap ratio.
+    """
     lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))[::-1]
     floor = max(lam[0] * lam.size * np.finfo(float).eps, np.finfo(float).tiny)
     lam = np.maximum(lam, floor)
@@ -101,10 +114,10 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (``n_components_``, n_features)
         Orthonormal basis of the subspace (rows), ordered by the scatter of the unit-norm
         samples along them; each row's largest entry is positive.
-    normal_components_ : ndarray of shape (n_features - n_components_, n_features)
+    normal_components_ : ndarray of shape (n_features - ``n_components_``, n_features)
         Orthonormal basis of its orthogonal complement (the DPCP solution).
     n_components_ : int
         The subspace dimension d.
@@ -165,6 +178,18 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
 
         X may be an in-memory array or an out-of-core one (a memory-mapped ``.npy`` file,
         an h5py or Zarr dataset, a Dask array), which is streamed, never read whole.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RobustSubspace
+            The fitted estimator.
         """
         X = check_X(self, X, reset=True)
         m, n = X.shape
@@ -266,14 +291,36 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         return self.n_components_
 
     def transform(self, X):
-        """Coordinates of X in the subspace: (X - mean_) @ components_.T."""
+        """Coordinates of X in the subspace: ``(X - mean_) @ components_.T``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row (in memory or out of core, as for `fit`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, ``n_components_``)
+            The coordinates.
+        """
         check_is_fitted(self)
         X = check_X(self, X, reset=False)
         return map_rows(X, lambda b: (b - self.mean_) @ self.components_.T,
                         self.n_components_)
 
     def inverse_transform(self, X):
-        """The points of the subspace with coordinates X: X @ components_ + mean_."""
+        """The points of the subspace with coordinates X: ``X @ components_ + mean_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ``n_components_``)
+            Coordinates, as returned by `transform`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The points.
+        """
         check_is_fitted(self)
         z = check_array(X, dtype=np.float64)
         if z.shape[1] != self.n_components_:
@@ -283,18 +330,51 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
 
     def score_samples(self, X):
         """Minus the Euclidean distance of each sample to the (affine) subspace: higher is
-        more normal, as for scikit-learn's outlier detectors."""
+        more normal, as for scikit-learn's outlier detectors.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row (in memory or out of core, as for `fit`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The scores.
+        """
         check_is_fitted(self)
         X = check_X(self, X, reset=False)
         return map_rows(X, lambda b: -np.linalg.norm(
             (b - self.mean_) @ self.normal_components_.T, axis=1), None)
 
     def decision_function(self, X):
-        """``score_samples(X) - offset_``: negative for outliers."""
+        """``score_samples(X) - offset_``: negative for outliers.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The shifted scores.
+        """
         return self.score_samples(X) - self.offset_
 
     def predict(self, X):
-        """+1 for inliers, -1 for outliers (``decision_function(X) < 0``)."""
+        """+1 for inliers, -1 for outliers (``decision_function(X) < 0``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            +1 or -1 per sample.
+        """
         return np.where(self.decision_function(X) >= 0, 1, -1)
 
 

@@ -4,11 +4,6 @@ figures and report, as driven by ``rssm reproduce`` and ``rssm plot``.
 >>> from rssm.experiments import make_configs
 >>> sorted(make_configs(quick=True))
 ['dpcp', 'odl']
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``sect-exp`` = Section 5
-(table: docs/paper-map.md).
 """
 
 from __future__ import annotations

@@ -4,11 +4,6 @@ budgets, and the step-size grid of the ``--tuned`` part.
 Everything a run needs is in a `ProblemConfig` plus a seed, and every setting is a plain
 value that goes into the JSON settings file, so a reader can rerun any single run with
 `rssm.minimize`.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``sect-exp`` = Section 5,
-``fig-rsr1`` = Figure 1, ``fig-odl1`` = Figure 2 (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """Figures like the paper's ``fig-rsr1`` and ``fig-odl1``: two log-log panels, error
 against flops and against CPU seconds, median over seeds with a min-max band.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``fig-rsr1`` = Figure 1,
-``fig-odl1`` = Figure 2 (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

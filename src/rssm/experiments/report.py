@@ -1,10 +1,5 @@
 """``report.md``: tables of hitting times, final errors and speed-ups, and a plain
 statement of where the paper's claim holds on our runs.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``sect-exp`` = Section 5
-(table: docs/paper-map.md).
 """
 
 from __future__ import annotations
