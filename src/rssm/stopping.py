@@ -1,8 +1,9 @@
 """Stopping criteria as small objects that know their reason and combine with ``|`` and ``&``.
 
-Iteration and time limits are checked after every iteration; criteria that need the
-error or a user callback are checked at recording points (every ``record_every``
-iterations), where the error is evaluated anyway and the time it takes is not counted.
+Iteration and time limits and the convergence test (`Converged`) are checked after every
+iteration; criteria that need the error or a user callback are checked at recording
+points (see `rssm.Record`), where the error is evaluated anyway and the time it takes is
+not counted. Each criterion owns its stop's message and whether it means convergence.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ __all__ = [
 class StopReason(str, enum.Enum):
     """Why a run ended.
 
-    Only `CONVERGED` reasons (``target_error``, ``stationary``) make `Result.success`
-    True; the others say that a budget ran out (``max_iter``, ``max_time``), the cost
+    Only `CONVERGED` reasons (``converged``, ``target_error``, ``stationary``) make
+    `Result.success` True; the others say that a budget ran out (``max_iter``,
+    ``max_time``), the cost
     stalled without a convergence test firing (``no_progress``), the user stopped the run
     (``callback``, ``interrupted``), or a value was not finite (``non_finite``).
     """
@@ -232,9 +234,10 @@ class MinStationarity(StoppingCriterion):
     subgradient keeps a norm of the order of the sharpness, and the measure that does go
     to 0, dist(0, Riemannian subdifferential) or the paper's surrogate Theta (Prop.
     ``prop-stationarymeasure``), needs the whole subdifferential or a proximal step. On
-    such problems read the minimum of the ``stationarity`` column over a window of
-    recording points, and stop on `CostStagnation` instead; ``tol`` here fits smooth
-    costs and costs whose subgradient is continuous near the solution.
+    such problems rely on `Converged`, the convergence test `rssm.minimize` applies by
+    default (Goldstein's epsilon-subdifferential, `rssm.solvers.certificate`); ``tol``
+    here fits smooth costs and costs whose subgradient is continuous near the solution.
+    It needs the column: ``record=rssm.Record(stationarity=True)``.
     """
 
     needs_record = True
