@@ -3,7 +3,6 @@ CLI, and the data-parallel Dask oracle on a LocalCluster."""
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 
@@ -118,24 +117,34 @@ def test_hdf5_and_zarr_sources(dpcp_data, tmp_path):
     assert _rel(r.x, ref.x) < RTOL
 
 
-def test_disk_cache_bounds_memory_and_is_removed(dpcp_data):
+def test_disk_cache_bounds_memory_and_leaves_no_file(dpcp_data, tmp_path):
+    """The state file is unlinked as soon as it is open (issue 19, defect 4: it used to
+    stay in the folder until the oracle was garbage-collected, and forever after a kill):
+    the folder is empty while the oracle works, and the descriptor holds the state."""
     prob, a = dpcp_data
-    big = DPCP(samples(a, chunk_size=128, cache="disk"), prob.p)
+    big = DPCP(samples(a, chunk_size=128, cache="disk", cache_dir=str(tmp_path)), prob.p)
     x = prob.initial_point()
     from rssm.blocks import Partition
 
     oracle = big.make_oracle(x.copy(), Partition.uniform(prob.p, 5))
     assert isinstance(oracle, ChunkedOracle)
-    path = oracle._file.path
-    # The cache Z^T (p x m), the block norms (5 x m) and the per-sample norms are on disk.
-    assert os.path.getsize(path) >= 8 * prob.m * (prob.p + 5)
-    # In memory: work buffers for one chunk only.
-    held = sum(b.nbytes for b in oracle._file.work.values()) + oracle._scratch.nbytes
-    assert held <= 8 * 128 * (2 * prob.p + 5 + 3)
+    assert os.listdir(tmp_path) == []
+    fd = oracle.chunks.file.fd
+    # The cache Z^T (p x m), the block norms (5 x m), the row norms and weights are on disk.
+    assert os.fstat(fd).st_size >= 8 * prob.m * (prob.p + 5 + 2)
+    # In memory: one work set (state and scratch) per chunk in flight, here one.
+    sets = []
+    while not oracle.chunks._pool.empty():
+        sets.append(oracle.chunks._pool.get())
+    for work in sets:
+        oracle.chunks._pool.put(work)
+    held = sum(b.nbytes for work in sets for b in work.values())
+    assert len(sets) == 1 and held <= 8 * 128 * (2 * prob.p + 5 + 3) + 128
     assert oracle.cost() == pytest.approx(prob.cost(x), rel=1e-13)
-    del oracle
-    gc.collect()
-    assert not os.path.exists(path)
+    oracle.close()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    assert os.listdir(tmp_path) == []
 
 
 def test_out_of_core_errors(tmp_path):
