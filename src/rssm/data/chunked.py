@@ -29,8 +29,8 @@ from rssm.data.store import (
 )
 
 # (ChunkedOracle, the former name of rssm.data.engine.DataOracle, is served by __getattr__.)
-__all__ = ["ChunkedData", "samples", "is_out_of_core", "as_data_matrix", "make_data_oracle",
-           "DEFAULT_CHUNK_BYTES"]
+__all__ = ["ChunkedData", "samples", "is_out_of_core", "as_data_matrix", "as_rows_matrix",
+           "make_data_oracle", "DEFAULT_CHUNK_BYTES"]
 
 _LAZY_MODULES = ("h5py", "zarr", "dask")
 
@@ -258,11 +258,23 @@ class ChunkedData(SampleStore):
                 f"sample {first}, counting from 0); all entries must be finite")
 
     def gram(self) -> np.ndarray:
-        """Yt Yt^T (n x n), summed over chunks."""
-        if self.kind == "dask":
-            a = self._dask_rows()
-            return np.asarray((a.T @ a).compute(), dtype=np.float64)
-        return super().gram()
+        """Yt Yt^T (n x n): the chunks' grams added in chunk order (for a Dask array the
+        chunks' grams are computed on the cluster, and added here)."""
+        if self.kind != "dask":
+            return super().gram()
+        import dask
+
+        rows = self.rows_are_samples
+        parts = []
+        for lo, hi in self.bounds:
+            blk = self.source[lo:hi] if rows else self.source[:, lo:hi]
+            blk = blk.astype(np.float64)
+            parts.append(blk.T @ blk if rows else blk @ blk.T)
+        grams = dask.compute(*parts)
+        g = np.array(grams[0], dtype=np.float64)
+        for part in grams[1:]:
+            np.add(g, part, out=g)
+        return g
 
 
 def samples(source: Any, *, chunk_size: int | None = None, check_finite: bool = True,
@@ -294,14 +306,35 @@ def samples(source: Any, *, chunk_size: int | None = None, check_finite: bool = 
                        timeout=timeout, name="data")
 
 
+def as_rows_matrix(value: Any, name: str):
+    """An m x n argument with **one sample per row** (``a`` of `rssm.problems.SparsePCA`,
+    `rssm.problems.L1Procrustes`, ...) as a problem's n x m data argument: a `ChunkedData`
+    as it is, other out-of-core arrays wrapped by `samples`, an in-memory array checked and
+    transposed (a view)."""
+    from rssm._validation import as_float_matrix
+
+    if isinstance(value, ChunkedData):
+        return value
+    if is_out_of_core(value):
+        return ChunkedData(value, rows_are_samples=True, name=name)
+    return as_float_matrix(value, name).T
+
+
 def as_data_matrix(value: Any, name: str):
     """A problem's data argument (n x m, samples as columns): out-of-core arrays become a
     `ChunkedData` (nothing read into memory); anything else goes through
-    `rssm._validation.as_float_matrix` (a float64 copy in memory, as before)."""
+    `rssm._validation.as_float_matrix` (a float64 copy in memory, in the memory order of
+    ``value``: C, or F for the transpose of an m x n C array)."""
     from rssm._validation import as_float_matrix
 
     if isinstance(value, ChunkedData):
         return value
     if is_out_of_core(value):
         return ChunkedData(value, rows_are_samples=False, name=name)
+    if isinstance(value, np.ndarray) and value.ndim == 2 and value.flags.f_contiguous \
+            and not value.flags.c_contiguous:
+        # Samples as rows in memory (``a.T`` of an m x n array): the copy keeps that layout,
+        # so the products run as on the same data read from a file one sample per row (the
+        # same bits when the partitions agree).
+        return as_float_matrix(value.T, name, copy=True).T
     return as_float_matrix(value, name, copy=True)

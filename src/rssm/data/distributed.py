@@ -29,7 +29,6 @@ import asyncio
 import math
 import time
 import warnings
-import weakref
 from typing import Any
 
 import numpy as np
@@ -43,7 +42,7 @@ __all__ = ["DaskOracle", "ChunkActor", "active_client", "from_npy"]
 
 _MISSING = "the Dask oracles need dask[array,distributed]: pip install 'rssm[dask]'"
 #: Seconds a round may take after a Ctrl-C (the run is then returned as it is).
-INTERRUPT_TIMEOUT = 5.0
+INTERRUPT_TIMEOUT = 2.0
 #: Lost workers replaced per run before the run ends with a `DataError`.
 MAX_REBUILDS = 8
 
@@ -161,13 +160,6 @@ class ChunkActor:
         return parts, costs
 
 
-def _release(client, futures: list) -> None:
-    try:
-        client.cancel(futures)
-    except Exception:  # the client or cluster may be gone already
-        pass
-
-
 class DaskOracle(Oracle):
     """The data oracle of a problem whose samples are a Dask array on a cluster.
 
@@ -234,31 +226,35 @@ class DaskOracle(Oracle):
         self._pending: Any = None
         self._interrupted = False
         self._rebuilds = 0
-        self._fin = weakref.finalize(self, _release, client, self._actor_futures)
+        self._dead = False   # a round failed after a Ctrl-C: answer NaN at once
 
     # -- the actors ---------------------------------------------------------------------
     def _submit(self, idx: list[int], where: list[str] | None):
+        pin = {} if where is None else {"workers": where, "allow_other_workers": False}
         return self.client.submit(
             ChunkActor, self.kernel, [self.bounds[i] for i in idx],
             [self._inputs[i] for i in idx], [self._data_futures[i] for i in idx], self.x,
-            self.rows, actor=True, workers=where, allow_other_workers=where is None,
-            pure=False)
+            self.rows, actor=True, pure=False, **pin)
 
-    def _result(self, fut, what: str, timeout: float | None = None):
-        """``fut.result()`` within the timeout, failures as `DataError`."""
+    def _result(self, fut, what: str, timeout: float | None = None,
+                stated: float | None = None):
+        """``fut.result()`` within ``timeout`` (default the data's), failures as
+        `DataError` naming ``stated`` seconds (default the timeout)."""
         limit = self.timeout if timeout is None else timeout
         try:
             return fut.result(timeout=limit)
         except (TimeoutError, asyncio.TimeoutError):
+            said = limit if stated is None else stated
             raise DataError(
-                f"a Dask worker did not answer within {limit:g} s while {what} (stopped, "
+                f"a Dask worker did not answer within {said:g} s while {what} (stopped, "
                 "hung or overloaded); the run stops with the iterate so far (raise "
                 "rssm.data.samples(..., timeout=) for slow clusters)", self.x.copy()) from None
 
     def close(self) -> None:
-        """Release the actors and the persisted data on the cluster."""
+        """Release the actors and the persisted data on the cluster (by dropping this
+        oracle's futures: the scheduler forgets a key when no future holds it)."""
         self.actors = []
-        self._fin()
+        self._actor_futures = []
         self._data_futures = []
 
     def _client_gone(self) -> bool:
@@ -318,7 +314,7 @@ class DaskOracle(Oracle):
             for j, f in enumerate(futs):
                 try:
                     answers[j] = self._result(f, "computing an iteration",
-                                              max(0.0, deadline - time.monotonic()))
+                                              max(0.0, deadline - time.monotonic()), limit)
                 except DataError:
                     self._pending = ALL   # the actors may hold different X now
                     raise
@@ -368,11 +364,14 @@ class DaskOracle(Oracle):
         return g
 
     def _degraded(self, what: str, exc: DataError):
+        self._dead = True
         warnings.warn(f"rssm: after the interrupt the Dask workers did not answer ({exc}); "
                       f"the {what} at the returned X is reported as NaN", RuntimeWarning,
                       stacklevel=4)
 
     def subgradient(self) -> np.ndarray:
+        if self._dead:
+            return np.full((self.n, self.p), np.nan)
         try:
             parts = self._round(self._all, False, INTERRUPT_TIMEOUT if self._interrupted
                                 else None)[0]
@@ -387,6 +386,8 @@ class DaskOracle(Oracle):
         return g
 
     def cost(self) -> float:
+        if self._dead:
+            return math.nan
         try:
             costs = self._round(None, True, INTERRUPT_TIMEOUT if self._interrupted else None)[1]
         except DataError as exc:

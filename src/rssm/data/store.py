@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SampleStore", "InMemory", "DataError", "LayoutWarning", "default_chunk_size",
-           "chunk_bounds", "as_store", "warn_if_transposed", "DEFAULT_CHUNK_BYTES",
-           "MIN_CHUNK_SAMPLES", "MIN_CHUNK_ENTRIES", "MAX_CHUNKS"]
+__all__ = ["SampleStore", "InMemory", "Standardized", "DataError", "LayoutWarning",
+           "default_chunk_size", "chunk_bounds", "as_store", "warn_if_transposed",
+           "DEFAULT_CHUNK_BYTES", "MIN_CHUNK_SAMPLES", "MIN_CHUNK_ENTRIES", "MAX_CHUNKS"]
 
 #: Largest chunk of the default partition, in bytes of float64 data (64 MiB).
 DEFAULT_CHUNK_BYTES = 64 * 2**20
@@ -130,10 +130,12 @@ class SampleStore:
             yield lo, hi, self.read(lo, hi)
 
     def gram(self) -> np.ndarray:
-        """Yt Yt^T (n x n), summed over the chunks in order."""
-        g = np.zeros((self.n, self.n))
+        """Yt Yt^T (n x n), summed over the chunks in order (so every store with the same
+        partition gives the same bits)."""
+        g = None
         for _, _, blk in self.chunks():
-            g += blk @ blk.T
+            part = blk @ blk.T
+            g = part if g is None else np.add(g, part, out=g)
         return g
 
     def sum_squares(self) -> float:
@@ -169,13 +171,53 @@ class InMemory(SampleStore):
     def read(self, lo: int, hi: int) -> np.ndarray:
         return self.yt[:, lo:hi]
 
-    def gram(self) -> np.ndarray:
-        return self.yt @ self.yt.T
-
     def __repr__(self) -> str:
         c = len(self.bounds)
         return (f"InMemory(n={self.n}, m={self.m}, {c} chunk{'s' if c > 1 else ''} of "
                 f"{self.chunk_size})")
+
+
+class Standardized(SampleStore):
+    """Another store's samples with every feature centred (mean 0 over the samples) and,
+    with ``normalize``, scaled to unit Euclidean norm (constant features left at 0), on
+    read: ManPG's preprocessing of sparse PCA, without a copy of the data. Two passes over
+    the data at construction (the mean, then the norms of the centred features).
+
+    Parameters
+    ----------
+    base : SampleStore
+        The samples.
+    normalize : bool
+        Scale the centred features to unit norm.
+    """
+
+    def __init__(self, base: SampleStore, normalize: bool = True):
+        self.base = base
+        self.n, self.m, self.bounds = base.n, base.m, base.bounds
+        self.kind, self.cache, self.cache_dir = base.kind, base.cache, base.cache_dir
+        self.concurrent_reads, self.timeout = base.concurrent_reads, base.timeout
+        total = np.zeros(self.n)
+        for _, _, blk in base.chunks():
+            total += blk.sum(axis=1)
+        self.mean = total / self.m
+        self.scale = None
+        if normalize:
+            sq = np.zeros(self.n)
+            for _, _, blk in base.chunks():
+                c = blk - self.mean[:, None]
+                sq += np.einsum("ij,ij->i", c, c)
+            nrm = np.sqrt(sq)
+            self.scale = np.where(nrm > 0, nrm, 1.0)
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        out = np.subtract(self.base.read(lo, hi), self.mean[:, None])
+        if self.scale is not None:
+            out /= self.scale[:, None]
+        return out
+
+    def __repr__(self) -> str:
+        what = "centred and scaled" if self.scale is not None else "centred"
+        return f"Standardized({self.base!r}, {what})"
 
 
 def as_store(value: Any) -> SampleStore:

@@ -73,11 +73,17 @@ class DataProblem(Problem):
     l1_penalty: float = 0.0
 
     def _set_data(self, value, name: str, *, layout_check: str | None = None):
-        """Keep the data argument (an n x m array as float64, or a `ChunkedData` for
-        out-of-core arrays) and its store; set n, m. With ``layout_check`` (the
+        """Keep the data argument (an n x m array as float64, a `ChunkedData` for
+        out-of-core arrays, or a store as it is) and its store; set m. With ``layout_check`` (the
         problem's name), warn when m < n (`rssm.data.store.warn_if_transposed`)."""
-        arr = as_data_matrix(value, name)
-        self._store = arr if isinstance(arr, ChunkedData) else InMemory(arr)
+        if isinstance(value, InMemory):
+            arr = value.yt
+            self._store = value
+        elif isinstance(value, SampleStore):
+            arr = self._store = value
+        else:
+            arr = as_data_matrix(value, name)
+            self._store = arr if isinstance(arr, ChunkedData) else InMemory(arr)
         n, m = self._store.shape
         self.m = m
         if layout_check is not None:
@@ -88,6 +94,12 @@ class DataProblem(Problem):
     def data(self) -> SampleStore:
         """The samples as a store (`rssm.data.store`): their chunks and where they are."""
         return self._store
+
+    def _top_sq_singular(self) -> float:
+        """||Yt||_2^2 (the largest eigenvalue of Yt Yt^T for out-of-core data)."""
+        if isinstance(self._store, InMemory):
+            return float(np.linalg.norm(self._store.yt, 2)) ** 2
+        return float(np.linalg.eigvalsh(self._store.gram())[-1])
 
     # -- what the engine needs --------------------------------------------------------------
     def _scale(self) -> float:
@@ -114,7 +126,7 @@ class DataProblem(Problem):
         return one_pass(self.sample_model(None), np.asarray(x, dtype=np.float64), True)[1]
 
     def make_oracle(self, x, partition: Partition | None) -> Oracle:
-        if self._store.kind == "dask":
+        if isinstance(self._store, ChunkedData) and self._store.kind == "dask":
             from rssm.data.distributed import DaskOracle, active_client
 
             client = active_client()
