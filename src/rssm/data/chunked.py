@@ -26,6 +26,7 @@ from rssm.data.store import (
     SampleStore,
     chunk_bounds,
     default_chunk_size,
+    one_blas_thread,
 )
 
 # (ChunkedOracle, the former name of rssm.data.engine.DataOracle, is served by __getattr__.)
@@ -268,13 +269,20 @@ class ChunkedData(SampleStore):
         parts = []
         for lo, hi in self.bounds:
             blk = self.source[lo:hi] if rows else self.source[:, lo:hi]
-            blk = blk.astype(np.float64)
-            parts.append(blk.T @ blk if rows else blk @ blk.T)
+            parts.append(dask.delayed(_chunk_gram, pure=True)(blk, rows))
         grams = dask.compute(*parts)
         g = np.array(grams[0], dtype=np.float64)
         for part in grams[1:]:
             np.add(g, part, out=g)
         return g
+
+
+def _chunk_gram(blk: np.ndarray, rows: bool) -> np.ndarray:
+    """One chunk's gram on one BLAS thread (run on a Dask worker)."""
+    arr = np.asarray(blk, dtype=np.float64)
+    arr = arr.T if rows else arr
+    with one_blas_thread():
+        return arr @ arr.T
 
 
 def samples(source: Any, *, chunk_size: int | None = None, check_finite: bool = True,

@@ -35,7 +35,7 @@ import numpy as np
 
 from rssm.blocks import ColumnSet, Partition
 from rssm.data.engine import ALL, ChunkSet, union
-from rssm.data.store import DataError, default_chunk_size
+from rssm.data.store import DataError, default_chunk_size, one_blas_thread
 from rssm.problem import Oracle
 
 __all__ = ["DaskOracle", "ChunkActor", "active_client", "from_npy"]
@@ -129,9 +129,7 @@ class ChunkActor:
 
     @staticmethod
     def _one_blas():
-        from threadpoolctl import threadpool_limits
-
-        return threadpool_limits(limits=1)
+        return one_blas_thread()
 
     def run(self, changed: str, cols: ColumnSet | None, values: np.ndarray | None,
             qcols: ColumnSet | None, want_cost: bool):

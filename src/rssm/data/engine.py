@@ -35,7 +35,7 @@ import numpy as np
 
 from rssm.blocks import ColumnSet, _runs
 from rssm.data.statefile import StateFile
-from rssm.data.store import DataError
+from rssm.data.store import DataError, one_blas_thread
 from rssm.problem import Oracle
 from rssm.threads import parallel_for
 
@@ -408,8 +408,13 @@ class DataOracle(Oracle):
 
 
 def one_pass(model, x: np.ndarray, want_grad: bool) -> tuple[float, np.ndarray | None]:
-    """f(X) and (with ``want_grad``) a subgradient from scratch, one chunk at a time (the
-    problems' ``cost`` and ``subgradient``; O(n p + chunk) memory)."""
+    """f(X) and (with ``want_grad``) a subgradient from scratch, one chunk at a time, on
+    one BLAS thread (the problems' ``cost`` and ``subgradient``; O(n p + chunk) memory)."""
+    with one_blas_thread():
+        return _one_pass(model, x, want_grad)
+
+
+def _one_pass(model, x: np.ndarray, want_grad: bool) -> tuple[float, np.ndarray | None]:
     store, kernel = model.store, model.kernel
     p = x.shape[1]
     every = ColumnSet(np.arange(p), (slice(0, p),), (0,))

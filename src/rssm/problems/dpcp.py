@@ -24,6 +24,7 @@ from rssm._validation import (
 )
 from rssm.data.chunked import ChunkedData, as_data_matrix
 from rssm.data.engine import DataOracle
+from rssm.data.store import one_blas_thread
 from rssm.problem import start_rng
 from rssm.problems._data import DataProblem
 from rssm.problems.losses import NormLoss
@@ -172,8 +173,11 @@ class DPCP(DataProblem):
         start_rng(rng)
         n, p = self.shape
         # eigh of the n x n scatter matrix: O(m n^2 + n^3) once, before the solver starts.
+        # One BLAS thread: the same start on every machine (and for every store of the
+        # same partition: the gram is summed chunk by chunk).
         gram = self._store.gram()
-        w, v = np.linalg.eigh(gram)
+        with one_blas_thread():
+            w, v = np.linalg.eigh(gram)
         return np.ascontiguousarray(v[:, :p])
 
     def reference_stepsize(self):

@@ -15,7 +15,7 @@ import numpy as np
 from rssm import stiefel
 from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
 from rssm.data.chunked import ChunkedData, as_rows_matrix, is_out_of_core
-from rssm.data.store import InMemory, Standardized
+from rssm.data.store import InMemory, Standardized, one_blas_thread
 from rssm.problem import start_rng
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
 from rssm.stepsizes import Geometric
@@ -191,10 +191,13 @@ class SparsePCA(CompositeProblem):
         start_rng(rng)
         if not isinstance(self._store, InMemory):
             # out of core: the top-r eigenvectors of A^T A (its right singular vectors)
-            _, v = np.linalg.eigh(self._store.gram())
+            gram = self._store.gram()
+            with one_blas_thread():
+                _, v = np.linalg.eigh(gram)
             return np.ascontiguousarray(v[:, ::-1][:, : self.p])
         a = self.yt.T
-        _, _, vt = np.linalg.svd(a, full_matrices=self.p > min(a.shape))
+        with one_blas_thread():
+            _, _, vt = np.linalg.svd(a, full_matrices=self.p > min(a.shape))
         return np.ascontiguousarray(vt[: self.p].T)
 
     def reference_stepsize(self):
