@@ -182,10 +182,13 @@ class NormLoss:
 
 
 # -- kernels: the math on one chunk -----------------------------------------------------------
-def _resid(ch, run: slice, buf: np.ndarray) -> np.ndarray:
-    """The rows ``run`` of Z^T - B^T on the chunk (``buf`` holds them when B is given)."""
+def _resid(ch, run: slice, buf: np.ndarray | None = None) -> np.ndarray:
+    """The rows ``run`` of Z^T - B^T on the chunk (written into ``buf``, or into the
+    chunk's scratch rows, when B is given)."""
     if ch.bt is None:
         return ch.zt[run]
+    if buf is None:
+        buf = ch.w[: run.stop - run.start]
     return np.subtract(ch.zt[run], ch.bt[run], out=buf)
 
 
@@ -212,8 +215,7 @@ class EntrywiseKernel:
     def cost(self, ch) -> float:
         if ch.stale.any():
             for run in _runs(np.flatnonzero(ch.stale)):
-                c = run.stop - run.start
-                buf = ch.w[:c]
+                buf = ch.w[: run.stop - run.start]
                 val = _apply(self.loss.value, _resid(ch, run, buf), buf)
                 if ch.cw is None:
                     np.sum(val, axis=1, out=ch.rowc[run])
@@ -251,6 +253,7 @@ class NormKernel:
         self.block_runs = ([partition.columns(b).runs for b in range(nb)]
                            if partition is not None else [(slice(0, p),)])
         self.state = {"bn": (nb,), "r": (), "scale": ()}
+        self.is_norm = loss.is_norm
 
     def after_update(self, ch, cols: ColumnSet | None) -> None:
         nb = len(self.block_runs)
@@ -258,7 +261,7 @@ class NormKernel:
         for b in blocks:
             row = ch.bn[b]
             for i, run in enumerate(self.block_runs[b]):
-                z = _resid(ch, run, ch.w[: run.stop - run.start])
+                z = _resid(ch, run)
                 if i == 0:
                     np.einsum("ij,ij->j", z, z, out=row)
                 else:
@@ -271,7 +274,7 @@ class NormKernel:
             np.copyto(r, ch.bn[0])
         np.sqrt(r, out=r)
         np.greater(r, 0.0, out=ch.mask)
-        if self.loss.is_norm:
+        if self.is_norm:
             num = self.s if ch.cw is None else np.multiply(ch.cw, self.s, out=ch.tmp)
         else:
             num = np.asarray(self.loss.derivative(r), dtype=np.float64)
@@ -283,7 +286,7 @@ class NormKernel:
         np.divide(num, r, out=ch.scale, where=ch.mask)
 
     def cost(self, ch) -> float:
-        v = ch.r if self.loss.is_norm else np.asarray(self.loss.value(ch.r), dtype=np.float64)
+        v = ch.r if self.is_norm else np.asarray(self.loss.value(ch.r), dtype=np.float64)
         return float(v.sum()) if ch.cw is None else float(v @ ch.cw)
 
     def weights(self, ch, runs: tuple[slice, ...], out: np.ndarray) -> None:
