@@ -197,3 +197,31 @@ def test_sparse_pca_from_data_out_of_core_centres_without_a_copy(tmp_path):
     r1 = rssm.minimize(mem, x0, n_blocks=3, max_iter=30, seed=0, stepsize=1e-3)
     r2 = rssm.minimize(big, x0, n_blocks=3, max_iter=30, seed=0, stepsize=1e-3)
     np.testing.assert_allclose(r2.x, r1.x, rtol=0, atol=1e-10)
+
+
+_FULL = """
+import resource, signal, numpy as np, rssm
+from rssm.data import samples
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))   # a disk with 100 kB free
+a = np.random.default_rng(0).standard_normal((3000, 10))
+prob = rssm.problems.DPCP(samples(a, chunk_size=500, cache="disk"), p=6)
+try:
+    prob.make_oracle(prob.initial_point(), None)
+    print("NO ERROR")
+except Exception as exc:
+    print(type(exc).__name__, "|", exc)
+"""
+
+
+def test_cache_that_does_not_fit_is_refused_before_the_run():
+    """The state file gets its disk blocks when the oracle is built (posix_fallocate where
+    the system has it): too little space is a one-line DataError before the run, not a
+    failed write in the middle of it."""
+    out = subprocess.run([sys.executable, "-c", _FULL], capture_output=True, text=True,
+                         env=_env(), timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    name, msg = out.stdout.strip().splitlines()[-1].split(" | ")
+    assert name == "DataError"
+    assert msg.startswith("the cache file (0.2 MiB for the per-sample state) could not be made")
+    assert "cache='memory'" in msg

@@ -127,6 +127,16 @@ class ChunkSet:
                 for name, lead in self.state.items():
                     ch.where[name] = self.file.reserve(8 * int(np.prod(lead)) * ch.k)
                     setattr(ch, name, None)
+        if self.file is not None:
+            try:
+                self.file.allocate()
+            except OSError as exc:
+                self.file.close()
+                raise DataError(
+                    f"the cache file ({self.file.size / 2**20:.1f} MiB for the per-sample "
+                    f"state) could not be made in {cache_dir or 'the temporary folder'}: "
+                    f"{exc}; free space there, pass cache_dir= another folder, or "
+                    "cache='memory'") from exc
 
     def _allocate(self, ch: _Chunk) -> None:
         """In-memory arrays of one chunk (state and scratch)."""
@@ -315,15 +325,17 @@ class DataOracle(Oracle):
             np.take(self.x, upd.index, axis=1, out=xc)
         try:
             self.chunks.run(self.x, upd, query, want_cost, xc)
-        except DataError as exc:
+        except BaseException as exc:
+            # Some chunks may have run and others not (an error, Ctrl-C): recompute all.
             self._pending = ALL
-            if exc.x is None:
-                exc.x = self.x.copy()
+            self._cost = None
+            if isinstance(exc, DataError):
+                if exc.x is None:
+                    exc.x = self.x.copy()
+            elif isinstance(exc, OSError):
+                raise DataError(f"the data or the cache file could not be read or written: "
+                                f"{exc}", self.x.copy()) from exc
             raise
-        except OSError as exc:
-            self._pending = ALL
-            raise DataError(f"the data or the cache file could not be read or written: {exc}",
-                            self.x.copy()) from exc
         self._pending = None
         if want_cost:
             total = math.fsum(ch.cost for ch in self.chunks.chunks) * self.s

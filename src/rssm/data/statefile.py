@@ -9,6 +9,7 @@ is closed or garbage-collected, or at interpreter exit.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 import weakref
@@ -55,11 +56,24 @@ class StateFile:
         self._fin()
 
     def reserve(self, nbytes: int) -> int:
-        """Append ``nbytes`` to the file; return their offset."""
+        """Reserve ``nbytes`` at the end of the file (see `allocate`); return their offset."""
         off = self.size
         self.size += int(nbytes)
-        os.ftruncate(self.fd, self.size)
         return off
+
+    def allocate(self) -> None:
+        """Give the file its reserved size, with its disk blocks where the system can
+        (``posix_fallocate``): a disk too small fails here, before a run, not in the
+        middle of one. Raises OSError."""
+        if hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(self.fd, 0, max(1, self.size))
+                return
+            except OSError as exc:
+                # file systems without fallocate: a sparse file instead
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise
+        os.ftruncate(self.fd, self.size)
 
     def write(self, arr: np.ndarray, off: int) -> None:
         """Write the C-contiguous array ``arr`` at ``off``."""
