@@ -57,7 +57,7 @@ time.sleep(120)
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
 def test_cache_file_is_not_left_behind_when_the_process_is_killed(tmp_path, sig):
     """The disk cache (1.5 GB at m = 2e6) used to stay in the temporary folder after
     SIGTERM, SIGHUP, kill -9 or a crash: it is now unlinked as soon as it is open."""

@@ -11,7 +11,10 @@ with an l1 penalty). Everything the solvers need comes from the loss alone:
   the whole-row norms r_j; they are kept as per-block sums of squares (as `DPCP`'s oracle
   does) and the blocks that changed are recomputed from scratch, so nothing drifts.
 
-Either way an RSSM iteration costs O(m n |C|) flops, as for the built-in problems.
+Either way an RSSM iteration costs O(m n |C|) flops, as for the built-in problems. The
+losses and their math on a chunk of samples live in `rssm.problems.losses` (re-exported
+here); the one incremental oracle of every data objective, DPCP and ODL included, is
+`rssm.data.engine.DataOracle` (`rssm.problems._data` has the family's base class).
 
 Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
 J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
@@ -46,14 +49,16 @@ class CompositeProblem(DataProblem):
     ----------
     y : array_like, shape (n, m)
         Data points y_j as columns; out-of-core arrays are streamed (see
-        `rssm.problems.DPCP`; ``offset`` and ``sample_weights`` stay in memory).
+        `rssm.problems.DPCP`), and a store (`rssm.data.store`) is used as it is.
     p : int
         Number of columns of X.
     loss : EntrywiseLoss or NormLoss
         The row loss h: entrywise (h(z) = sum_k phi(z_k)) or a function of ||z||.
     offset : array_like, shape (m, p), optional
         B, whose rows b_j are subtracted from X^T y_j (e.g. the right-hand side of a
-        Procrustes problem ||Y^T X - B||). Default 0.
+        Procrustes problem ||Y^T X - B||). Default 0. An out-of-core array (a memmap,
+        h5py/Zarr dataset, Dask array, or `rssm.data.samples` of one) is read a chunk of
+        rows at a time with the data; ``sample_weights`` stay in memory.
     sample_weights : array_like, shape (m,), optional
         c_j >= 0. Default 1.
     l1_penalty : float
