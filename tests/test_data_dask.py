@@ -170,3 +170,25 @@ def test_a_closed_client_is_reported_as_such(prob):
         with pytest.raises(DataError, match=r"^the Dask client was closed during the run"):
             rssm.minimize(big, prob.initial_point(), max_iter=50, seed=1, record_every=5,
                           callback=close)
+
+
+def test_one_round_trip_per_iteration(cluster, prob, monkeypatch):
+    """An RSSM iteration is one message to each actor, also when the step-size rule reads
+    f every iteration (the default): the cost comes back with the partial products."""
+    from rssm.data.distributed import DaskOracle
+    from rssm.stepsizes import Constant
+
+    big = _on_dask(prob)
+    calls = []
+    real = DaskOracle._round
+    monkeypatch.setattr(DaskOracle, "_round",
+                        lambda self, *a, **k: (calls.append(1), real(self, *a, **k))[1])
+    counts = {}
+    for name, rule in (("constant", Constant(1e-3)), ("auto", "auto")):
+        calls.clear()
+        res = rssm.minimize(big, prob.initial_point(), n_blocks=5, stepsize=rule, max_iter=40,
+                            seed=0, record_every=40, stationarity=False)
+        assert res.n_iter == 40
+        counts[name] = len(calls)
+    assert counts["constant"] <= 40 + 2, counts
+    assert counts["auto"] <= 40 + 2 + 12, counts   # + the first iteration's step search

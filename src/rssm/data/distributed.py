@@ -206,7 +206,11 @@ class DaskOracle(Oracle):
                    for name, a in model.inputs.items()}
             inp.update({name: np.ascontiguousarray(r(lo, hi)) for name, r in model.readers.items()})
             self._inputs.append(inp)
-        wait(self._data_futures, timeout=self.timeout)
+        try:
+            wait(self._data_futures, timeout=self.timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise DataError(f"the Dask cluster did not load the data's {len(self.bounds)} "
+                            f"chunks within {self.timeout:g} s") from None
         holders = client.who_has(self._data_futures)
         groups: dict[str, list[int]] = {}
         for i, f in enumerate(self._data_futures):
@@ -222,6 +226,8 @@ class DaskOracle(Oracle):
         self._all = ColumnSet(np.arange(self.p), (slice(0, self.p),),
                               tuple(range(1 if partition is None else partition.n_blocks)))
         self._pending: Any = None
+        self._cost: float | None = None
+        self._cost_read = self._cost_hint = False
         self._interrupted = False
         self._rebuilds = 0
         self._dead = False   # a round failed after a Ctrl-C: answer NaN at once
@@ -342,6 +348,8 @@ class DaskOracle(Oracle):
     # -- the oracle ---------------------------------------------------------------------
     def update(self, cols: ColumnSet | None) -> None:
         # Sent with the next request (one round trip per iteration).
+        self._cost = None
+        self._cost_hint, self._cost_read = self._cost_read, False
         pend = self._pending
         if cols is None or pend is ALL:
             self._pending = ALL
@@ -352,11 +360,23 @@ class DaskOracle(Oracle):
 
     def refresh(self) -> None:
         self._pending = ALL
+        self._cost = None
         if not self._interrupted:   # after a Ctrl-C the next request carries it
-            self._round(None, False)
+            self._ask(None, True)
+
+    def _ask(self, qcols: ColumnSet | None, want_cost: bool) -> list | None:
+        """A round; the cost is computed in it when asked or when the step-size rule read
+        it since the last update (it will read it again: no second round trip)."""
+        want_cost = want_cost or (self._cost is None and self._cost_hint)
+        timeout = INTERRUPT_TIMEOUT if self._interrupted else None
+        parts, costs = self._round(qcols, want_cost, timeout)
+        if want_cost:
+            total = math.fsum(costs) * self.s
+            self._cost = total + self.mu * float(np.abs(self.x).sum()) if self.mu else total
+        return parts
 
     def partial_subgradient(self, cols: ColumnSet) -> np.ndarray:
-        g = self._sum(self._round(cols, False)[0])
+        g = self._sum(self._ask(cols, False))
         if self.mu:
             g = g + self.mu * np.sign(self.x[:, cols.selector])
         return g
@@ -371,8 +391,7 @@ class DaskOracle(Oracle):
         if self._dead:
             return np.full((self.n, self.p), np.nan)
         try:
-            parts = self._round(self._all, False, INTERRUPT_TIMEOUT if self._interrupted
-                                else None)[0]
+            parts = self._ask(self._all, False)
         except DataError as exc:
             if not self._interrupted:
                 raise
@@ -384,17 +403,19 @@ class DaskOracle(Oracle):
         return g
 
     def cost(self) -> float:
+        self._cost_read = True
         if self._dead:
             return math.nan
+        if self._cost is not None and self._pending is None:
+            return self._cost
         try:
-            costs = self._round(None, True, INTERRUPT_TIMEOUT if self._interrupted else None)[1]
+            self._ask(None, True)
         except DataError as exc:
             if not self._interrupted:
                 raise
             self._degraded("cost", exc)
             return math.nan
-        total = math.fsum(costs) * self.s
-        return total + self.mu * float(np.abs(self.x).sum()) if self.mu else total
+        return self._cost
 
     # -- flop model: that of the problem (linear in m) --------------------------------------
     def flops_partial(self, c: int) -> float:
