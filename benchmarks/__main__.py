@@ -21,8 +21,8 @@ def main(argv: list[str] | None = None) -> int:
                          "environment's, what users get; the sections 'userenv' and 'load' "
                          "always measure default and one thread side by side)")
     ap.add_argument("--only", nargs="*", default=None,
-                    choices=["userenv", "load", "periter", "fusion", "scaling", "memory",
-                             "accuracy", "peers"],
+                    choices=["defaults", "userenv", "load", "periter", "fusion", "scaling",
+                             "memory", "accuracy", "peers"],
                     help="run only these sections")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"),
                     help="directory for CSV files and the plot")

@@ -64,9 +64,11 @@ def main(argv: list[str] | None = None) -> int:
                 epoch = 1.0 if l is None else l / 2.0
                 kw = dict(method="rsm") if l is None else dict(n_blocks=l)
                 t0 = time.perf_counter()
-                res = rssm.minimize(prob, x0, stepsize=step(l), max_iter=int(MAX_EPOCHS * epoch),
-                                    target_error=min(LEVELS) / 10, record_every=max(1, int(epoch)),
-                                    seed=seed, stationarity=False, **kw)
+                res = rssm.minimize(
+                    prob, x0, stepsize=step(l), max_iter=int(MAX_EPOCHS * epoch),
+                    target_error=min(LEVELS) / 10, record=max(1, int(epoch)), seed=seed,
+                    stationarity=False, **kw
+                )
                 wall = time.perf_counter() - t0
                 row = {"problem": name, "seed": seed, "method": "rsm" if l is None else f"l={l}",
                        "ms_per_iter": 1e3 * res.time / max(res.n_iter, 1),

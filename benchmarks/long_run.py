@@ -151,14 +151,13 @@ def long_run(case: Case, n_iter: int, check_every: int = 100, seed: int = 0) -> 
 
         max_feas = 0.0
 
-        def step(self, gamma: float) -> float:
-            f = super().step(gamma)
-            g = self.x.T @ self.x
+        def commit(self, state, d, values) -> None:
+            super().commit(state, d, values)
+            g = state.x.T @ state.x
             g.flat[:: p + 1] -= 1.0
             dev = float(np.max(np.abs(g)))
             if not dev <= self.max_feas:  # also catches NaN
                 self.max_feas = dev
-            return f
 
     solver = Checked(problem, x0, partition, selector, rng)
     worst = {"zt": 0.0, "bn": 0.0, "inv_norm": 0.0, "cost": 0.0}
@@ -176,7 +175,8 @@ def long_run(case: Case, n_iter: int, check_every: int = 100, seed: int = 0) -> 
     else:
         step = Constant(float(case.stepsize))
     stop = AnyOf(MaxIterations(n_iter), CallbackStop(check))
-    res = run(solver, as_stepsize(step), stop, check_every, seed=seed, selection="uniform")
+    res = run(solver, as_stepsize(step), stop, check_every, track_best=False,
+              settings={"seed": seed, "selection": "uniform"})
     return Report(
         label=case.label,
         iterations=res.n_iter,

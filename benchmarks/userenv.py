@@ -35,9 +35,10 @@ def pools() -> str:
 
 def _rssm_iters(prob, x0, ell, iters: int, threads) -> tuple[float, float, str]:
     """Seconds and flops per iteration of one `minimize` run (solver time only)."""
-    res = rssm.minimize(prob, x0, method="rsm" if ell is None else "rssm",
-                        n_blocks=ell or 2, stepsize=Constant(GAMMA), max_iter=iters,
-                        record_every=10**9, seed=0, threads=threads)
+    res = rssm.minimize(
+        prob, x0, method="rsm" if ell is None else "rssm", stepsize=Constant(GAMMA),
+        max_iter=iters, record=10**9, seed=0, threads=threads, options={"n_blocks": ell or 2}
+    )
     return res.time / res.n_iter, res.flops / res.n_iter, res.threads
 
 
@@ -65,7 +66,7 @@ def _gemm_ref(prob, x0, c: int) -> Callable[[], None]:
 
 def _peer_steps(name: str, prob, x0) -> dict[str, Callable[[], None]]:
     """One iteration of each peer, as a closure over its own iterate."""
-    from benchmarks.suite import _plain_numpy_step
+    from benchmarks.common import plain_numpy_step as _plain_numpy_step
 
     out: dict[str, Callable[[], None]] = {}
     n, p = prob.shape
@@ -190,7 +191,7 @@ def userenv(cfg: dict, out: str) -> list[dict]:
               f"min fraction of 2-thread BLAS rate = {min(r['frac_of_ref'] for r in mine):.2f}"
               f" (>= 0.60: {'met' if all(r['frac_of_ref'] >= 0.6 for r in mine) else 'NOT met'})")
         print("auto's choices: " + "; ".join(f"{k}: {v}" for k, v in chose.items()))
-    from benchmarks.suite import write_csv
+    from benchmarks.common import write_csv
 
     write_csv(os.path.join(out, "userenv.csv"), rows)
     return rows
@@ -240,11 +241,13 @@ def load(cfg: dict, out: str) -> list[dict]:
         for _ in range(rounds):
             for label, prob, x0, iters, ell in cases:
                 for setting in ("auto", None, 1):
-                    r = rssm.minimize(prob, x0 if x0 is not None else prob.initial_point(),
-                                      n_blocks=ell, stepsize=Constant(GAMMA if x0 is None
+                    r = rssm.minimize(
+                        prob, x0 if x0 is not None else prob.initial_point(),
+                        stepsize=Constant(GAMMA if x0 is None
                                                                       else 0.02),
-                                      max_iter=iters, record_every=10**9, seed=1,
-                                      threads=setting)
+                        max_iter=iters, record=10**9, seed=1, threads=setting,
+                        options={"n_blocks": ell}
+                    )
                     res.setdefault((label, str(setting)), []).append(r.time)
                     if setting == "auto":
                         notes[label] = r.threads
@@ -258,7 +261,7 @@ def load(cfg: dict, out: str) -> list[dict]:
         print(f"  {label:42} auto {a:7.2f} s | pools as they are {d:7.2f} s | 1 thread "
               f"{o:7.2f} s   (auto / 1 thread = {a / o:.2f}; as-they-are / 1 thread = "
               f"{d / o:.1f})\n  {'':42} auto: {notes[label]}")
-    from benchmarks.suite import write_csv
+    from benchmarks.common import write_csv
 
     write_csv(os.path.join(out, "load.csv"), rows)
     return rows

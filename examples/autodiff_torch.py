@@ -23,7 +23,9 @@ prob = rssm.Problem.from_torch(cost, shape=data.shape, error=data.error)
 with warnings.catch_warnings():
     # Autograd gives a full subgradient; RSSM keeps |C| of its p columns (said once).
     warnings.simplefilter("ignore", FullSubgradientWarning)
-    res = rssm.minimize(prob, data.initial_point(), stepsize=data.default_stepsize(),
-                        n_blocks=4, max_iter=600, seed=1)
+    res = rssm.minimize(
+        prob, data.initial_point(), stepsize=data.default_stepsize(), max_iter=600, seed=1,
+        options={"n_blocks": 4}
+    )
 print(res)
 assert res.error < 1e-3, "the run should recover the subspace"

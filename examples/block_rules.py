@@ -15,8 +15,10 @@ for selection in ("uniform", "cyclic", "shuffled"):
     for partition in (None, blocks):
         # the problem's hand-set geometric rule (stepsize="auto" needs ~2x more iterations
         # for 1e-10 on this problem: docs/stepsizes.md)
-        res = rssm.minimize(prob, x0, n_blocks=4, partition=partition, selection=selection,
-                            stepsize=prob.reference_stepsize(), max_iter=1200, seed=1)
+        res = rssm.minimize(
+            prob, x0, stepsize=prob.reference_stepsize(), max_iter=1200, seed=1,
+            options={"n_blocks": 4, "partition": partition, "selection": selection}
+        )
         kind = "equal blocks" if partition is None else "user blocks "
         print(f"{res.selection:8s} {kind}  error {res.error:.1e}  time {res.time:.2f} s")
         assert res.error < 1e-10

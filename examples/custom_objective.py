@@ -21,7 +21,9 @@ def cost(X): return np.abs(A @ X - B).sum()                      # f(X) = ||A X 
 def subgrad(X): return A.T @ np.sign(A @ X - B)                  # a Clarke subgradient
 def partial(X, C): return A.T @ np.sign(A @ X[:, C] - B[:, C])   # its columns C, O(|C|)
 prob = rssm.Problem.from_functions(cost, subgrad, partial, shape=(20, 5))
-res = rssm.minimize(prob, stepsize=Geometric(3e-3, 0.95), n_blocks=5, max_iter=1000, seed=1)
+res = rssm.minimize(
+    prob, stepsize=Geometric(3e-3, 0.95), max_iter=1000, seed=1, options={"n_blocks": 5}
+)
 # ---
 
 print(res)

@@ -11,8 +11,10 @@ prob = SparsePCA.synthetic(n=100, r=4, m=200, support=10, mu=0.2, seed=0)
 x0 = prob.initial_point()  # PCA: top-r right singular vectors of A
 # the problem's hand-set geometric rule: "auto" leaves the PCA start too slowly here
 # (docs/stepsizes.md, "Where it is weak")
-res = rssm.minimize(prob, x0, n_blocks=4, stepsize=prob.reference_stepsize(), max_iter=3000,
-                    seed=1)
+res = rssm.minimize(
+    prob, x0, stepsize=prob.reference_stepsize(), max_iter=3000, seed=1,
+    options={"n_blocks": 4}
+)
 
 for label, x in (("PCA start", x0), ("RSSM", res.x)):
     s = prob.summary(x)

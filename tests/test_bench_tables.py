@@ -87,8 +87,10 @@ def test_stepsizes_variants_sufficient_decrease_is_stricter(stepsizes_bench):
             seen.append(rule._t)
             return g
 
-        rssm.minimize(prob, x0, method="rssm", n_blocks=2, stepsize=spy, max_iter=30,
-                      seed=1, threads=None)
+        rssm.minimize(
+            prob, x0, method="rssm", stepsize=spy, max_iter=30, seed=1, threads=None,
+            options={"n_blocks": 2}
+        )
         lengths[name] = np.array(seen)
     a, s = lengths["auto (1.5 / 0.5)"], lengths["suff. decrease c=0.3"]
     assert a[0] == s[0]                      # the same first search

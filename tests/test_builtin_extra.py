@@ -66,7 +66,9 @@ def test_rssm_reaches_ground_truth(name, tol):
     # sparse PCA keeps its hand-set reference rule: "auto" leaves the PCA start too slowly
     # (docs/stepsizes.md); the two sharp l1 problems run "auto".
     step = prob.reference_stepsize() if name == "sparse_pca" else None
-    res = rssm.minimize(prob, x0, n_blocks=3, max_iter=3000, seed=7, stepsize=step)
+    res = rssm.minimize(
+        prob, x0, max_iter=3000, seed=7, stepsize=step, options={"n_blocks": 3}
+    )
     assert err0 > 0.1
     assert res.error < tol
     assert res.feasibility < 1e-13
@@ -88,8 +90,10 @@ def test_sparse_pca_reports_variance_and_sparsity():
     x_rand = stiefel.random_point(60, 3, np.random.default_rng(1))
     assert prob.explained_variance(x_rand) < prob.explained_variance(v)
     assert SparsePCA.sparsity(v) == pytest.approx(1 - 8 / 60)
-    res = rssm.minimize(prob, x0, n_blocks=3, max_iter=3000, seed=10,
-                        stepsize=prob.reference_stepsize())
+    res = rssm.minimize(
+        prob, x0, max_iter=3000, seed=10, stepsize=prob.reference_stepsize(),
+        options={"n_blocks": 3}
+    )
     s = prob.summary(res.x)
     assert s["sparsity"] == pytest.approx(1 - 8 / 60)  # the planted supports, recovered
     assert s["explained_variance"] == pytest.approx(prob.explained_variance(v), rel=1e-8)

@@ -41,7 +41,7 @@ def test_solve_csv_matches_minimize(tmp_path, capsys):
                         max_iter=60, seed=3, record_every=7)
     np.testing.assert_allclose([float(r[4]) for r in rows[1:]], res.trace["error"],
                                rtol=1e-12, atol=0)
-    np.testing.assert_allclose(float(rows[-1][3]), res.fun, rtol=1e-12)
+    np.testing.assert_allclose(float(rows[-1][3]), res.fun_last, rtol=1e-12)
 
 
 def test_solve_json(tmp_path, capsys):
@@ -186,10 +186,20 @@ def test_python_m_rssm_entry_point():
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_library_names_mapped_to_options():
-    assert cli._name_option("n_blocks must be >= 2") == "argument --blocks: n_blocks must be >= 2"
-    assert cli._name_option("n_inliers must be >= 0").startswith("argument --n-inliers:")
-    assert cli._name_option("something else") == "something else"
+def test_library_errors_name_the_option_by_their_argument(monkeypatch, capsys):
+    """Issue 19: the option is named from the error's ``argument`` attribute, never by
+    reading the message (the old `_name_option` parsed its first word)."""
+    assert main(["solve", "dpcp", "--n-inliers", "-1"]) == 2
+    assert capsys.readouterr().err == (
+        "rssm: error: argument --n-inliers: n_inliers must be >= 0, got -1\n")
+
+    def broken(**kwargs):
+        raise ValueError("n_blocks is mentioned first but is not the culprit")
+
+    monkeypatch.setattr(REGISTRY["dpcp"], "synthetic", broken)
+    assert main(["solve", "dpcp"]) == 2
+    assert capsys.readouterr().err == (
+        "rssm: error: n_blocks is mentioned first but is not the culprit\n")
 
 
 def test_progress_bar_line():

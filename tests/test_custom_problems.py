@@ -47,7 +47,9 @@ def test_from_functions_converges_to_planted_solution():
                                        error=lambda x: np.linalg.norm(x - xs))
     with warnings.catch_warnings():
         warnings.simplefilter("error", FullSubgradientWarning)  # a partial oracle: no warning
-        res = rssm.minimize(prob, n_blocks=5, max_iter=1000, seed=1)
+        res = rssm.minimize(
+            prob, max_iter=1000, seed=1, options={"n_blocks": 5}
+        )
     assert res.error < 1e-7
     assert res.fun == pytest.approx(np.abs(a @ xs - b).sum(), rel=1e-9)
     assert res.selection == "uniform"
@@ -60,12 +62,18 @@ def test_from_functions_without_partial_warns_once_and_matches_partial_run():
     slow = rssm.Problem.from_functions(cost, sub, shape=(20, 5), stepsize=step)
     fast = rssm.Problem.from_functions(cost, sub, part, shape=(20, 5), stepsize=step)
     with pytest.warns(FullSubgradientWarning, match="full subgradient"):
-        r1 = rssm.minimize(slow, n_blocks=5, max_iter=50, seed=3)
+        r1 = rssm.minimize(
+            slow, max_iter=50, seed=3, options={"n_blocks": 5}
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error", FullSubgradientWarning)  # second run: silent
-        rssm.minimize(slow, n_blocks=5, max_iter=5, seed=3)
+        rssm.minimize(
+            slow, max_iter=5, seed=3, options={"n_blocks": 5}
+        )
         rssm.minimize(slow, method="rsm", max_iter=5, seed=3)  # RSM needs no partial oracle
-    r2 = rssm.minimize(fast, n_blocks=5, max_iter=50, seed=3)
+    r2 = rssm.minimize(
+        fast, max_iter=50, seed=3, options={"n_blocks": 5}
+    )
     # Slicing a full subgradient and the partial callable give the same columns.
     np.testing.assert_allclose(r1.x, r2.x, rtol=0, atol=1e-12)
 
@@ -142,7 +150,9 @@ def test_composite_incremental_oracle_stays_exact_over_a_run():
     rng = np.random.default_rng(10)
     prob = CompositeProblem(rng.standard_normal((15, 200)), 10, NormLoss.huber(0.2),
                             offset=rng.standard_normal((200, 10)), stepsize=Geometric(5e-3, 0.99))
-    res = rssm.minimize(prob, n_blocks=4, max_iter=400, seed=11, record_every=400)
+    res = rssm.minimize(
+        prob, max_iter=400, seed=11, record=400, options={"n_blocks": 4}
+    )
     # res.fun is the oracle's cached cost; prob.cost recomputes from scratch.
     assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-12)
     assert res.fun < 0.9 * res.trace["cost"][0]
@@ -258,7 +268,9 @@ def test_from_torch_matches_numpy_and_shares_memory():
     p2.subgradient(x)
     assert seen[-1] == x.ctypes.data
     with pytest.warns(FullSubgradientWarning):
-        res = rssm.minimize(prob, n_blocks=2, max_iter=100, seed=0)
+        res = rssm.minimize(
+            prob, max_iter=100, seed=0, options={"n_blocks": 2}
+        )
     assert res.fun < res.trace["cost"][0]
 
 

@@ -94,8 +94,10 @@ def test_callback_sees_the_non_finite_last_row():
                                        lambda X, c: y @ np.sign(y.T @ X[:, c]),
                                        shape=(6, 3), stepsize=1e-3)
     seen = []
-    res = rssm.minimize(prob, n_blocks=3, max_iter=30, record_every=3, seed=0,
-                        callback=lambda pr: seen.append(pr.iteration))
+    res = rssm.minimize(
+        prob, max_iter=30, record=3, seed=0, callback=lambda pr: seen.append(pr.iteration),
+        options={"n_blocks": 3}
+    )
     assert res.stop_reason is StopReason.NON_FINITE
     assert res.trace["iteration"].tolist() == [0, 3, 6, 9]
     assert seen == [0, 3, 6, 9]
@@ -105,21 +107,24 @@ def test_callback_sees_row_0_when_f_x0_is_not_finite():
     prob = rssm.Problem.from_functions(lambda X: math.nan, lambda X: X, shape=(4, 2),
                                        stepsize=1.0)
     seen = []
-    res = rssm.minimize(prob, n_blocks=2, max_iter=5, seed=0,
-                        callback=lambda pr: seen.append(pr.iteration))
+    res = rssm.minimize(
+        prob, max_iter=5, seed=0, callback=lambda pr: seen.append(pr.iteration),
+        options={"n_blocks": 2}
+    )
     assert res.stop_reason is StopReason.NON_FINITE and seen == [0]
 
 
 def test_progress_x_is_a_snapshot(small_odl):
     kept = []
-    res = rssm.minimize(small_odl, max_iter=20, record_every=5, seed=0,
-                        callback=lambda pr: kept.append(pr.x))
+    res = rssm.minimize(
+        small_odl, max_iter=20, record=5, seed=0, callback=lambda pr: kept.append(pr.x)
+    )
     assert len(kept) == 5
     # each stored x is the iterate of its row, not the final iterate
     for it, x in zip(res.trace["iteration"], kept, strict=True):
         assert small_odl.cost(x) == pytest.approx(res.trace["cost"][it // 5], rel=1e-12)
     assert not np.array_equal(kept[0], kept[-1])
-    assert np.array_equal(kept[-1], res.x)
+    assert np.array_equal(kept[-1], res.x_last)
     assert not kept[0].flags.writeable
 
 
@@ -194,12 +199,16 @@ def test_philox_generator_default_start(small_odl):
 # -- 14: selection checked for RSM too; a 2-D array partition ---------------------------------
 def test_invalid_selection_refused_with_rsm(small_odl):
     with pytest.raises(ValueError, match="selection"):
-        rssm.minimize(small_odl, method="rsm", selection="bogus", max_iter=2)
+        rssm.minimize(
+            small_odl, method="rsm", max_iter=2, options={"selection": "bogus"}
+        )
 
 
 def test_2d_array_partition(small_odl):
     part = np.arange(8).reshape(4, 2)
-    res = rssm.minimize(small_odl, partition=part, max_iter=4, seed=0)
+    res = rssm.minimize(
+        small_odl, max_iter=4, seed=0, options={"partition": part}
+    )
     assert res.n_blocks == 4
     assert [b.tolist() for b in res.partition] == part.tolist()
     assert Partition(part).n_blocks == 4

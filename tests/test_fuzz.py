@@ -192,8 +192,8 @@ def test_odl_synthetic(arg, value):
 
 # -- minimize ---------------------------------------------------------------------------------
 
-MINIMIZE_ARGS = ["x0", "method", "n_blocks", "stepsize", "max_iter", "max_time", "target_error",
-                 "seed", "record_every", "callback", "partition", "selection", "stop", "atol"]
+MINIMIZE_ARGS = ["x0", "method", "options", "stepsize", "max_iter", "max_time", "target_error",
+                 "seed", "record", "callback", "stop", "tol", "threads"]
 
 
 def _check_result(res, kwargs):
@@ -216,7 +216,7 @@ def _check_result(res, kwargs):
 @settings(FUZZ, max_examples=200)
 @given(arg=st.sampled_from(MINIMIZE_ARGS), value=junk())
 def test_minimize_one_bad_argument(arg, value):
-    kwargs = {"max_iter": 5, "seed": 0, "n_blocks": 3, arg: value}
+    kwargs = {"max_iter": 5, "seed": 0, "options": {"n_blocks": 3}, arg: value}
     if arg == "max_iter" and isinstance(value, (int, float)) and not isinstance(value, bool):
         kwargs["max_time"] = 0.2  # a huge valid iteration limit must not hang
     res = call(lambda: rssm.minimize(DPCP_SMALL, **kwargs), arg)
@@ -276,8 +276,9 @@ def test_minimize_start_dtypes(dtype):
                        st.sampled_from([5e-324, 1e-300, 1e-8, 1e3])),
        method=st.sampled_from(["rssm", "rsm"]))
 def test_minimize_any_positive_step_size_up_to_1e3(gamma, method):
-    res = rssm.minimize(DPCP_SMALL, method=method, n_blocks=3, stepsize=gamma, max_iter=20,
-                        seed=0)
+    res = rssm.minimize(
+        DPCP_SMALL, method=method, stepsize=gamma, max_iter=20, seed=0, options={"n_blocks": 3}
+    )
     assert res.stop_reason is StopReason.MAX_ITER
     assert np.isfinite(res.fun) and res.feasibility <= 1e-12
 
@@ -287,8 +288,9 @@ def test_minimize_any_positive_step_size_up_to_1e3(gamma, method):
 def test_step_size_callable_returning_junk(value):
     """A step-size callable returning anything but a finite positive number is refused with
     a message naming stepsize (or returns normally if it was a valid number)."""
-    res = call(lambda: rssm.minimize(DPCP_SMALL, n_blocks=3, stepsize=lambda k, ctx: value,
-                                     max_iter=3, seed=0), "stepsize")
+    res = call(lambda: rssm.minimize(
+        DPCP_SMALL, stepsize=lambda k, ctx: value, max_iter=3, seed=0, options={"n_blocks": 3}
+    ), "stepsize")
     if res is not None:
         assert isinstance(value, (int, float, np.floating, np.integer))
         assert math.isfinite(value) and value > 0
@@ -351,8 +353,9 @@ def test_step_size_rules(rule, value):
     kw[name] = value
     obj = call(lambda: cls(**kw), name)
     if obj is not None:
-        res = call(lambda: rssm.minimize(DPCP_SMALL, n_blocks=4, stepsize=obj, max_iter=3,
-                                         seed=0), "stepsize")
+        res = call(lambda: rssm.minimize(
+            DPCP_SMALL, stepsize=obj, max_iter=3, seed=0, options={"n_blocks": 4}
+        ), "stepsize")
         if res is not None:
             assert res.n_iter == 3 and res.feasibility <= 1e-12
 
@@ -537,5 +540,7 @@ def test_registered_synthetic_keywords(name, kw, value):
         n, p = prob.shape
         assert 1 <= p <= n
         if p >= 2:
-            res = rssm.minimize(prob, n_blocks=2, max_iter=1, seed=0)
+            res = rssm.minimize(
+                prob, max_iter=1, seed=0, options={"n_blocks": 2}
+            )
             assert res.feasibility <= 1e-12

@@ -42,10 +42,14 @@ class _InterruptAt(PaperSchedule):
 @pytest.mark.parametrize("k", [0, 1, 37])
 def test_interrupt_in_the_step_size_returns_the_run_so_far(prob, method, k):
     """Interrupting before step k gives exactly the run stopped after k iterations."""
-    ref = rssm.minimize(prob, method=method, n_blocks=4, stepsize=PaperSchedule.dpcp(),
-                        max_iter=k, seed=8, record_every=5)
-    res = rssm.minimize(prob, method=method, n_blocks=4, stepsize=_InterruptAt(k),
-                        max_iter=1000, seed=8, record_every=5)
+    ref = rssm.minimize(
+        prob, method=method, stepsize=PaperSchedule.dpcp(), max_iter=k, seed=8, record=5,
+        options={"n_blocks": 4}
+    )
+    res = rssm.minimize(
+        prob, method=method, stepsize=_InterruptAt(k), max_iter=1000, seed=8, record=5,
+        options={"n_blocks": 4}
+    )
     assert res.stop_reason is StopReason.INTERRUPTED and not res.success
     assert res.n_iter == k and res.message == f"interrupted by the user after {k} iterations"
     np.testing.assert_array_equal(res.x, ref.x)
@@ -79,8 +83,9 @@ def test_interrupt_in_the_callback(prob, max_iter, at, calls_expected):
         if progress.iteration == at:
             raise KeyboardInterrupt
 
-    res = rssm.minimize(prob, n_blocks=3, max_iter=max_iter, seed=1, record_every=10,
-                        callback=cb)
+    res = rssm.minimize(
+        prob, max_iter=max_iter, seed=1, record=10, callback=cb, options={"n_blocks": 3}
+    )
     assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == at
     assert calls == calls_expected
     np.testing.assert_array_equal(res.trace["iteration"], calls_expected)
@@ -113,8 +118,10 @@ def test_interrupt_between_the_write_and_the_cache_update(prob, method):
     p2 = _DPCPInterruptedMidStep(prob.yt, prob.p, prob.subspace)
     _InterruptedOracle.calls = 0
     # a plain schedule: "auto"'s first search makes cache updates of its own (trials)
-    res = rssm.minimize(p2, method=method, n_blocks=4, max_iter=100, seed=2, record_every=1,
-                        stepsize=PaperSchedule.dpcp())
+    res = rssm.minimize(
+        p2, method=method, max_iter=100, seed=2, record=1, stepsize=PaperSchedule.dpcp(),
+        options={"n_blocks": 4}
+    )
     assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == 9
     assert res.feasibility <= 1e-12
     assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-13, abs=1e-15)
@@ -273,7 +280,7 @@ def test_ctrl_c_during_a_reproduce_run_saves_no_truncated_run(tmp_path, monkeypa
                 if progress.iteration >= 10:
                     raise KeyboardInterrupt
             kwargs["callback"] = cb
-            kwargs["record_every"] = 1
+            kwargs["record"] = 1
         return real(*args, **kwargs)
 
     monkeypatch.setattr(runner.rssm, "minimize", interrupted_second_run)

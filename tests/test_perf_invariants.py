@@ -157,7 +157,7 @@ def test_benchmark_fused_data_pass_computes_the_same_product():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("bench_suite", root / "benchmarks" / "suite.py")
+    spec = importlib.util.spec_from_file_location("bench_perf", root / "benchmarks" / "perf.py")
     suite = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(suite)
     yt = np.random.default_rng(3).standard_normal((30, 1100))

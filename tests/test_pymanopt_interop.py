@@ -117,7 +117,7 @@ def test_pymanopt_style_optimizer_returns_pymanopt_result(dpcp, backend, capsys)
     result = opt.run(problem, initial_point=x0)
     assert isinstance(result, OptimizerResult)
     assert result.iterations == 300
-    assert result.stopping_criterion == "Terminated - reached the iteration limit (300)."
+    assert result.stopping_criterion == "Terminated - max iterations reached after 300 iterations."
     assert rssm.stiefel.feasibility(result.point) <= 1e-12
     assert abs(result.cost - native.fun) <= 1e-9 * native.fun
     assert result.cost_evaluations == 31  # recorded at 0, 10, ..., 300
@@ -129,7 +129,7 @@ def test_pymanopt_style_optimizer_returns_pymanopt_result(dpcp, backend, capsys)
     assert log["rssm_result"].n_iter == 300
     out = capsys.readouterr().out
     assert out.startswith("Optimizing...") and "Gradient norm" in out
-    assert out.rstrip().endswith("Terminated - reached the iteration limit (300).")
+    assert out.rstrip().endswith("Terminated - max iterations reached after 300 iterations.")
 
 
 def test_pymanopt_optimizer_stopping_criteria(dpcp):
@@ -229,3 +229,49 @@ def test_one_import_switch_of_a_pymanopt_script(dpcp):
 
 def test_needs_pymanopt_message():
     assert importlib.util.find_spec("rssm.interop.pymanopt") is not None
+
+
+def _counting_problem(n: int, p: int, seed: int = 0):
+    """An l1 cost on Stiefel(n, p) with its own call counter (the truth the optimizer's
+    ``cost_evaluations`` must match)."""
+    rng = np.random.default_rng(seed)
+    y = rng.standard_normal((n, 40))
+    manifold = pymanopt.manifolds.Stiefel(n, p)
+    calls = [0]
+
+    @pymanopt.function.numpy(manifold)
+    def cost(x):
+        calls[0] += 1
+        return np.abs(y.T @ x).sum()
+
+    @pymanopt.function.numpy(manifold)
+    def grad(x):
+        return y @ np.sign(y.T @ x)
+
+    return pymanopt.Problem(manifold, cost, euclidean_gradient=grad), calls
+
+
+def test_default_blocks_fit_a_narrow_stiefel():
+    """Issue 19, defect 11: RSSM().run on Stiefel(15, 4) raised "n_blocks must satisfy
+    2 <= n_blocks <= p = 4, got 5"; the default is min(5, p), as in rssm.minimize."""
+    problem, _ = _counting_problem(15, 4)
+    result = RSSM(seed=0, max_iterations=20, verbosity=0).run(problem)
+    assert result.iterations == 20
+    assert result.log["rssm_result"].n_blocks == 4
+
+
+def test_cost_evaluations_count_every_call():
+    """Issue 19, defect 11: with the default step ("auto", which reads f) the reported
+    count was half the real one, and max_cost_evaluations=50 allowed 233 calls. Every
+    call of the cost is counted now, and the budget stops the run within one iteration."""
+    problem, calls = _counting_problem(12, 6)
+    result = RSSM(n_blocks=3, seed=0, max_iterations=200, verbosity=0,
+                  min_step_size=None).run(problem)
+    assert result.cost_evaluations == calls[0]
+    assert calls[0] > len(result.log["rssm_result"].trace["cost"])  # auto reads f too
+    problem, calls = _counting_problem(12, 6)
+    result = RSSM(n_blocks=3, seed=0, max_iterations=1000, max_cost_evaluations=50,
+                  verbosity=0, min_step_size=None).run(problem)
+    assert result.stopping_criterion.startswith("Terminated - max cost evals reached")
+    assert result.cost_evaluations == calls[0]
+    assert 50 <= calls[0] <= 55, calls[0]

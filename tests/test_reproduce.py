@@ -82,16 +82,21 @@ def test_csv_columns_and_row_counts(outdir):
 
 
 def test_same_data_and_start_for_all_methods(outdir):
-    """Iteration 0 (cost and error of X^0 on the seed's data) is identical across methods
-    and differs between seeds."""
+    """Iteration 0 (cost and error of X^0 on the seed's data) is the same across methods
+    and differs between seeds. The error is identical to the bit; the cost agrees to
+    rounding: DPCP's oracle sums each row's squared norm block by block (so that a block's
+    update never drifts), and l blocks group those sums differently."""
     rows = [r for r in _rows(outdir) if r["part"] == "paper" and r["iteration"] == 0]
     for name in ("dpcp", "odl"):
         per_seed = {}
         for r in rows:
             if r["problem"] == name:
-                per_seed.setdefault(r["seed"], set()).add((r["cost"], r["error"]))
-        assert all(len(v) == 1 for v in per_seed.values()), per_seed
-        assert len({next(iter(v)) for v in per_seed.values()}) == SEEDS
+                per_seed.setdefault(r["seed"], []).append((r["cost"], r["error"]))
+        for v in per_seed.values():
+            assert len({e for _, e in v}) == 1, per_seed
+            costs = [c for c, _ in v]
+            assert max(costs) - min(costs) <= 4e-16 * max(costs), per_seed
+        assert len({v[0][1] for v in per_seed.values()}) == SEEDS
 
 
 def test_json_settings(outdir):

@@ -26,7 +26,8 @@ def test_cli_sparse_basis_reference_step_recovers_seed_0(capsys):
 
 def test_default_budget_is_1000_epochs():
     prob = PlantedSparseBasis.synthetic(n=8, p=4, m=100, seed=0)
-    assert rssm.minimize(prob, method="rsm", seed=0).n_iter == 1000
-    assert rssm.minimize(prob, n_blocks=3, seed=0, record_every=100).n_iter == 1500
-    res = rssm.minimize(prob, n_blocks=4, seed=0, record_every=100)
+    # tol=0: without the convergence test the whole default budget runs
+    assert rssm.minimize(prob, method="rsm", seed=0, tol=0).n_iter == 1000
+    assert rssm.minimize(prob, seed=0, record=100, tol=0, options={"n_blocks": 3}).n_iter == 1500
+    res = rssm.minimize(prob, seed=0, record=100, tol=0, options={"n_blocks": 4})
     assert res.n_iter == 2000 and np.isfinite(res.error)

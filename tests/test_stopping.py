@@ -101,7 +101,9 @@ def test_stop_reason_is_a_string_enum():
 
 
 def test_max_iter(small_dpcp):
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=37, seed=0)
+    res = rssm.minimize(
+        small_dpcp, stepsize=STEP, max_iter=37, seed=0, options={"n_blocks": 4}
+    )
     assert isinstance(res, Result)
     assert res.stop_reason is StopReason.MAX_ITER and res.n_iter == 37
     assert "37" in res.message
@@ -111,7 +113,9 @@ def test_max_iter(small_dpcp):
 
 
 def test_max_time(small_dpcp):
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=1e-3, max_time=0.05, seed=0)
+    res = rssm.minimize(
+        small_dpcp, stepsize=1e-3, max_time=0.05, seed=0, options={"n_blocks": 4}
+    )
     assert res.stop_reason is StopReason.MAX_TIME
     assert res.time >= 0.05 and res.n_iter > 0
     assert res.trace["iteration"][-1] == res.n_iter
@@ -119,13 +123,8 @@ def test_max_time(small_dpcp):
 
 def test_target_error_stops_at_the_first_recording_point_below_target(small_dpcp):
     res = rssm.minimize(
-        small_dpcp,
-        n_blocks=4,
-        stepsize=STEP,
-        max_iter=5000,
-        target_error=1e-6,
-        seed=0,
-        record_every=5,
+        small_dpcp, stepsize=STEP, max_iter=5000, target_error=1e-6, seed=0, record=5,
+        options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.TARGET_ERROR
     assert res.n_iter % 5 == 0 and res.n_iter < 5000
@@ -145,11 +144,13 @@ def test_callback_stops_and_sees_the_iterate(small_dpcp):
         return progress.iteration >= 30
 
     res = rssm.minimize(
-        small_dpcp, n_blocks=4, stepsize=STEP, max_iter=1000, record_every=10, callback=cb, seed=0
+        small_dpcp, stepsize=STEP, max_iter=1000, record=10, callback=cb, seed=0,
+        options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.CALLBACK and res.n_iter == 30
     assert [p.iteration for p in seen] == [0, 10, 20, 30]
-    np.testing.assert_array_equal(seen[-1].x, res.x)
+    np.testing.assert_array_equal(seen[-1].x, res.x_last)
+    assert res.fun <= seen[-1].cost                  # x: the best iterate seen
     with pytest.raises(ValueError, match="read-only"):
         seen[-1].x[0, 0] = 1.0
 
@@ -158,13 +159,8 @@ def test_callback_sees_every_recording_point_including_the_last(small_dpcp):
     """The callback is asked at the recording point where max_iter stops the run too."""
     seen = []
     res = rssm.minimize(
-        small_dpcp,
-        n_blocks=4,
-        stepsize=STEP,
-        max_iter=25,
-        record_every=5,
-        callback=seen.append,
-        seed=0,
+        small_dpcp, stepsize=STEP, max_iter=25, record=5, callback=seen.append, seed=0,
+        options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.MAX_ITER
     assert [p.iteration for p in seen] == [0, 5, 10, 15, 20, 25]
@@ -174,8 +170,10 @@ def test_callback_sees_the_last_row_between_recording_points(small_dpcp):
     """max_iter not a multiple of record_every: the extra final row reaches the callback,
     which then has seen exactly the rows of the returned trace."""
     seen = []
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=23, record_every=5,
-                        callback=seen.append, seed=0)
+    res = rssm.minimize(
+        small_dpcp, stepsize=STEP, max_iter=23, record=5, callback=seen.append, seed=0,
+        options={"n_blocks": 4}
+    )
     assert res.stop_reason is StopReason.MAX_ITER
     assert [p.iteration for p in seen] == [0, 5, 10, 15, 20, 23]
     np.testing.assert_array_equal([p.iteration for p in seen], res.trace["iteration"])
@@ -185,18 +183,22 @@ def test_callback_sees_the_last_row_between_recording_points(small_dpcp):
 
 def test_callback_sees_the_last_row_after_a_time_limit(small_dpcp):
     seen = []
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_time=0.05,
-                        record_every=10**6, callback=seen.append, seed=0)
+    res = rssm.minimize(
+        small_dpcp, stepsize=STEP, max_time=0.05, record=10**6, callback=seen.append, seed=0, tol=0,
+        options={"n_blocks": 4}
+    )
     assert res.stop_reason is StopReason.MAX_TIME and res.n_iter > 0
     assert [p.iteration for p in seen] == [0, res.n_iter]
-    assert seen[-1].error == res.error
+    assert seen[-1].error == small_dpcp.error(res.x_last)
 
 
 def test_combined_criteria_forward_the_last_row(small_dpcp):
     seen_any, seen_all = [], []
     stop = (MaxIterations(10**6) & CallbackStop(seen_all.append)) | CallbackStop(seen_any.append)
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=7, record_every=5,
-                        stop=stop, seed=0)
+    res = rssm.minimize(
+        small_dpcp, stepsize=STEP, max_iter=7, record=5, stop=stop, seed=0,
+        options={"n_blocks": 4}
+    )
     assert res.n_iter == 7
     assert [p.iteration for p in seen_any] == [0, 5, 7]
     assert [p.iteration for p in seen_all][-1] == 7
@@ -205,20 +207,19 @@ def test_combined_criteria_forward_the_last_row(small_dpcp):
 def test_stop_argument_combines_with_the_others(small_dpcp):
     # AllOf: stops only when both hold (here at iteration 20, a recording point)
     stop = MaxIterations(20) & CallbackStop(lambda p: p.iteration >= 12)
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, record_every=4, stop=stop, seed=0)
+    res = rssm.minimize(
+        small_dpcp, stepsize=STEP, record=4, stop=stop, seed=0, options={"n_blocks": 4}
+    )
     assert res.n_iter == 20 and res.stop_reason is StopReason.CALLBACK
     # AnyOf with max_iter: whichever comes first
     res = rssm.minimize(
-        small_dpcp,
-        n_blocks=4,
-        stepsize=STEP,
-        max_iter=50,
-        stop=MaxIterations(7) | MaxTime(100.0),
-        seed=0,
+        small_dpcp, stepsize=STEP, max_iter=50, stop=MaxIterations(7) | MaxTime(100.0), seed=0,
+        options={"n_blocks": 4}
     )
     assert res.n_iter == 7 and res.stop_reason is StopReason.MAX_ITER
     res = rssm.minimize(
-        small_dpcp, n_blocks=4, stepsize=STEP, max_iter=9, stop=MaxIterations(70), seed=0
+        small_dpcp, stepsize=STEP, max_iter=9, stop=MaxIterations(70), seed=0,
+        options={"n_blocks": 4}
     )
     assert res.n_iter == 9
 
@@ -229,7 +230,8 @@ def test_keyboard_interrupt_returns_the_result_so_far(small_dpcp):
             raise KeyboardInterrupt
 
     res = rssm.minimize(
-        small_dpcp, n_blocks=4, stepsize=STEP, max_iter=100, record_every=10, callback=cb, seed=0
+        small_dpcp, stepsize=STEP, max_iter=100, record=10, callback=cb, seed=0,
+        options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == 20
     assert res.feasibility <= 1e-13
@@ -250,24 +252,35 @@ def test_keyboard_interrupt_returns_the_result_so_far(small_dpcp):
 )
 def test_trace_columns_and_record_every(max_iter, record_every, want, small_dpcp):
     res = rssm.minimize(
-        small_dpcp, n_blocks=4, stepsize=STEP, max_iter=max_iter, record_every=record_every, seed=0
+        small_dpcp, stepsize=STEP, max_iter=max_iter, record=record_every, seed=0,
+        options={"n_blocks": 4}
     )
     assert tuple(res.trace) == TRACE_COLUMNS == ("iteration", "time", "flops", "cost", "error",
                                                  "stationarity")
     assert all(isinstance(v, np.ndarray) and v.shape == (len(want),) for v in res.trace.values())
     assert res.trace["iteration"].dtype.kind == "i"
     assert res.trace["iteration"].tolist() == want
-    assert np.all(np.diff(res.trace["time"]) >= 0) and res.trace["time"][0] == 0.0
+    # time 0 is the oracle's set-up (its cache of Y^T X0), counted as solver time
+    assert np.all(np.diff(res.trace["time"]) >= 0) and 0 <= res.trace["time"][0] < res.time
     assert np.all(np.diff(res.trace["flops"]) > 0) and res.trace["flops"][0] == 0.0
     assert res.trace["flops"][-1] == res.flops and res.trace["time"][-1] == res.time
-    assert res.trace["cost"][-1] == res.fun == pytest.approx(small_dpcp.cost(res.x), rel=1e-12)
-    assert res.trace["error"][-1] == res.error == small_dpcp.error(res.x)
+    last = small_dpcp.cost(res.x_last)
+    assert res.trace["cost"][-1] == res.fun_last == pytest.approx(last, rel=1e-12)
+    assert res.trace["error"][-1] == small_dpcp.error(res.x_last)
+    assert res.fun == pytest.approx(small_dpcp.cost(res.x), rel=1e-12) and res.fun <= last
+    assert res.fun == pytest.approx(min(res.trace["cost"]), rel=1e-12) or res.fun < min(
+        res.trace["cost"])
+    assert res.error == small_dpcp.error(res.x)
 
 
 def test_default_record_every(small_dpcp):
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=1000, seed=0)
+    res = rssm.minimize(
+        small_dpcp, stepsize=STEP, max_iter=1000, seed=0, tol=0, options={"n_blocks": 4}
+    )
     assert res.trace["iteration"].tolist() == list(range(0, 1001, 5))  # max_iter // 200
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, seed=0)  # default limit
+    res = rssm.minimize(
+        small_dpcp, stepsize=STEP, seed=0, tol=0, options={"n_blocks": 4}
+    )  # default limit
     assert res.n_iter == 2000  # 1000 epochs of l/2 = 2 iterations
     assert res.trace["iteration"][1] == 10  # record_every = 2000 // 200
 
@@ -276,7 +289,8 @@ def test_error_column_is_nan_without_ground_truth(small_dpcp):
     prob = DPCP(small_dpcp.yt, small_dpcp.p)
     seen = []
     res = rssm.minimize(
-        prob, n_blocks=4, stepsize=STEP, max_iter=20, record_every=10, callback=seen.append, seed=0
+        prob, stepsize=STEP, max_iter=20, record=10, callback=seen.append, seed=0,
+        options={"n_blocks": 4}
     )
     assert np.all(np.isnan(res.trace["error"])) and math.isnan(res.error)
     assert [p.error for p in seen] == [None, None, None]
@@ -303,7 +317,8 @@ def test_recording_time_is_excluded(small_dpcp):
 
     t0 = time.perf_counter()
     res = rssm.minimize(
-        slow, n_blocks=4, stepsize=STEP, max_iter=30, record_every=10, callback=sleepy, seed=0
+        slow, stepsize=STEP, max_iter=30, record=10, callback=sleepy, seed=0,
+        options={"n_blocks": 4}
     )
     wall = time.perf_counter() - t0
     total_sleep = 4 * (0.2 + 0.1)
@@ -313,7 +328,9 @@ def test_recording_time_is_excluded(small_dpcp):
 
 
 def test_result_summary(small_dpcp):
-    res = rssm.minimize(small_dpcp, n_blocks=4, stepsize=STEP, max_iter=10, seed=0)
+    res = rssm.minimize(
+        small_dpcp, stepsize=STEP, max_iter=10, seed=0, options={"n_blocks": 4}
+    )
     text = repr(res)
     for part in ("RSSM", "l=4", "St(20, 16)", "max_iter", "iterations    10", "feasibility"):
         assert part in text

@@ -293,3 +293,70 @@ def test_rules_that_need_the_minimize_loop_are_refused_by_name(rule):
         stiefel.random_point(8, 4, np.random.default_rng(0))))
     with pytest.raises(TypeError, match=f"lr={type(rule).__name__}.*only rssm.minimize"):
         rt.RSSM([w], lr=rule, n_blocks=2, seed=0)
+
+
+def test_add_param_group_checks_like_the_constructor():
+    """Issue 19, defect 10: add_param_group checked nothing (a non-orthonormal W was
+    silently replaced at step(), n < p accepted, n_blocks=99 an IndexError at step()).
+    A refused group is not added."""
+    w = _param(10, 4)
+    opt = rt.RSSM([w], lr=0.1, n_blocks=2, seed=0)
+    bad = torch.nn.Parameter(2 * torch.eye(6, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="orthonormal columns"):
+        opt.add_param_group({"params": [bad]})
+    with pytest.raises(ValueError, match="n < p"):
+        opt.add_param_group({"params": [torch.nn.Parameter(torch.eye(4).double()[:3])]})
+    with pytest.raises(ValueError, match="n_blocks must satisfy 2 <= n_blocks <= p = 4"):
+        opt.add_param_group({"params": [_param(8, 4, seed=1)], "n_blocks": 99})
+    with pytest.raises(ValueError, match=r"param_groups\[1\]\['lr'\] must be"):
+        opt.add_param_group({"params": [_param(8, 4, seed=1)], "lr": -1.0})
+    assert len(opt.param_groups) == 1
+    w2 = _param(8, 4, seed=1)
+    opt.add_param_group({"params": [w2], "n_blocks": 4, "lr": np.float32(0.05)})
+    w.grad, w2.grad = torch.ones_like(w), torch.ones_like(w2)
+    opt.step()
+    assert len(opt.state[w2]["bounds"]) == 4 and rt.feasibility(w2) <= 1e-13
+
+
+def test_numpy_scalars_as_lr_and_as_a_rules_value():
+    """Issue 19, defect 10: lr=np.float32(0.01) was refused, and a rule returning
+    np.float32(0.01) was told it "must be a finite number > 0"."""
+    a = torch.randn(20, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    finals = []
+    for lr in (0.25, np.float32(0.25), lambda k, ctx: np.float32(0.25)):
+        w = _param(8, 4)
+        opt = rt.RSSM([w], lr=lr, n_blocks=2, seed=0)
+        for _ in range(3):
+            w.grad = _l1_grad(a, w)
+            opt.step()
+        finals.append(w.detach().clone())
+    assert torch.equal(finals[0], finals[1]) and torch.equal(finals[0], finals[2])
+    with pytest.raises(ValueError, match="must be a finite number > 0"):
+        w = _param(8, 4)
+        opt = rt.RSSM([w], lr=lambda k, ctx: np.float32(-1), n_blocks=2, seed=0)
+        w.grad = _l1_grad(a, w)
+        opt.step()
+
+
+def test_the_optimizers_call_the_solvers_kernels(monkeypatch):
+    """Issue 19: one copy of the geometry. The torch steps go through rssm.stiefel's
+    kernels (the ones RSSMSolver and RSMSolver call) with torch's operations."""
+    from rssm import stiefel as st
+
+    calls = []
+    for name in ("_submanifold_direction", "_block_candidate", "_tangent_direction",
+                 "_full_candidate", "_polar_gram"):
+        real = getattr(st, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(st, name, spy)
+    w = _param(10, 4)
+    w.grad = torch.ones_like(w)
+    rt.RSSM([w], lr=0.1, n_blocks=2, seed=0).step()
+    rt.RSM([w], lr=0.1).step()
+    assert calls[:2] == ["_submanifold_direction", "_block_candidate"]
+    assert "_tangent_direction" in calls and "_full_candidate" in calls
+    assert not hasattr(rt, "_polar") and not hasattr(rt, "_block_step")

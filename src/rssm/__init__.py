@@ -17,7 +17,7 @@ Quick use::
 from rssm import blocks, data, diagnostics, problems, stepsizes, stiefel, stopping
 from rssm.blocks import Partition
 from rssm.problem import Oracle, Problem
-from rssm.solvers import METHODS, minimize
+from rssm.solvers import METHODS, Observer, Record, RSSMOptions, minimize
 from rssm.stopping import Progress, StopReason
 from rssm.trace import Result
 
@@ -30,6 +30,9 @@ __all__ = [
     "Oracle",
     "Partition",
     "Result",
+    "Record",
+    "Observer",
+    "RSSMOptions",
     "StopReason",
     "Progress",
     "problems",

@@ -1,5 +1,9 @@
-"""Bridges from a cost written in PyTorch or JAX to NumPy oracles (`Problem.from_torch`,
-`Problem.from_jax`).
+"""Bridges from a cost written in PyTorch, JAX or Pymanopt to NumPy oracles
+(`Problem.from_torch`, `Problem.from_jax`, `Problem.from_pymanopt`).
+
+They live here, beside the core, so that the core never imports `rssm.interop`: the
+integrations depend on the core, not the reverse (`rssm.interop.pymanopt` builds its
+problems from `pymanopt_oracles`).
 
 Both libraries are optional; they are imported only when a bridge is built, and a
 missing one raises ImportError naming the extra to install.
@@ -29,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["torch_oracles", "jax_oracles"]
+__all__ = ["torch_oracles", "jax_oracles", "pymanopt_oracles"]
 
 
 def _import(name: str):
@@ -106,3 +110,60 @@ def jax_oracles(cost: Callable) -> tuple[Callable, Callable]:
             return np.asarray(g)
 
     return value, subgradient
+
+
+def _stiefel_shape(pymanopt, manifold) -> tuple[int, int]:
+    """(n, p) of a ``pymanopt.manifolds.Stiefel(n, p)`` with k = 1, or a ValueError."""
+    if not isinstance(manifold, pymanopt.manifolds.Stiefel):
+        raise ValueError(
+            "problem.manifold must be pymanopt.manifolds.Stiefel(n, p): rssm optimizes over "
+            f"the Stiefel manifold only, got {manifold}"
+        )
+    k = getattr(manifold, "_k", 1)
+    if k != 1:
+        raise ValueError(
+            f"problem.manifold is a product of k = {k} Stiefel manifolds "
+            "(pymanopt.manifolds.Stiefel(n, p, k=k)); rssm handles k = 1 only: run one "
+            "problem per factor"
+        )
+    n, p = getattr(manifold, "_n", None), getattr(manifold, "_p", None)
+    if n is None or p is None:  # not Pymanopt 2.2's attributes: read a point's shape
+        n, p = np.shape(manifold.random_point())
+    return int(n), int(p)
+
+
+def _pymanopt_gradient(problem) -> Callable[[np.ndarray], np.ndarray]:
+    """The Euclidean gradient of ``problem`` (or its Riemannian one), or a ValueError."""
+    try:
+        return problem.euclidean_gradient
+    except NotImplementedError:
+        pass
+    if getattr(problem, "_riemannian_gradient", None) is not None:
+        return problem.riemannian_gradient
+    raise ValueError(
+        "problem has no gradient: its cost uses Pymanopt's NumPy back end, which cannot "
+        "differentiate; pass euclidean_gradient= (a function decorated like the cost) to "
+        "pymanopt.Problem, or write the cost with an autodiff back end "
+        "(@pymanopt.function.pytorch, .jax or .autograd)"
+    )
+
+
+def pymanopt_oracles(problem) -> tuple[tuple[int, int], Callable, Callable]:
+    """(shape, value, subgradient) of a ``pymanopt.Problem`` over ``Stiefel(n, p)``.
+
+    The subgradient is the problem's Euclidean gradient (autodiff's for an autodiff back
+    end, else its ``euclidean_gradient`` or ``riemannian_gradient``; for the embedded
+    metric P_T of the Riemannian one is P_T(G), so RSM's and RSSM's projections give the
+    same direction). Raises TypeError for anything but a ``pymanopt.Problem`` and
+    ValueError for another manifold, a product (k > 1) or no gradient.
+    """
+    pymanopt = _import("pymanopt")
+    if not isinstance(problem, pymanopt.Problem):
+        raise TypeError(f"problem must be a pymanopt.Problem, got {type(problem).__name__}")
+    shape = _stiefel_shape(pymanopt, problem.manifold)
+    grad = _pymanopt_gradient(problem)
+
+    def subgradient(x: np.ndarray) -> np.ndarray:
+        return np.asarray(grad(x), dtype=np.float64)
+
+    return shape, problem.cost, subgradient

@@ -1,7 +1,9 @@
 """Input checks shared by every public entry point.
 
 Each check raises ``TypeError`` for a wrong kind of object and ``ValueError`` for a
-wrong value, and the message names the argument and what is allowed.
+wrong value, and the message names the argument and what is allowed. Both are raised as
+the subclasses `InvalidType` and `InvalidValue`, whose ``argument`` attribute holds the
+argument's name (the command line maps it to its option; no message is parsed).
 
 Accepted array dtypes are real numeric ones (bool excluded): int, unsigned and float of
 any width. They are converted to float64; float32 input is upcast (never kept), so
@@ -16,6 +18,23 @@ import os
 from typing import Any
 
 import numpy as np
+
+
+class InvalidValue(ValueError):
+    """A ValueError about one named argument; ``argument`` holds its name, so a caller
+    (the command line) can name its own option without reading the message."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(message)
+        self.argument = argument
+
+
+class InvalidType(TypeError):
+    """A TypeError about one named argument; ``argument`` holds its name."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(message)
+        self.argument = argument
 
 
 def describe(value: Any, limit: int = 60) -> str:
@@ -43,27 +62,30 @@ def as_float_matrix(
     or infinite entries raise ``ValueError``.
     """
     if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be a 2-D array of real numbers, got {type(value).__name__}")
+        raise InvalidType(
+            name, f"{name} must be a 2-D array of real numbers, got {type(value).__name__}")
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and similar
-        raise TypeError(f"{name} must be a 2-D array of real numbers: {exc}") from None
+        raise InvalidType(name, f"{name} must be a 2-D array of real numbers: {exc}") from None
     if arr.dtype == object or arr.dtype.kind not in "iuf":
         kind = {"c": "complex", "b": "bool", "O": "object", "U": "str", "S": "bytes"}.get(
             arr.dtype.kind, str(arr.dtype)
         )
-        raise TypeError(
+        raise InvalidType(
+            name,
             f"{name} must hold real numbers (int or float dtypes, converted to float64), "
             f"got dtype {arr.dtype} ({kind})"
         )
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got an array with shape {arr.shape}")
+        raise InvalidValue(name, f"{name} must be 2-D, got an array with shape {arr.shape}")
     if not allow_empty and arr.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+        raise InvalidValue(name, f"{name} must not be empty, got shape {arr.shape}")
     if shape is not None:
         for axis, want in enumerate(shape):
             if want is not None and arr.shape[axis] != want:
-                raise ValueError(
+                raise InvalidValue(
+                    name,
                     f"{name} has shape {arr.shape}, expected "
                     f"{tuple('any' if s is None else s for s in shape)}"
                 )
@@ -72,7 +94,8 @@ def as_float_matrix(
     )
     if finite and not np.all(np.isfinite(out)):
         bad = int(np.size(out) - np.count_nonzero(np.isfinite(out)))
-        raise ValueError(
+        raise InvalidValue(
+            name,
             f"{name} contains {bad} NaN or infinite entries; all entries must be finite"
         )
     return out
@@ -130,16 +153,17 @@ def as_int(
         ):
             value = int(value)
         else:
-            raise TypeError(
+            raise InvalidType(
+                name,
                 f"{name} must be an integer, got {describe(value)} ({type(value).__name__})"
             )
     value = int(value)
     if minimum is not None and value < minimum:
         bound = f"{minimum_is} = {minimum}" if minimum_is else str(minimum)
-        raise ValueError(f"{name} must be >= {bound}, got {value}")
+        raise InvalidValue(name, f"{name} must be >= {bound}, got {value}")
     if maximum is not None and value > maximum:
         bound = f"{maximum_is} = {maximum}" if maximum_is else str(maximum)
-        raise ValueError(f"{name} must be <= {bound}, got {value}")
+        raise InvalidValue(name, f"{name} must be <= {bound}, got {value}")
     return value
 
 
@@ -155,24 +179,27 @@ def as_positive_float(
     """Check that ``value`` is a finite real number > 0 (or >= 0), optionally bounded
     (``upper_is`` names a bound that comes from another argument)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
-        raise TypeError(
+        raise InvalidType(
+            name,
             f"{name} must be a real number, got {describe(value)} ({type(value).__name__})"
         )
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
+        raise InvalidValue(name, f"{name} must be finite, got {value}")
     if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+        raise InvalidValue(name, f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
     if upper is not None and (value > upper or (value == upper and not upper_inclusive)):
         bound = f"{upper_is} = {upper:g}" if upper_is else str(upper)
-        raise ValueError(f"{name} must be {'<=' if upper_inclusive else '<'} {bound}, got {value}")
+        raise InvalidValue(
+            name, f"{name} must be {'<=' if upper_inclusive else '<'} {bound}, got {value}")
     return value
 
 
 def check_generator(rng: Any, name: str = "rng") -> np.random.Generator:
     """Check that ``rng`` is a ``numpy.random.Generator``."""
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(
+        raise InvalidType(
+            name,
             f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)), "
             f"got {type(rng).__name__}"
         )
@@ -186,10 +213,11 @@ def make_rng(seed: Any, name: str = "seed") -> np.random.Generator:
     if seed is None:
         return np.random.default_rng()
     if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
-        raise TypeError(
+        raise InvalidType(
+            name,
             f"{name} must be None, a non-negative integer or a numpy.random.Generator, "
             f"got {describe(seed)} ({type(seed).__name__})"
         )
     if seed < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {seed}")
+        raise InvalidValue(name, f"{name} must be a non-negative integer, got {seed}")
     return np.random.default_rng(int(seed))

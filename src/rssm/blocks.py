@@ -26,6 +26,8 @@ import numpy as np
 from rssm._validation import as_int, check_generator, describe
 
 __all__ = [
+    "epoch_iterations",
+    "pair_count",
     "ColumnSet",
     "Partition",
     "PairSelector",
@@ -33,8 +35,20 @@ __all__ = [
     "CyclicPairs",
     "ShuffledPairs",
     "make_selector",
+    "pair_table",
     "SELECTION_RULES",
 ]
+
+
+def epoch_iterations(n_blocks: int) -> float:
+    """Iterations per epoch: l/2 for RSSM with l blocks (each iteration moves 2 of the l
+    blocks, so p columns move per epoch on average), 1 for a method without blocks."""
+    return n_blocks / 2.0 if n_blocks > 1 else 1.0
+
+
+def pair_count(n_blocks: int) -> int:
+    """binom(l, 2) block pairs; 1 for a method without blocks."""
+    return n_blocks * (n_blocks - 1) // 2 if n_blocks > 1 else 1
 
 
 def _runs(idx: np.ndarray) -> tuple[slice, ...]:
@@ -161,6 +175,12 @@ class Partition:
         return f"Partition(p={self.p}, n_blocks={self.n_blocks}, sizes={self.sizes.tolist()})"
 
 
+def pair_table(n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """The binom(l, 2) unordered block pairs, numbered lexicographically: pair k is
+    (i[k], j[k]) with i < j. Every selection rule (and `rssm.torch`) numbers pairs so."""
+    return np.triu_indices(n_blocks, 1)
+
+
 class PairSelector(abc.ABC):
     """Base class of the rules that choose the block pair {i, j} at each iteration.
 
@@ -173,7 +193,7 @@ class PairSelector(abc.ABC):
     def bind(self, n_blocks: int, rng: np.random.Generator) -> None:
         self.n_blocks = as_int(n_blocks, "n_blocks", minimum=2)
         self.rng = check_generator(rng)
-        self._i, self._j = np.triu_indices(self.n_blocks, 1)
+        self._i, self._j = pair_table(self.n_blocks)
         self._buf = np.empty(0, dtype=np.intp)
         self._pos = 0
 

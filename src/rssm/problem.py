@@ -62,6 +62,10 @@ class Oracle:
     (see `GenericOracle`).
     """
 
+    #: True when `cost` is cheap next to an iteration (the data problems' caches), so the
+    #: loop evaluates f at every iterate to keep the best one.
+    cheap_cost = False
+
     def __init__(self, problem: Problem, x: np.ndarray, partition: Partition | None):
         self.problem = problem
         self.x = x
@@ -80,6 +84,14 @@ class Oracle:
         """A partial Euclidean subgradient for the columns ``cols`` (n x |C|)."""
         g = self.problem.partial_subgradient(self.x, cols.selector)
         return _checked(g, (self.x.shape[0], cols.size), "partial_subgradient")
+
+    def cost_at(self, cols: ColumnSet | None, sel, values: np.ndarray) -> float:
+        """f at X with the columns ``cols`` (index ``sel``) replaced by ``values``; a pure
+        query (X and the caches are unchanged). The default evaluates the problem's cost
+        on a copy."""
+        x = self.x.copy()
+        x[:, sel] = values
+        return float(self.problem.cost(x))
 
     def update(self, cols: ColumnSet | None) -> None:
         """Tell the oracle that the columns ``cols`` of ``x`` changed (None: all)."""
@@ -349,9 +361,11 @@ class Problem(abc.ABC):
         >>> import rssm
         >>> prob = rssm.Problem.from_pymanopt(pymanopt_problem)  # doctest: +SKIP
         """
-        from rssm.interop.pymanopt import problem_from_pymanopt
+        from rssm._autodiff import pymanopt_oracles
 
-        return problem_from_pymanopt(problem, name=name, stepsize=stepsize, error=error)
+        shape, value, grad = pymanopt_oracles(problem)
+        return FunctionProblem(value, grad, None, shape=shape, name=name, stepsize=stepsize,
+                               error=error)
 
 
 class FullSubgradientWarning(UserWarning):
@@ -396,6 +410,8 @@ class FunctionProblem(Problem):
     def cost(self, x) -> float:
         out = self._cost(x)
         try:
+            if isinstance(out, (str, bytes)):  # float("1.5") would accept text
+                raise TypeError
             return float(out)
         except (TypeError, ValueError):
             raise TypeError(

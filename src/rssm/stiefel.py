@@ -117,10 +117,7 @@ def polar(xi: np.ndarray) -> np.ndarray:
     ndarray, shape (n, k)
     """
     q = _polar_gram(xi)
-    if q is not None:
-        return q
-    u, _, vt = np.linalg.svd(xi, full_matrices=False)
-    return u @ vt
+    return q if q is not None else NUMPY_OPS.svd_polar(xi)
 
 
 def _eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,10 +133,77 @@ def _eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.linalg.eigh(a, UPLO="L")
 
 
-def _polar_gram(xi: np.ndarray) -> np.ndarray | None:
+# -- the kernels of the solvers and of rssm.torch -------------------------------------------
+#
+# Written once for any array library whose arrays support ``@``, ``.T``, indexing by a
+# slice or an integer index (read and write) and in-place arithmetic (NumPy arrays and
+# torch tensors do). The few operations beyond that come from an `ArrayOps` object:
+# `NUMPY_OPS` for the solvers (the default of every kernel), `rssm.torch`'s for tensors.
+
+
+class ArrayOps:
+    """The operations the kernels need beyond ``@``, indexing and in-place arithmetic,
+    for one array library. This base class is NumPy's (float64 arrays, the solvers');
+    `rssm.torch` subclasses it for tensors of any device and of float32 or float64."""
+
+    @staticmethod
+    def finite(a) -> bool:
+        """Whether every entry of ``a`` is finite."""
+        return bool(np.isfinite(a).all())
+
+    @staticmethod
+    def add_diag(a, value: float) -> None:
+        """a += value * I, in place (``a`` square)."""
+        a.flat[:: a.shape[0] + 1] += value
+
+    @staticmethod
+    def fro(a) -> float:
+        """The Frobenius norm of ``a``."""
+        return float(np.linalg.norm(a))
+
+    @staticmethod
+    def ns_tol(a) -> float:
+        """Newton-Schulz stops one step after ||Q^T Q - I||_F falls below this: about
+        sqrt(eps) of ``a``'s dtype, so that the last step reaches eps."""
+        return _NS_TOL
+
+    @staticmethod
+    def eigh(a):
+        """(w, v), ascending eigenvalues of the symmetric ``a`` in float64; None when the
+        decomposition fails."""
+        return _eigh(a)
+
+    @staticmethod
+    def sqrt(w):
+        """Entrywise square root."""
+        return np.sqrt(w)
+
+    @staticmethod
+    def like(b, a):
+        """``b`` in the dtype of ``a`` (the float64 eigenvectors for a float32 ``a``)."""
+        return b
+
+    @staticmethod
+    def cols(a, sel):
+        """The columns ``sel`` (a slice or an integer index) of ``a``."""
+        return a[:, sel]
+
+    @staticmethod
+    def svd_polar(xi):
+        """U V^T from the thin SVD of ``xi``."""
+        u, _, vt = np.linalg.svd(xi, full_matrices=False)
+        return u @ vt
+
+
+#: The operations of NumPy arrays, the default of every kernel.
+NUMPY_OPS = ArrayOps()
+
+
+def _polar_gram(xi, ops: ArrayOps = NUMPY_OPS):
     """Polar factor of ``xi`` from its Gram matrix G = Xi^T Xi; None when G is too ill
     conditioned for it (smallest / largest eigenvalue <= `_GRAM_MIN_RATIO`, or not
-    finite), in which case the caller falls back to a thin SVD.
+    finite), in which case the caller falls back to a thin SVD. A factor returned is
+    finite.
 
     Near the manifold (||G - I||_F <= `_NS_MAX_DEV`, every step with gamma ||P(G_C)|| <~
     0.3) it runs the Newton-Schulz iteration Q <- Q (3 I - Q^T Q) / 2, which converges
@@ -148,36 +212,40 @@ def _polar_gram(xi: np.ndarray) -> np.ndarray | None:
     LAPACK eigh of the k x k matrix at the solvers' sizes (k = 90: 1.0 ms for dsyevd
     against ~0.3 ms). Otherwise Q = Xi V diag(w)^{-1/2} V^T from G = V diag(w) V^T."""
     gram = xi.T @ xi
-    if not np.isfinite(gram).all():
+    if not ops.finite(gram):
         return None
-    k = gram.shape[0]
-    gram.flat[:: k + 1] -= 1.0                         # E = G - I (a strided view)
-    dev = float(np.linalg.norm(gram))
+    ops.add_diag(gram, -1.0)                            # E = G - I
+    dev = ops.fro(gram)
     if dev <= _NS_MAX_DEV:
-        q = _newton_schulz(xi, gram, dev)
+        q = _newton_schulz(xi, gram, dev, ops)
         if q is not None:
             return q
-    gram = xi.T @ xi
-    w, v = _eigh(gram)
-    if not (w[0] > _GRAM_MIN_RATIO * w[-1] and w[0] > 0.0):
+        gram = xi.T @ xi                                # overwritten (no convergence: rare)
+    else:
+        ops.add_diag(gram, 1.0)                         # G again (its diagonal to rounding)
+    wv = ops.eigh(gram)
+    if wv is None:
         return None
-    vs = v / np.sqrt(w)
-    return xi @ (vs @ v.T)
+    w, v = wv
+    lo, hi = float(w[0]), float(w[-1])
+    if not (lo > _GRAM_MIN_RATIO * hi and lo > 0.0):
+        return None
+    return xi @ ops.like((v / ops.sqrt(w)) @ v.T, xi)
 
 
-def _newton_schulz(q: np.ndarray, e: np.ndarray, dev: float) -> np.ndarray | None:
+def _newton_schulz(q, e, dev: float, ops: ArrayOps = NUMPY_OPS):
     """Newton-Schulz polar iteration from Q with Q^T Q = I + E (``e``, overwritten) and
     ||E||_F = ``dev`` < 1; None if it has not converged in `_NS_MAX_STEPS` steps."""
-    step = e.shape[0] + 1
+    tol = ops.ns_tol(q)
     for _ in range(_NS_MAX_STEPS):
         e *= -0.5
-        e.flat[::step] += 1.0                          # I - E/2
+        ops.add_diag(e, 1.0)                            # I - E/2
         q = q @ e
-        if dev <= _NS_TOL:
+        if dev <= tol:
             return q
         e = q.T @ q
-        e.flat[::step] -= 1.0
-        dev = float(np.linalg.norm(e))
+        ops.add_diag(e, -1.0)
+        dev = ops.fro(e)
     return None
 
 
@@ -208,13 +276,12 @@ def _full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
     return _full_apply(x, _tangent_direction(x, g), gamma)
 
 
-def _submanifold_direction(
-    x: np.ndarray, sel: np.ndarray | slice, g: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _submanifold_direction(x, sel, g):
     """First half of `_submanifold_step`: the negated partial Riemannian subgradient
     -P(G_C) = X Y - G_C (eq. ``eq-partialRiemsubgrad``, Y = X^T G_C with Y[C] symmetrized)
     and S = skew(X_C^T G_C) = X_C^T P(G_C) (c x c), whose blocks give the
     A_X^{-1}-norm of the step (Lemma ``lem-cindep``). ``x`` and ``g`` are not modified.
+    Any array library (see `ArrayOps`); ``sel`` is a slice or an integer index.
 
     Cost: 4 n p c + n c + O(c^2) flops.
     """
@@ -228,34 +295,41 @@ def _submanifold_direction(
     return neg, s
 
 
-def _submanifold_apply(
-    x: np.ndarray, sel: np.ndarray | slice, neg: np.ndarray, gamma: float
-) -> np.ndarray:
+def _submanifold_apply(x: np.ndarray, sel, neg: np.ndarray, gamma: float) -> np.ndarray:
     """Second half of `_submanifold_step`: the new columns
     P_{M_{X_-C}}(X_C - gamma P(G_C)) (eq. ``eq-projsubmfdblk``) from ``neg`` = -P(G_C) of
     `_submanifold_direction`."""
+    return _block_candidate(x, sel, neg, gamma)[0]
+
+
+def _block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
+    """`_submanifold_apply` for any array library: (new columns, whether the SVD fallback
+    ran, after which the columns may be non-finite)."""
     xi = neg * gamma
-    xi += x[:, sel]                      # Xi = X_C - gamma P(G_C)
+    xi += ops.cols(x, sel)               # Xi = X_C - gamma P(G_C)
     w = x.T @ xi                         # W = X^T Xi, W[C] = 0: X W = X_{-C} X_{-C}^T Xi
     w[sel] = 0.0
     xi -= x @ w
-    q = _polar_gram(xi)
+    q = _polar_gram(xi, ops)
     if q is not None:
-        return q
+        return q, False
     # Xi ill conditioned: only for steps with gamma ||P(G_C)|| >~ 3, far beyond the theory's
     # gamma < 1/L. The SVD polar factor is orthonormal, but its rounding error (about
     # eps * cond(Xi)) leaks into span(X_{-C}); project it out again and re-orthonormalize.
     # Two rounds keep ||X^T X - I|| at the eps level up to gamma ||P(G_C)|| ~ 1e100.
-    q = polar(xi)
+    q = ops.svd_polar(xi)
     for _ in range(_REPROJECT_ROUNDS):
         w = x.T @ q
         w[sel] = 0.0
-        q = polar(q - x @ w)
-    return q
+        xi = q - x @ w
+        q = _polar_gram(xi, ops)  # well conditioned now: the Gram route, else the SVD
+        q = ops.svd_polar(xi) if q is None else q
+    return q, True
 
 
-def _tangent_direction(x: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """First half of `_full_step`: -P_T(G) = X sym(X^T G) - G (eq. ``eq-Rsubdiff``)."""
+def _tangent_direction(x, g):
+    """First half of `_full_step`: -P_T(G) = X sym(X^T G) - G (eq. ``eq-Rsubdiff``); any
+    array library."""
     y = x.T @ g
     ys = y + y.T                         # 2 sym(X^T G)
     neg = x @ ys
@@ -266,9 +340,17 @@ def _tangent_direction(x: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 def _full_apply(x: np.ndarray, neg: np.ndarray, gamma: float) -> np.ndarray:
     """Second half of `_full_step`: polar(X - gamma P_T(G)) from ``neg`` = -P_T(G)."""
+    return _full_candidate(x, neg, gamma)[0]
+
+
+def _full_candidate(x, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
+    """`_full_apply` for any array library: (new X, whether the SVD fallback ran)."""
     xi = neg * gamma
     xi += x                              # X - gamma P_T(G)
-    return polar(xi)
+    q = _polar_gram(xi, ops)
+    if q is not None:
+        return q, False
+    return ops.svd_polar(xi), True
 
 
 def project_submanifold_block(

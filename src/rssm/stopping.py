@@ -33,6 +33,7 @@ __all__ = [
     "CostStagnation",
     "MinStepNorm",
     "CallbackStop",
+    "Converged",
     "CONVERGED",
     "AnyOf",
     "AllOf",
@@ -61,13 +62,17 @@ class StopReason(str, enum.Enum):
     STALLED = "stalled"
     #: `MinStepNorm`: ||X_{k+1} - X_k||_F fell below its tolerance.
     MIN_STEP = "min_step"
+    #: `Converged`: the Goldstein certificate of `rssm.solvers.certificate` holds: the
+    #: recent iterates lie in a ball of relative radius ``tol`` and recent subgradients
+    #: cancel (or vanish) there.
+    CONVERGED = "converged"
 
     def __str__(self) -> str:
         return self.value
 
 
 #: The reasons that mean a convergence criterion fired: `Result.success` is True for these.
-CONVERGED = frozenset({StopReason.TARGET_ERROR, StopReason.STATIONARY})
+CONVERGED = frozenset({StopReason.TARGET_ERROR, StopReason.STATIONARY, StopReason.CONVERGED})
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,11 @@ class Progress:
     step_norm : float or None
         ||X_k - X_{k-1}||_F of the last step (None before the first). Only the columns
         a step changed enter, so it costs O(n |C|) per RSSM iteration.
+    best_cost : float or None
+        The least f seen so far (over the iterates whose cost was evaluated).
+    certificate : Certificate or None
+        The convergence certificate's last value (`rssm.solvers.certificate`), when one
+        was evaluated at this iteration.
     """
 
     iteration: int
@@ -106,19 +116,36 @@ class Progress:
     x: np.ndarray | None = None
     stationarity: float | None = None
     step_norm: float | None = None
+    best_cost: float | None = None
+    certificate: Any = None
 
 
 class StoppingCriterion(abc.ABC):
     """Base class. ``check(progress)`` returns a `StopReason` or None.
 
+    A criterion owns the meaning of its stop: `message` says in one line why the run
+    ended, and `indicates_convergence` whether that stop means the run converged
+    (`rssm.Result.success`). A new criterion is one subclass: nothing else needs editing.
+
     ``needs_record`` is True for criteria that can only be decided at recording points.
     """
 
     needs_record = False
+    #: True when this criterion's stop means convergence (`rssm.Result.success`).
+    indicates_convergence = False
 
     @abc.abstractmethod
     def check(self, progress: Progress) -> StopReason | None:
         """A reason to stop, or None."""
+
+    def fired(self) -> StoppingCriterion:
+        """The criterion whose stop was returned by the last `check` (itself, or for a
+        combination, the member that decided)."""
+        return self
+
+    def message(self, progress: Progress) -> str:
+        """One line on why the run ended, for `rssm.Result.message`."""
+        return f"{type(self).__name__} fired after {progress.iteration} iterations"
 
     def final(self, progress: Progress) -> None:
         """Called once with the last recorded row when the run stopped on a row that was
@@ -152,6 +179,10 @@ class MaxIterations(StoppingCriterion):
     def check(self, progress: Progress) -> StopReason | None:
         return StopReason.MAX_ITER if progress.iteration >= self.n else None
 
+    def message(self, progress: Progress) -> str:
+        return (f"reached the iteration limit ({progress.iteration}) before the convergence "
+                "test held")
+
     def __repr__(self) -> str:
         return f"MaxIterations({self.n})"
 
@@ -165,6 +196,10 @@ class MaxTime(StoppingCriterion):
     def check(self, progress: Progress) -> StopReason | None:
         return StopReason.MAX_TIME if progress.time >= self.seconds else None
 
+    def message(self, progress: Progress) -> str:
+        return (f"reached the time limit ({self.seconds:g} s of solver time) after "
+                f"{progress.iteration} iterations")
+
     def __repr__(self) -> str:
         return f"MaxTime({self.seconds})"
 
@@ -173,9 +208,14 @@ class TargetError(StoppingCriterion):
     """Stop when the problem's ``error(X)`` is at most ``target`` (checked at recording points)."""
 
     needs_record = True
+    indicates_convergence = True
 
     def __init__(self, target: float):
         self.target = as_positive_float(target, "target", allow_zero=True)
+
+    def message(self, progress: Progress) -> str:
+        return (f"the error reached the target {self.target:g} after {progress.iteration} "
+                "iterations")
 
     def check(self, progress: Progress) -> StopReason | None:
         if progress.error is not None and progress.error <= self.target:
@@ -203,9 +243,14 @@ class MinStationarity(StoppingCriterion):
     """
 
     needs_record = True
+    indicates_convergence = True
 
     def __init__(self, tol: float):
         self.tol = as_positive_float(tol, "tol", allow_zero=True)
+
+    def message(self, progress: Progress) -> str:
+        return (f"||P_T(G)||_F reached stationarity_tol = {self.tol:g} after "
+                f"{progress.iteration} iterations")
 
     def check(self, progress: Progress) -> StopReason | None:
         st = progress.stationarity
@@ -257,6 +302,11 @@ class CostStagnation(StoppingCriterion):
             return StopReason.NO_PROGRESS
         return None
 
+    def message(self, progress: Progress) -> str:
+        return (f"the best cost did not decrease by more than rtol={self.rtol:g} over "
+                f"{self.window:g} epochs (after {progress.iteration} iterations); not a "
+                "convergence test")
+
     def __repr__(self) -> str:
         return (f"CostStagnation({self.window:g} epochs of {self.epoch:g} iterations, "
                 f"rtol={self.rtol:g}, atol={self.atol:g})")
@@ -279,6 +329,10 @@ class MinStepNorm(StoppingCriterion):
         s = progress.step_norm
         return StopReason.MIN_STEP if s is not None and s < self.tol else None
 
+    def message(self, progress: Progress) -> str:
+        return (f"the step ||X_k+1 - X_k||_F = {progress.step_norm:.3g} fell below "
+                f"{self.tol:g} after {progress.iteration} iterations")
+
     def __repr__(self) -> str:
         return f"MinStepNorm({self.tol})"
 
@@ -296,6 +350,9 @@ class CallbackStop(StoppingCriterion):
     def check(self, progress: Progress) -> StopReason | None:
         return StopReason.CALLBACK if self.fn(progress) else None
 
+    def message(self, progress: Progress) -> str:
+        return f"the callback asked to stop after {progress.iteration} iterations"
+
     def final(self, progress: Progress) -> None:
         self.fn(progress)  # the last row of the trace; the return value no longer matters
 
@@ -312,6 +369,17 @@ class _Combination(StoppingCriterion):
     def __init__(self, *criteria: StoppingCriterion):
         self.criteria = _check_criteria(criteria)
         self.needs_record = any(c.needs_record for c in criteria)
+        self._fired: StoppingCriterion | None = None
+
+    def fired(self) -> StoppingCriterion:
+        return self if self._fired is None else self._fired.fired()
+
+    @property
+    def indicates_convergence(self) -> bool:  # type: ignore[override]
+        return self._fired is not None and self._fired.fired().indicates_convergence
+
+    def message(self, progress: Progress) -> str:
+        return self.fired().message(progress) if self._fired is not None else ""
 
     def final(self, progress: Progress) -> None:
         for c in self.criteria:
@@ -336,8 +404,8 @@ class AnyOf(_Combination):
             if c.needs_record and progress.cost is None:
                 continue
             r = c.check(progress)
-            if reason is None:
-                reason = r
+            if reason is None and r is not None:
+                reason, self._fired = r, c
         return reason
 
 
@@ -354,4 +422,39 @@ class AllOf(_Combination):
             reason = c.check(progress)
             if reason is None:
                 return None
+            self._fired = c
         return reason
+
+
+class Converged(StoppingCriterion):
+    """Stop when the run's convergence certificate holds (reason ``converged``, a
+    success): see `rssm.solvers.certificate` for the test and its justification.
+
+    ``rssm.minimize`` adds it with its ``tol`` (default `DEFAULT_TOL`); build it by hand
+    only to combine it with ``&``. The certificate is computed by the solver loop from the
+    subgradients it already has; this criterion reads its verdict from
+    `Progress.certificate`.
+
+    Parameters
+    ----------
+    tol : float
+        Relative radius: the recent iterates must lie within ``tol * ||X||_F`` of each
+        other, ||X||_F = sqrt(p).
+    """
+
+    indicates_convergence = True
+
+    def __init__(self, tol: float = 1e-10):
+        self.tol = as_positive_float(tol, "tol")
+
+    def check(self, progress: Progress) -> StopReason | None:
+        cert = progress.certificate
+        return StopReason.CONVERGED if cert is not None and cert.converged else None
+
+    def message(self, progress: Progress) -> str:
+        cert = progress.certificate
+        how = "" if cert is None else f" ({cert.summary()})"
+        return f"converged after {progress.iteration} iterations{how}"
+
+    def __repr__(self) -> str:
+        return f"Converged(tol={self.tol:g})"

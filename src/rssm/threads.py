@@ -63,9 +63,11 @@ def check_threads(value: Any) -> str | int | None:
     if value is None or (isinstance(value, str) and value == "auto"):
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        from rssm._validation import describe
+
         raise TypeError(
             f"threads must be 'auto', None or an int >= 1, got {type(value).__name__} "
-            f"{value!r}"
+            f"{describe(value)}"
         )
     if int(value) < 1:
         raise ValueError(f"threads must be 'auto', None or an int >= 1, got {int(value)}")
@@ -79,6 +81,20 @@ _blas_depth = 0
 _blas_limiter = None
 
 
+def _take_control() -> None:
+    """threadpoolctl >= 3.7 lets only one "controlling" Python thread set the limits of a
+    pthreads OpenBLAS (its pool is process-wide) and silently ignores the others; the
+    first thread that ever set a limit keeps that role. A run in another thread would
+    then not be limited at all, and the last run to end could not restore the pools.
+    rssm's limit is process-wide by design (reference-counted below), so it claims the
+    role for the duration of each change."""
+    import threadpoolctl
+
+    ctl = getattr(threadpoolctl, "OpenBLASController", None)
+    if ctl is not None and hasattr(ctl, "clear_controlling_thread"):
+        ctl.clear_controlling_thread(force=True)
+
+
 def _enter_single_blas() -> None:
     global _blas_depth, _blas_limiter
     with _BLAS_LOCK:
@@ -87,7 +103,9 @@ def _enter_single_blas() -> None:
 
             # A fresh controller each time (0.1 ms): libraries loaded since the last run
             # (PyTorch's OpenMP, SciPy's own OpenBLAS) are limited too.
+            _take_control()
             _blas_limiter = ThreadpoolController().limit(limits=1)
+            _take_control()
         _blas_depth += 1
 
 
@@ -96,7 +114,9 @@ def _exit_single_blas() -> None:
     with _BLAS_LOCK:
         _blas_depth -= 1
         if _blas_depth == 0 and _blas_limiter is not None:
+            _take_control()
             _blas_limiter.restore_original_limits()
+            _take_control()
             _blas_limiter = None
 
 

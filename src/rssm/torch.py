@@ -8,17 +8,20 @@ A parameter W of shape (n, p), n >= p, with W^T W = I is a point of St(n, p). Af
   and replaces the columns C = C_i U C_j by the submanifold step of line 3: the partial
   Riemannian subgradient P(G_C) (eq. ``eq-partialRiemsubgrad``), then the projection onto
   the submanifold block M_{W_-C} (Lemma ``lem-projsubmfdblk``, eq. ``eq-projsubmfdblk``).
-  The geometry costs four n x p x c products and a c x c eigendecomposition, O(n p c)
+  The geometry costs four n x p x c products and an n x c polar factor, O(n p c)
   (Prop. ``prop-periteration``), against O(n p^2) for a full retraction. The other
   columns are not touched. Autograd still computes the whole gradient: the saving is in
   the step, not in the backward pass.
 * `RSM` takes the full Riemannian step polar(W - gamma P_T(G)) (eqs. ``eq-Rsubdiff``,
   ``eq-polarretr``).
 
-Everything is torch operations on the parameter's own device and dtype (float32 or
-float64); only the c x c eigendecomposition of the polar factor runs in float64, which
-keeps float32 parameters orthonormal to about 1e-6 over many steps. Needs the optional
-extra ``rssm[torch]``.
+The geometry is the solvers' own: the kernels of `rssm.stiefel` (written once for NumPy
+arrays and torch tensors), given torch's few extra operations by `_TorchOps`; pairs are
+numbered as `rssm.blocks.pair_table` does and blocks are `rssm.blocks.Partition.uniform`.
+Everything runs as torch operations on the parameter's own device and dtype (float32 or
+float64); a c x c eigendecomposition, when the polar factor needs one, runs in float64,
+which keeps float32 parameters orthonormal to about 1e-6 over many steps. Needs the
+optional extra ``rssm[torch]``.
 
 Step sizes
 ----------
@@ -40,9 +43,12 @@ keep its own memory between calls (best cost so far, last step).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 try:
     import torch
@@ -52,6 +58,9 @@ except ImportError:  # pragma: no cover - exercised only without torch
         '"rssm[torch]"'
     ) from None
 
+from rssm import stiefel
+from rssm._torch_ops import TorchOps, feasibility
+from rssm.blocks import Partition, pair_table
 from rssm.stepsizes import (
     AdaptiveGeometric,
     Auto,
@@ -70,12 +79,7 @@ _NEEDS_RUN = (Auto, Polyak, PolyakLevel, PolyakBest, AdaptiveGeometric, Backtrac
 
 __all__ = ["RSSM", "RSM", "TorchStepContext", "feasibility"]
 
-#: Below this ratio of smallest to largest eigenvalue of the Gram matrix the polar factor
-#: is taken by SVD instead of the Gram route (same threshold as `rssm.stiefel.polar`).
-_GRAM_MIN_RATIO = 0.1
-#: Re-projection rounds after an SVD polar factor in the block step (as in
-#: `rssm.stiefel._submanifold_step`).
-_REPROJECT_ROUNDS = 2
+_OPS = TorchOps()
 
 
 @dataclass(frozen=True)
@@ -107,93 +111,16 @@ class TorchStepContext:
         return self.n_blocks / 2.0 if self.method == "rssm" else 1.0
 
 
-def feasibility(w: torch.Tensor) -> float:
-    """||W^T W - I||_max of a 2-D tensor, computed in float64."""
-    w64 = w.detach().to(torch.float64)
-    g = w64.T @ w64
-    g.diagonal().sub_(1.0)
-    return float(g.abs().max()) if g.numel() else 0.0
-
-
-def _polar_gram(xi: torch.Tensor) -> torch.Tensor | None:
-    """Polar factor Xi (Xi^T Xi)^{-1/2} by the c x c Gram matrix, its eigendecomposition
-    in float64; None when the Gram matrix is too ill conditioned (or not finite)."""
-    gram = (xi.T @ xi).to(torch.float64)
-    try:
-        w, v = torch.linalg.eigh(gram)
-    except torch.linalg.LinAlgError:  # NaN in Xi (LAPACK does not converge)
-        return None
-    # One host sync. NaN or Inf in Xi makes the Gram matrix, hence w, non-finite, and the
-    # test fails: a factor returned from here is finite.
-    if not bool((w[0] > _GRAM_MIN_RATIO * w[-1]) & (w[0] > 0) & torch.isfinite(w[-1])):
-        return None
-    b = (v / torch.sqrt(w)) @ v.T
-    return xi @ b.to(xi.dtype)
-
-
-def _polar(xi: torch.Tensor) -> torch.Tensor:
-    """Polar factor of a full-column-rank n x k tensor (eq. ``eq-polarretr``)."""
-    q = _polar_gram(xi)
-    if q is not None:
-        return q
-    try:
-        u, _, vh = torch.linalg.svd(xi, full_matrices=False)
-    except torch.linalg.LinAlgError:  # non-finite input: the caller's check refuses it
-        return xi
-    return u @ vh
-
-
-def _block_step(x: torch.Tensor, idx: torch.Tensor, g: torch.Tensor, gamma: float,
-                ctx_fn: Callable[[torch.Tensor], float]) -> tuple[torch.Tensor, bool]:
-    """New columns C of ``x``: P_{M_{X_-C}}(X_C - gamma P(G_C)) (Algorithm ``alg-RSSM``,
-    line 3), and whether they may be non-finite (only after the SVD fallback). ``g`` holds
-    the columns C of the Euclidean gradient, ``idx`` their indices. ``ctx_fn(P(G_C))``
-    returns the rule's factor; ``gamma`` multiplies it.
-    """
-    # P(G_C) = G_C - X Y with Y = X^T G_C and Y[C] <- sym(Y[C])   (eq. eq-partialRiemsubgrad,
-    # the four steps of Prop. prop-periteration)
-    y = x.T @ g
-    yc = y.index_select(0, idx)
-    y.index_copy_(0, idx, 0.5 * (yc + yc.T))
-    d = g - x @ y
-    step = gamma * ctx_fn(d)
-    xi = x.index_select(1, idx) - step * d
-    # General form of Lemma lem-projsubmfdblk: polar((I - X_-C X_-C^T) Xi), applied as
-    # Xi - X W with W = X^T Xi and W[C] = 0 (no n x n matrix).
-    w = x.T @ xi
-    w.index_fill_(0, idx, 0.0)
-    xi = xi - x @ w
-    q = _polar_gram(xi)
-    if q is not None:
-        return q, False
-    # Ill-conditioned Xi (a step far beyond gamma < 1/L): the SVD polar factor's rounding
-    # leaks into span(X_-C); project it out again and re-orthonormalize.
-    q = _polar(xi)
-    for _ in range(_REPROJECT_ROUNDS):
-        w = x.T @ q
-        w.index_fill_(0, idx, 0.0)
-        q = _polar(q - x @ w)
-    return q, True
-
-
-def _full_step(x: torch.Tensor, g: torch.Tensor, gamma: float,
-               ctx_fn: Callable[[torch.Tensor], float]) -> tuple[torch.Tensor, bool]:
-    """polar(X - gamma P_T(G)) with P_T(G) = G - X sym(X^T G) (eqs. ``eq-Rsubdiff``,
-    ``eq-polarretr``), and whether it may be non-finite (only after the SVD fallback)."""
-    y = x.T @ g
-    d = g - x @ (0.5 * (y + y.T))
-    xi = x - (gamma * ctx_fn(d)) * d
-    q = _polar_gram(xi)
-    if q is not None:
-        return q, False
-    return _polar(xi), True
+def _is_number(value: Any) -> bool:
+    """A real number (NumPy scalars included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _as_rule(lr: Any) -> tuple[float, StepSize | None]:
     """(initial group lr, rule or None) from the ``lr`` argument."""
-    if isinstance(lr, bool):
+    if isinstance(lr, (bool, np.bool_)):
         raise TypeError(f"lr must be a positive number or a step-size rule, got {lr!r}")
-    if isinstance(lr, (int, float)) or (isinstance(lr, torch.Tensor) and lr.numel() == 1):
+    if _is_number(lr) or (isinstance(lr, torch.Tensor) and lr.numel() == 1):
         value = float(lr)
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"lr must be a finite number > 0, got {value!r}")
@@ -241,11 +168,25 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             raise ValueError(f"atol must be a number > 0 or None, got {atol!r}")
         self._atol = atol
         super().__init__(params, {"lr": lr0, **defaults})
-        for gi, group in enumerate(self.param_groups):
-            for pi, w in enumerate(group["params"]):
-                self._check_param(w, f"param_groups[{gi}]['params'][{pi}]", group)
 
     # -- checks ---------------------------------------------------------------------------
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a parameter group (as `torch.optim.Optimizer.add_param_group`), checking its
+        parameters and options as the constructor does; a refused group is not added."""
+        super().add_param_group(param_group)
+        gi, group = len(self.param_groups) - 1, self.param_groups[-1]
+        try:
+            lr = group["lr"]
+            if not ((_is_number(lr) or (isinstance(lr, torch.Tensor) and lr.numel() == 1))
+                    and math.isfinite(float(lr)) and float(lr) > 0):
+                raise ValueError(f"param_groups[{gi}]['lr'] must be a finite number > 0, "
+                                 f"got {lr!r}")
+            for pi, w in enumerate(group["params"]):
+                self._check_param(w, f"param_groups[{gi}]['params'][{pi}]", group)
+        except (TypeError, ValueError):
+            self.param_groups.pop()
+            raise
+
     def _check_param(self, w: torch.Tensor, name: str, group: dict) -> None:
         if w.dtype not in (torch.float32, torch.float64):
             raise TypeError(
@@ -289,25 +230,18 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         """The generator of the block-pair draws."""
         return self._generator
 
-    def _gamma(self, k: int, n_blocks: int, cost: float | None
-               ) -> Callable[[torch.Tensor], float]:
-        rule = self._rule
-
-        def value(direction: torch.Tensor) -> float:
-            if rule is None:
-                return 1.0
-            norm = float(torch.linalg.vector_norm(direction))
-            ctx = TorchStepContext(self.method, n_blocks, cost, norm)
-            out = rule(k, ctx)
-            if isinstance(out, bool) or not isinstance(out, (int, float)) or not (
-                    math.isfinite(out) and out > 0):
-                raise ValueError(
-                    f"the step-size rule returned gamma_{k} = {out!r}; it must be a finite "
-                    "number > 0"
-                )
-            return float(out)
-
-        return value
+    def _factor(self, k: int, n_blocks: int, cost: float | None,
+                direction: torch.Tensor) -> float:
+        """The rule's factor of the step (1 without a rule), given the step's direction
+        (its norm is ``ctx.subgradient_norm``)."""
+        if self._rule is None:
+            return 1.0
+        norm = float(torch.linalg.vector_norm(direction))
+        out = self._rule(k, TorchStepContext(self.method, n_blocks, cost, norm))
+        if not (_is_number(out) and math.isfinite(out) and out > 0):
+            raise ValueError(f"the step-size rule returned gamma_{k} = {out!r}; it must be a "
+                             "finite number > 0")
+        return float(out)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], Any] | None = None):
@@ -342,17 +276,20 @@ class _StiefelOptimizer(torch.optim.Optimizer):
     def _update(self, w, grad, lr, k, group, state, cost) -> None:
         raise NotImplementedError
 
-    def _commit(self, w: torch.Tensor, new: torch.Tensor, idx: torch.Tensor | None,
-                unchecked: bool) -> None:
-        if unchecked and self._check_finite and not bool(torch.isfinite(new).all()):
+    def _commit(self, w: torch.Tensor, new: torch.Tensor, sel, unchecked: bool) -> None:
+        """Write ``new`` into the columns ``sel`` of ``w`` (all for None); after the SVD
+        fallback (``unchecked``) refuse non-finite values first."""
+        if unchecked and self._check_finite and not _OPS.finite(new):
             raise FloatingPointError(
                 f"{type(self).__name__}.step produced non-finite values (a non-finite gradient "
                 "or a step size that overflows); the parameter was left unchanged"
             )
-        if idx is None:
+        if sel is None:
             w.copy_(new)
+        elif isinstance(sel, slice):
+            w[:, sel] = new
         else:
-            w.index_copy_(1, idx, new)
+            w.index_copy_(1, sel, new)
 
 
 class RSSM(_StiefelOptimizer):
@@ -413,7 +350,8 @@ class RSSM(_StiefelOptimizer):
                  check_finite: bool = True, atol: float | None = None):
         if n_blocks is not None and (isinstance(n_blocks, bool) or not isinstance(n_blocks, int)):
             raise TypeError(f"n_blocks must be an int or None, got {type(n_blocks).__name__}")
-        self._index_cache: dict[tuple, torch.Tensor] = {}
+        self._index_cache: dict[tuple, torch.Tensor | slice] = {}
+        self._pairs: dict[int, list[tuple[int, int]]] = {}
         super().__init__(params, lr, {"n_blocks": n_blocks}, generator=generator, seed=seed,
                          check_finite=check_finite, atol=atol)
 
@@ -428,57 +366,61 @@ class RSSM(_StiefelOptimizer):
             raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p} for {name}, "
                              f"got {nb!r}")
 
-    def _blocks(self, w: torch.Tensor, group: dict, state: dict) -> list[tuple[int, int]]:
+    def _partition(self, w: torch.Tensor, group: dict, state: dict) -> Partition:
+        """The parameter's contiguous blocks (`Partition.uniform`), kept in ``state`` as
+        (start, stop) bounds so that `state_dict` holds them."""
         bounds = state.get("bounds")
         if bounds is None:
             p = w.shape[1]
             nb = group["n_blocks"] if group["n_blocks"] is not None else min(5, p)
-            size, extra = divmod(p, nb)
-            bounds, start = [], 0
-            for b in range(nb):
-                stop = start + size + (1 if b < extra else 0)
-                bounds.append((start, stop))
-                start = stop
-            state["bounds"] = bounds
-        return bounds
+            part = Partition.uniform(p, nb)
+            state["bounds"] = [(int(b[0]), int(b[-1]) + 1) for b in part.blocks]
+            return part
+        return Partition([range(a, b) for a, b in bounds])
 
     def _pair(self, n_blocks: int, state: dict) -> tuple[int, int]:
-        """{i, j} ~ Uniform over the binom(l, 2) unordered pairs (Algorithm alg-RSSM, line 2).
-
-        Pair numbers are drawn from the generator 256 at a time per parameter, which is
-        deterministic for a given generator state."""
+        """{i, j} ~ Uniform over the binom(l, 2) unordered pairs (Algorithm alg-RSSM, line 2),
+        numbered as `rssm.blocks.pair_table`. Pair numbers are drawn from the generator 256
+        at a time per parameter, which is deterministic for a given generator state."""
         buf = state.get("pairs")
         if not buf:
-            n_pairs = n_blocks * (n_blocks - 1) // 2
             gen = self._generator
-            buf = torch.randint(0, n_pairs, (256,), generator=gen, device=gen.device).tolist()
+            buf = torch.randint(0, n_blocks * (n_blocks - 1) // 2, (256,), generator=gen,
+                                device=gen.device).tolist()
             buf.reverse()
             state["pairs"] = buf
-        r = buf.pop()
-        i = 0
-        while r >= n_blocks - 1 - i:
-            r -= n_blocks - 1 - i
-            i += 1
-        return i, i + 1 + r
+        table = self._pairs.get(n_blocks)
+        if table is None:
+            table = self._pairs[n_blocks] = [(int(a), int(b)) for a, b in
+                                             zip(*pair_table(n_blocks), strict=True)]
+        return table[buf.pop()]
+
+    def _selector(self, w: torch.Tensor, bounds: list, i: int, j: int):
+        """The columns C = C_i U C_j: a slice when contiguous (views), else an index tensor
+        kept per device on the optimizer (load_state_dict would cast one kept in state)."""
+        key = (w.device, tuple(bounds[i]), tuple(bounds[j]))
+        sel = self._index_cache.get(key)
+        if sel is None:
+            cols = Partition([range(a, b) for a, b in bounds]).columns(i, j)
+            sel = cols.selector if isinstance(cols.selector, slice) else torch.as_tensor(
+                cols.index, device=w.device)
+            if len(self._index_cache) < 4096:
+                self._index_cache[key] = sel
+        return sel
 
     def _update(self, w, grad, lr, k, group, state, cost) -> None:
-        bounds = self._blocks(w, group, state)
+        if state.get("bounds") is None:
+            self._partition(w, group, state)
+        bounds = state["bounds"]
         i, j = self._pair(len(bounds), state)
-        (a0, a1), (b0, b1) = bounds[i], bounds[j]
-        key = (i, j)
-        # Column indices per (device, blocks), kept on the optimizer rather than in
-        # `state` (load_state_dict would cast them to the parameter's dtype).
-        ckey = (w.device, a0, a1, b0, b1)
-        idx = self._index_cache.get(ckey)
-        if idx is None:
-            idx = torch.cat([torch.arange(a0, a1), torch.arange(b0, b1)]).to(w.device)
-            if len(self._index_cache) < 4096:
-                self._index_cache[ckey] = idx
+        sel = self._selector(w, bounds, i, j)
         x = w.detach()
-        g = grad.detach().to(x.dtype).index_select(1, idx)
-        new, unchecked = _block_step(x, idx, g, lr, self._gamma(k, len(bounds), cost))
-        self._commit(w, new, idx, unchecked)
-        state["last_pair"] = key
+        g = _OPS.cols(grad.detach().to(x.dtype), sel)
+        neg, _ = stiefel._submanifold_direction(x, sel, g)     # -P(G_C), eq-partialRiemsubgrad
+        gamma = lr * self._factor(k, len(bounds), cost, neg)
+        new, unchecked = stiefel._block_candidate(x, sel, neg, gamma, _OPS)  # eq-projsubmfdblk
+        self._commit(w, new, sel, unchecked)
+        state["last_pair"] = (i, j)
 
 
 class RSM(_StiefelOptimizer):
@@ -498,5 +440,7 @@ class RSM(_StiefelOptimizer):
 
     def _update(self, w, grad, lr, k, group, state, cost) -> None:
         x = w.detach()
-        new, unchecked = _full_step(x, grad.detach().to(x.dtype), lr, self._gamma(k, 1, cost))
+        neg = stiefel._tangent_direction(x, grad.detach().to(x.dtype))   # -P_T(G), eq-Rsubdiff
+        gamma = lr * self._factor(k, 1, cost, neg)
+        new, unchecked = stiefel._full_candidate(x, neg, gamma, _OPS)    # eq-polarretr
         self._commit(w, new, None, unchecked)

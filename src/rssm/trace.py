@@ -1,52 +1,40 @@
-"""What a run records, and the `Result` it returns.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3)
-(table: docs/paper-map.md).
-"""
+"""The `Result` of a run, and its conversion to and from plain data (`Result.to_dict`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from rssm.stopping import CONVERGED, StopReason
 
-__all__ = ["Trace", "Result", "TRACE_COLUMNS"]
+__all__ = ["Result", "TRACE_COLUMNS"]
 
-#: Columns of `Result.trace`, in order. ``stationarity`` is ||P_T(G)||_F at the recorded X
-#: (see `rssm.stopping.MinStationarity`), evaluated off the clock.
+#: The standard columns of `Result.trace`, in order (extra `rssm.Record` columns follow).
+#: ``stationarity`` is ||P_T(G)||_F at the recorded X when ``Record(stationarity=True)``,
+#: else NaN.
 TRACE_COLUMNS = ("iteration", "time", "flops", "cost", "error", "stationarity")
 
 
-class Trace:
-    """Append-only table with the columns of `TRACE_COLUMNS`."""
-
-    def __init__(self) -> None:
-        self._rows: list[tuple[float, ...]] = []
-
-    def append(self, iteration: int, time: float, flops: float, cost: float, error: float,
-               stationarity: float = math.nan) -> None:
-        self._rows.append((iteration, time, flops, cost, error, stationarity))
-
-    def drop_last(self) -> None:
-        """Remove the last row (no-op on an empty trace)."""
-        if self._rows:
-            self._rows.pop()
-
-    @property
-    def last_iteration(self) -> int:
-        return int(self._rows[-1][0]) if self._rows else -1
-
-    def as_dict(self) -> dict[str, np.ndarray]:
-        arr = np.array(self._rows, dtype=np.float64).reshape(-1, len(TRACE_COLUMNS))
-        out = {name: arr[:, i].copy() for i, name in enumerate(TRACE_COLUMNS)}
-        out["iteration"] = out["iteration"].astype(np.int64)
-        return out
+def _plain(value: Any) -> Any:
+    """JSON-able form of a setting (NumPy scalars and arrays to Python numbers/lists)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, StopReason):
+        return value.value
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)
 
 
 @dataclass
@@ -56,38 +44,53 @@ class Result:
     Attributes
     ----------
     x : ndarray, shape (n, p)
-        Final iterate (on St(n, p); the last finite one if the run hit a non-finite value).
+        The best iterate by cost: the point of least f among those the run evaluated
+        (every iterate for the data problems and whenever the step rule reads f; the
+        recorded ones otherwise). On St(n, p).
     fun : float
-        f(x).
+        f(x), as the solver evaluated it.
     n_iter : int
         Iterations done.
     time : float
-        Solver wall time in seconds, recording and error evaluation excluded.
+        Solver wall time in seconds (building the oracle's cache and every iteration,
+        the convergence test included; recording and error evaluation excluded).
     flops : float
         Flop-model count of all iterations.
     stop_reason : StopReason
         Why the run ended.
     trace : dict of str to ndarray
-        ``iteration``, ``time``, ``flops``, ``cost``, ``error`` (NaN when the problem has no
-        ground truth), ``stationarity`` (||P_T(G)||_F, eq. ``eq-Rsubdiff``, for the
-        oracle's subgradient G), recorded every ``record_every`` iterations, at the start
-        and at the end; the error and stationarity are evaluated off the clock.
+        ``iteration``, ``time``, ``flops``, ``cost``, ``error`` (NaN without a ground truth),
+        ``stationarity`` (NaN unless recorded) and any extra `rssm.Record` columns, for the
+        iterate X_k at each recording point (the first and the last included).
     error : float
-        Final ground-truth error, or NaN.
+        Ground-truth error of ``x``, or NaN.
     stationarity : float
-        ||P_T(G)||_F at the final iterate: a computable stationarity proxy that needs no
-        ground truth. For a nonsmooth f one subgradient's norm need not go to 0 even at a
-        minimizer: read ``trace["stationarity"]``'s minimum over recent rows and the cost
-        trend (see `rssm.stopping.MinStationarity`).
+        ||P_T(G)||_F at the last recorded row when recorded (``rssm.Record(stationarity=
+        True)``), else NaN. On a nonsmooth problem it need not vanish; `certificate` does.
+    certificate : Certificate or None
+        The convergence test's last value (`rssm.solvers.certificate`): the radius of the
+        recent iterates and how far their subgradients cancel; None when it was not
+        evaluated (the iterates had not settled to ``tol``, or ``tol=0``).
     feasibility : float
-        ||x^T x - I||_max of the final iterate.
+        ||x^T x - I||_max.
     method, n_blocks, selection, stepsize, seed, partition
         The run's settings (``n_blocks`` is 1 and ``partition`` None for RSM).
     message : str
         One line on why the run ended.
     threads : str
-        The thread setting of the run and, for ``threads="auto"``, the thread counts it
-        chose (see `rssm.threads`).
+        The thread setting of the run (`rssm.threads`).
+    x_last, fun_last : ndarray, float
+        The last iterate and its cost (the trace's last row).
+    best_iteration : int
+        The iteration of ``x``.
+    converged : bool or None
+        Whether the criterion that stopped the run means convergence (`success`).
+    tol : float or None
+        The convergence test's tolerance.
+    n_cost : int
+        Cost evaluations by the solver (rules, trials, best-point tracking).
+    n_clipped : int
+        Steps shortened to the longest step the loop takes (`rssm.solvers.MAX_STEP`).
     """
 
     x: np.ndarray
@@ -108,34 +111,119 @@ class Result:
     message: str = ""
     stationarity: float = math.nan
     threads: str = ""
+    certificate: Any = None
+    x_last: np.ndarray | None = None
+    fun_last: float = math.nan
+    best_iteration: int = -1
+    converged: bool | None = None
+    tol: float | None = None
+    n_cost: int = 0
+    n_clipped: int = 0
 
     @property
     def success(self) -> bool:
-        """True only when a convergence criterion ended the run: the target error was
-        reached (``target_error``) or the stationarity tolerance was met (``stationary``).
+        """True only when a convergence criterion ended the run: the convergence test
+        (``converged``), a target error (``target_error``), a stationarity tolerance
+        (``stationary``) or a criterion of yours that says it means convergence.
 
-        A run that ends on an iteration or time limit, a stalled cost (``no_progress``), a
-        callback, an interrupt or a non-finite value is not a success, whatever its cost:
-        a stalled run looks exactly like a converged one from its cost alone. Read
-        `stop_reason`, `stationarity` and, with a ground truth, `error`.
+        A run that ends on an iteration or time limit, a stalled step, a callback, an
+        interrupt or a non-finite value is not a success, whatever its cost.
         """
+        if self.converged is not None:
+            return bool(self.converged)
         return self.stop_reason in CONVERGED
+
+    # -- plain data -----------------------------------------------------------------------
+    def to_dict(self, *, arrays: bool = False) -> dict[str, Any]:
+        """Settings and summary as JSON-able data (the one writer every output uses).
+
+        Parameters
+        ----------
+        arrays : bool
+            Include ``x``, ``x_last`` and the trace as nested lists (default: only their
+            shapes; write the arrays themselves with NumPy).
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name in ("x", "x_last"):
+                if arrays and v is not None:
+                    out[f.name] = np.asarray(v).tolist()
+                continue
+            if f.name == "certificate":
+                out[f.name] = None if v is None else _plain(vars(v) if hasattr(v, "__dict__")
+                                                           else _cert_dict(v))
+                continue
+            if f.name == "trace":
+                if arrays:
+                    out["trace"] = {k: np.asarray(c).tolist() for k, c in v.items()}
+                continue
+            out[f.name] = _plain(v)
+        out["success"] = self.success
+        out["shape"] = list(self.x.shape)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        """Rebuild a Result from `to_dict` output (``arrays=True`` for x and the trace;
+        without them x is NaN of the recorded shape and the trace empty)."""
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        shape = tuple(data.get("shape", (0, 0)))
+        kw["x"] = (np.asarray(data["x"], dtype=np.float64) if "x" in data
+                   else np.full(shape, np.nan))
+        if data.get("x_last") is not None:
+            kw["x_last"] = np.asarray(data["x_last"], dtype=np.float64)
+        trace = data.get("trace") or {}
+        kw["trace"] = {k: np.asarray(v, dtype=np.int64 if k == "iteration" else np.float64)
+                       for k, v in trace.items()}
+        kw["stop_reason"] = StopReason(data["stop_reason"])
+        if kw.get("certificate") is not None:
+            from rssm.solvers.certificate import Certificate
+
+            kw["certificate"] = Certificate(**{k: _number(v) if k != "converged" else bool(v)
+                                               for k, v in kw["certificate"].items()})
+        for key in ("fun", "time", "flops", "error", "feasibility", "stationarity",
+                    "fun_last"):
+            if key in kw:
+                kw[key] = _number(kw[key])
+        if kw.get("partition") is not None:
+            kw["partition"] = [np.asarray(b, dtype=np.int64) for b in kw["partition"]]
+        return cls(**kw)
 
     def __repr__(self) -> str:
         n, p = self.x.shape
         blocks = f", l={self.n_blocks} ({self.selection})" if self.method == "rssm" else ""
+        best = ("" if self.best_iteration in (-1, self.n_iter)
+                else f" (best iterate, from iteration {self.best_iteration})")
         lines = [
             f"rssm.Result: {self.method.upper()}{blocks} on St({n}, {p})",
-            f"  stop reason   {self.stop_reason.value}: {self.message}",
+            f"  converged     {'yes' if self.success else 'no'}: {self.message}",
+            f"  stop reason   {self.stop_reason.value}",
             f"  iterations    {self.n_iter}",
             f"  solver time   {self.time:.4g} s",
             f"  flops         {self.flops:.4g}",
-            f"  final cost    {self.fun:.10g}",
-            (f"  final error   {self.error:.4g}" if not math.isnan(self.error)
-             else "  final error   n/a"),
-            f"  stationarity  {self.stationarity:.3g} (||P_T(G)||_F)",
+            f"  cost          {self.fun:.10g}{best}",
+            (f"  error         {self.error:.4g}" if not math.isnan(self.error)
+             else "  error         n/a (no ground truth)"),
             f"  feasibility   {self.feasibility:.2e} (||X^T X - I||_max)",
         ]
+        if not math.isnan(self.stationarity):
+            lines.append(f"  stationarity  {self.stationarity:.3g} (||P_T(G)||_F, last row)")
         if self.threads:
             lines.append(f"  threads       {self.threads}")
         return "\n".join(lines)
+
+
+def _cert_dict(c: Any) -> dict[str, Any]:
+    return {f.name: getattr(c, f.name) for f in fields(c)}
+
+
+def _number(v: Any) -> float:
+    if v is None:
+        return math.nan
+    if v == "inf":
+        return math.inf
+    if v == "-inf":
+        return -math.inf
+    return float(v)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import os
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -66,47 +67,141 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def read_csv(path: str | os.PathLike) -> np.ndarray:
-    """A numeric CSV (comma, semicolon, tab or space separated; an optional header row) as
-    a float64 array, one row per line. A non-numeric entry raises `DataFileError` naming
-    its column (and header name) and line."""
+#: Header choices of `read_csv` and `load`.
+HEADER_CHOICES = ("auto", "yes", "no")
+
+
+def _cells(line: str, delimiter: str | None) -> list[str]:
+    """The cells of one text line as `numpy.loadtxt` splits them (quotes removed)."""
+    if delimiter is None:
+        return [c.strip('"') for c in line.split()]
+    return [c.strip() for c in next(csv.reader([line], delimiter=delimiter, quotechar='"'))]
+
+
+def _lines(path: Path):
+    """(physical line index, text) of the lines that hold data or a header: not blank and
+    not a ``#`` comment (`numpy.savetxt` writes its header that way)."""
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        for i, line in enumerate(fh):
+            text = line.strip()
+            if text and not text.startswith("#"):
+                yield i, line.rstrip("\r\n")
+
+
+def _delimiter(line: str) -> str | None:
+    """``;`` or ``,`` when the line has one (``;`` first: decimal commas), else any run of
+    white space (tab-separated and fixed-width text such as ``numpy.savetxt(fmt='%10.4f')``)."""
+    for d in (";", ","):
+        if d in line:
+            return d
+    return None
+
+
+def _looks_like_column_numbers(cells: list[str]) -> bool:
+    """0, 1, ..., k-1 or 1, ..., k: a header of column numbers, or a sample that happens to
+    be one; `read_csv` does not guess between them."""
+    try:
+        ints = [int(c) for c in cells]
+    except ValueError:
+        return False
+    return len(ints) >= 2 and ints in (list(range(len(ints))), list(range(1, len(ints) + 1)))
+
+
+def _header_line(first: list[str], second: list[str] | None, header: str, path: Path) -> bool:
+    """Whether the first line is a header, by the rule of `read_csv`."""
+    if header == "yes":
+        return True
+    if header == "no":
+        return False
+    numeric = [_is_number(c) for c in first]
+    if not any(numeric):
+        return True
+    if (_looks_like_column_numbers(first) and second is not None
+            and not all(c.lstrip("+-").isdigit() for c in second)):
+        raise DataFileError(
+            "header", f"{path} starts with the row {','.join(first)}, which may be a header of "
+                      "column numbers or a sample; say which with header='yes' or 'no' "
+                      "(--header yes|no)")
+    return False
+
+
+def _first_bad_cell(path: Path, delimiter: str | None, skip: int, width: int,
+                    names: list[str] | None) -> str:
+    """Where a text file that `numpy.loadtxt` refused goes wrong, as one message (read
+    again line by line: only on this error path)."""
+    for i, line in _lines(path):
+        if i < skip:
+            continue
+        cells = _cells(line, delimiter)
+        if len(cells) != width:
+            return (f"{path} line {i + 1} has {len(cells)} columns, the first data line has "
+                    f"{width}")
+        for j, cell in enumerate(cells):
+            if not _is_number(cell):
+                name = f" ({names[j]!r})" if names is not None and j < len(names) else ""
+                what = ("a missing value: fill or drop it first" if cell.lower() in (
+                    "", "na", "n/a", "null", "none", "?") else "every column must hold numbers")
+                hint = "; if line 1 is a header, use header='yes' (--header yes)" if (
+                    names is None and i == 0) else ""
+                return (f"{path} column {j + 1}{name} is not numeric (line {i + 1}: {cell!r})"
+                        f"; {what}{hint}")
+    return f"{path} could not be parsed as numbers"
+
+
+def read_csv(path: str | os.PathLike, header: str = "auto") -> np.ndarray:
+    """A numeric text file (``.csv`` or ``.txt``) as a float64 array, one row per line.
+
+    Separators: ``;`` when the first line has one, else ``,`` when it has one, else white
+    space (tabs, and fixed-width columns such as ``numpy.savetxt(fmt='%10.4f')`` writes).
+    Cells may be quoted (``"1.5"``); a UTF-8 byte-order mark, blank lines and ``#`` comment
+    lines are skipped. The numbers are parsed by `numpy.loadtxt` (NumPy's C parser: no
+    Python loop over cells, no extra dependency).
+
+    Parameters
+    ----------
+    path : str or path-like
+    header : {"auto", "yes", "no"}
+        Whether the first line is a header of column names. ``"auto"``: it is when none of
+        its cells is a number. A first line of the integers 0, ..., n-1 or 1, ..., n above
+        lines that are not all integers could be either, and is refused: say ``"yes"`` or
+        ``"no"``.
+
+    Raises
+    ------
+    DataFileError
+        An empty file, a non-numeric cell or a line with another number of columns
+        (naming the line and column), or an ambiguous first line (``argument`` is
+        ``"header"``).
+    """
     path = Path(path)
-    with path.open(newline="", encoding="utf-8") as fh:
-        sample = fh.read(65536)
-        fh.seek(0)
-        try:
-            dialect = csv.Sniffer().sniff(sample, delimiters=",;\t ")
-        except csv.Error:
-            dialect = csv.excel
-        rows = [r for r in csv.reader(fh, dialect) if r and any(c.strip() for c in r)]
-    if not rows:
+    if header not in HEADER_CHOICES:
+        raise DataFileError("header", f"header must be one of {', '.join(HEADER_CHOICES)}, "
+                                      f"got {header!r}")
+    lines = _lines(path)
+    first = next(lines, None)
+    if first is None:
         raise DataFileError("path", f"{path} is empty")
-    header = None
-    if not any(_is_number(c) for c in rows[0]) or (len(rows) > 1 and all(
-            _is_number(c) for c in rows[1]) and not all(_is_number(c) for c in rows[0])):
-        header, rows = rows[0], rows[1:]
-    if not rows:
+    second = next(lines, None)
+    lines.close()
+    delimiter = _delimiter(first[1] if second is None or header == "no" else second[1])
+    first_cells = _cells(first[1], delimiter)
+    has_header = _header_line(first_cells, None if second is None else _cells(
+        second[1], delimiter), header, path)
+    skip = first[0] + 1 if has_header else 0
+    if has_header and second is None:
         raise DataFileError("path", f"{path} has a header but no data")
-    width = len(rows[0])
-    out = np.empty((len(rows), width))
-    for i, row in enumerate(rows):
-        line = i + 1 + (header is not None)
-        if len(row) != width:
-            raise DataFileError("path", f"{path} line {line} has {len(row)} columns, the "
-                                        f"first data line has {width}")
-        for j, cell in enumerate(row):
-            try:
-                out[i, j] = float(cell)
-            except ValueError:
-                name = f" ({header[j]!r})" if header is not None and j < len(header) else ""
-                raise DataFileError(
-                    "path", f"{path} column {j + 1}{name} is not numeric (line {line}: "
-                            f"{cell.strip()!r}); every column must hold numbers") from None
-    return out
+    width = len(_cells((second if has_header else first)[1], delimiter))
+    try:
+        return np.loadtxt(path, dtype=np.float64, delimiter=delimiter, skiprows=skip,
+                          quotechar='"', comments="#", encoding="utf-8-sig", ndmin=2)
+    except ValueError:
+        names = first_cells if has_header else None
+        raise DataFileError("path", _first_bad_cell(path, delimiter, skip, width, names)) \
+            from None
 
 
 def load(path: str | os.PathLike, *, key: str | None = None,
-         dataset: str | None = None) -> Any:
+         dataset: str | None = None, header: str = "auto") -> Any:
     """Open a data file with one sample per row and check it.
 
     Parameters
@@ -119,6 +214,9 @@ def load(path: str | os.PathLike, *, key: str | None = None,
     dataset : str, optional
         Dataset of an HDF5 file or array of a Zarr group (needed when there are several;
         a path such as ``"group/points"`` for nested ones).
+    header : {"auto", "yes", "no"}
+        Text files: whether the first line is a header (`read_csv` states the rule of
+        ``"auto"``).
 
     Returns
     -------
@@ -149,7 +247,7 @@ def load(path: str | os.PathLike, *, key: str | None = None,
                 name = _choose(sorted(npz.files), key, "key", "array", path)
                 arr = npz[name]
         elif suffix in (".csv", ".txt"):
-            arr = read_csv(path)
+            arr = read_csv(path, header=header)
         elif suffix in (".h5", ".hdf5"):
             arr = _open_hdf5(path, dataset)
         elif suffix in (".zarr", ".zip") or path.is_dir():
@@ -159,9 +257,14 @@ def load(path: str | os.PathLike, *, key: str | None = None,
                                         f"use one of {', '.join(FORMATS)}")
     except DataFileError:
         raise
-    except (OSError, ValueError) as exc:
-        raise DataFileError("path", f"cannot read {path}: {' '.join(str(exc).split())}") \
-            from None
+    except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as exc:
+        # A damaged .npy header fails in NumPy's header parser (tokenize, ast) with
+        # TokenError or SyntaxError, a truncated file with EOFError or ValueError.
+        what = exc.args[0] if isinstance(exc, tokenize.TokenError) and exc.args else exc
+        what = " ".join(str(what).split()) or type(exc).__name__
+        damaged = "" if isinstance(exc, OSError) else (
+            f" (a damaged or truncated {suffix or 'data'} file?)")
+        raise DataFileError("path", f"cannot read {path}: {what}{damaged}") from None
     check(arr, str(path))
     return arr
 

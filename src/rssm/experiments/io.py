@@ -12,11 +12,14 @@ import io
 import json
 import math
 import os
+import platform
+import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_info
 
 __all__ = [
     "CSV_COLUMNS",
@@ -156,3 +159,42 @@ def read_json(path: str | os.PathLike) -> dict:
     """Read a JSON file."""
     with Path(path).open(encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def machine_info() -> dict:
+    """Where and with what the runs ran: platform, CPUs, Python, numpy and its BLAS."""
+    info = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or "unknown",
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "rssm": _version(),
+        "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                  "MKL_NUM_THREADS") if k in os.environ},
+        "pools": [f"{i['internal_api']} ({i['num_threads']} threads)"
+                  for i in threadpool_info()],
+    }
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg.get("Build Dependencies", {}).get("blas", {})
+        info["blas"] = {k: blas.get(k) for k in ("name", "version", "openblas configuration")
+                        if blas.get(k) is not None}
+    except (TypeError, AttributeError):  # numpy < 1.26 has no mode="dicts"
+        info["blas"] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return info
+
+
+def _version() -> str:
+    from rssm import __version__
+
+    return __version__

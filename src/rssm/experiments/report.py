@@ -249,8 +249,8 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict,
         f"BLAS {machine.get('blas', {}).get('name', '?')} "
         f"{machine.get('blas', {}).get('version', '')}; thread variables "
         f"{machine.get('thread_env') or 'none set (default threads)'}; pools "
-        f"{', '.join(machine.get('pools', [])) or '?'}; rssm's `threads='auto'` (one "
-        "thread while timed probes show it is faster, see `rssm.threads`).",
+        f"{', '.join(machine.get('pools', [])) or '?'}; rssm's threads during the runs: "
+        f"{_threads_used(doc)} (`rssm.threads`: the bits do not depend on the worker count).",
         f"- Seeds {_seeds(used)}{_asked_note(asked, used)}. For each seed every method runs "
         "on the same "
         "data and the same start, one after the other (order rotated per seed). \"CPU time\" "
@@ -414,3 +414,9 @@ def _tuning_table(tuning: Sequence[Run], cfg: dict) -> list[str]:
             cells.append(f"{t:.3g} s" if math.isfinite(t) else f"error {sel[0].final_error:.2g}")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _threads_used(doc: dict) -> str:
+    """The distinct thread settings recorded by the runs (``Result.threads``)."""
+    seen = sorted({r.get("threads") for r in doc.get("runs", []) if r.get("threads")})
+    return "; ".join(seen) if seen else "not recorded"

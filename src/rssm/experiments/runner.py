@@ -12,15 +12,12 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-import platform
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_info
 
 import rssm
 from rssm.experiments import io
@@ -42,7 +39,6 @@ __all__ = [
     "RunSpec",
     "CSV_NAME",
     "JSON_NAME",
-    "machine_info",
     "plan_paper",
     "plan_tuning",
     "plan_tuned",
@@ -188,39 +184,6 @@ def choose_tuned(cfg: ProblemConfig, rows: Sequence[dict],
     return choice
 
 
-def machine_info() -> dict:
-    """Where and with what the runs ran: platform, CPUs, Python, numpy and its BLAS."""
-    info = {
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "processor": platform.processor() or "unknown",
-        "cpu_count": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "rssm": rssm.__version__,
-        "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                  "MKL_NUM_THREADS") if k in os.environ},
-        "pools": [f"{i['internal_api']} ({i['num_threads']} threads)"
-                  for i in threadpool_info()],
-    }
-    try:
-        cfg = np.show_config(mode="dicts")
-        blas = cfg.get("Build Dependencies", {}).get("blas", {})
-        info["blas"] = {k: blas.get(k) for k in ("name", "version", "openblas configuration")
-                        if blas.get(k) is not None}
-    except (TypeError, AttributeError):  # numpy < 1.26 has no mode="dicts"
-        info["blas"] = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    info["cpu_model"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return info
-
-
 def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], dict]:
     """Run ``spec`` with `rssm.minimize`; return its CSV rows and its summary for the run log.
 
@@ -230,14 +193,12 @@ def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], di
         If the run was interrupted (its partial trace is dropped, so ``--resume`` reruns it).
     """
     wall0 = time.perf_counter()
-    res = rssm.minimize(problem, x0, method=spec.method.method,
-                        n_blocks=max(2, spec.method.n_blocks),
-                        stepsize=make_stepsize(spec.stepsize), max_iter=spec.max_iter,
-                        target_error=spec.target_error, seed=spec.seed,
-                        record_every=spec.record_every,
-                        # the CSV has no stationarity column; recording it would add a full
-                        # subgradient per recorded point to the wall time of every run
-                        stationarity=False)
+    # The paper's protocol: a fixed budget (or the tuned part's target error), so the
+    # convergence test is off (tol=0) and the figures follow the iterates to the end.
+    res = rssm.minimize(
+        problem, x0, method=spec.method.method, stepsize=make_stepsize(spec.stepsize),
+        max_iter=spec.max_iter, target_error=spec.target_error, seed=spec.seed,
+        record=spec.record_every, tol=0, options={"n_blocks": max(2, spec.method.n_blocks)})
     wall = time.perf_counter() - wall0
     if res.stop_reason is StopReason.INTERRUPTED:
         # minimize turns Ctrl-C into a Result; a cut-short run must not be saved as finished.
@@ -246,19 +207,20 @@ def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], di
             "blocks": spec.method.n_blocks, "seed": spec.seed,
             "stepsize": stepsize_label(spec.stepsize)}
     rows = io.trace_rows(meta, res.trace)
+    doc = res.to_dict()
     summary = {
         "key": list(spec.key),
         "stepsize": spec.stepsize,
         "max_iter": spec.max_iter,
         "record_every": spec.record_every,
         "target_error": spec.target_error,
-        "n_iter": res.n_iter,
-        "time": res.time,
-        "flops": res.flops,
-        "final_error": res.error,
-        "final_cost": res.fun,
-        "feasibility": res.feasibility,
-        "stop_reason": res.stop_reason.value,
+        # the last row of the trace (the figures' end point) and the best iterate
+        "final_error": float(res.trace["error"][-1]),
+        "final_cost": float(res.trace["cost"][-1]),
+        "best_error": doc["error"],
+        "best_cost": doc["fun"],
+        **{k: doc[k] for k in ("n_iter", "time", "flops", "feasibility", "stop_reason",
+                               "threads", "n_clipped")},
         "wall": wall,
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -299,8 +261,9 @@ def _settings(configs: dict[str, ProblemConfig], seeds, quick: bool, tuned: bool
         "tuning_seed": TUNING_SEED,
         "start": "data: synthetic(seed=seed); "
                  "x0 = initial_point(numpy.random.default_rng([seed, 1]))",
-        "minimize": "rssm.minimize(problem, x0, method, n_blocks, stepsize, max_iter, "
-                    "target_error, seed=seed, record_every)",
+        "minimize": "rssm.minimize(problem, x0, method, stepsize=..., max_iter=..., "
+                    "target_error=..., seed=seed, record=record_every, tol=0, "
+                    "options={'n_blocks': l})",
     }
 
 
@@ -392,7 +355,7 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     doc.setdefault("history", []).append(
         {"command": command,
          "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
-    doc["machine"] = machine_info()
+    doc["machine"] = io.machine_info()
     doc.setdefault("started", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     doc.setdefault("tuned_choice", {})
     done = io.finished_runs(done_rows)

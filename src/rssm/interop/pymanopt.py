@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 try:
-    import pymanopt
+    import pymanopt  # noqa: F401 (fails early, naming the extra)
     from pymanopt.optimizers.optimizer import Optimizer, OptimizerResult
 except ImportError:  # pragma: no cover - exercised only without pymanopt
     raise ImportError(
@@ -37,46 +37,12 @@ except ImportError:  # pragma: no cover - exercised only without pymanopt
         'pip install "rssm[pymanopt]"'
     ) from None
 
+from rssm._autodiff import pymanopt_oracles
 from rssm.problem import FullSubgradientWarning, FunctionProblem, Problem
 from rssm.solvers import minimize
+from rssm.stopping import StoppingCriterion, StopReason
 
 __all__ = ["problem_from_pymanopt", "RSSM", "RSM"]
-
-
-def _stiefel_shape(manifold) -> tuple[int, int]:
-    """(n, p) of a ``pymanopt.manifolds.Stiefel(n, p)`` with k = 1, or a ValueError."""
-    if not isinstance(manifold, pymanopt.manifolds.Stiefel):
-        raise ValueError(
-            "problem.manifold must be pymanopt.manifolds.Stiefel(n, p): rssm optimizes over "
-            f"the Stiefel manifold only, got {manifold}"
-        )
-    k = getattr(manifold, "_k", 1)
-    if k != 1:
-        raise ValueError(
-            f"problem.manifold is a product of k = {k} Stiefel manifolds "
-            "(pymanopt.manifolds.Stiefel(n, p, k=k)); rssm handles k = 1 only: run one "
-            "problem per factor"
-        )
-    n, p = getattr(manifold, "_n", None), getattr(manifold, "_p", None)
-    if n is None or p is None:  # not Pymanopt 2.2's attributes: read a point's shape
-        n, p = np.shape(manifold.random_point())
-    return int(n), int(p)
-
-
-def _gradient(problem) -> Callable[[np.ndarray], np.ndarray]:
-    """The Euclidean gradient of ``problem`` (or its Riemannian one), or a ValueError."""
-    try:
-        return problem.euclidean_gradient
-    except NotImplementedError:
-        pass
-    if getattr(problem, "_riemannian_gradient", None) is not None:
-        return problem.riemannian_gradient
-    raise ValueError(
-        "problem has no gradient: its cost uses Pymanopt's NumPy back end, which cannot "
-        "differentiate; pass euclidean_gradient= (a function decorated like the cost) to "
-        "pymanopt.Problem, or write the cost with an autodiff back end "
-        "(@pymanopt.function.pytorch, .jax or .autograd)"
-    )
 
 
 def problem_from_pymanopt(problem, *, name: str = "pymanopt", stepsize=None,
@@ -109,17 +75,35 @@ def problem_from_pymanopt(problem, *, name: str = "pymanopt", stepsize=None,
         Another manifold, a product (k > 1), or no gradient (a NumPy-back-end cost without
         ``euclidean_gradient``).
     """
-    if not isinstance(problem, pymanopt.Problem):
-        raise TypeError(f"problem must be a pymanopt.Problem, got {type(problem).__name__}")
-    shape = _stiefel_shape(problem.manifold)
-    grad = _gradient(problem)
-    cost = problem.cost
+    return Problem.from_pymanopt(problem, name=name, stepsize=stepsize, error=error)
 
-    def subgradient(x: np.ndarray) -> np.ndarray:
-        return np.asarray(grad(x), dtype=np.float64)
 
-    return FunctionProblem(cost, subgradient, None, shape=shape, name=name, stepsize=stepsize,
-                           error=error)
+class _CountedCost:
+    """The problem's cost, counting its calls (Pymanopt's ``cost_evaluations``)."""
+
+    def __init__(self, cost: Callable[[np.ndarray], float]):
+        self.cost = cost
+        self.calls = 0
+
+    def __call__(self, x: np.ndarray) -> float:
+        self.calls += 1
+        return self.cost(x)
+
+
+class _CostBudget(StoppingCriterion):
+    """Stops (reason ``callback``) once the counted cost calls reach ``limit``; checked
+    after every iteration, so a run overshoots by at most one iteration's calls (a
+    step-size rule's trials) and the final recording."""
+
+    def __init__(self, counted: _CountedCost, limit: float, state: dict):
+        self.counted, self.limit, self.state = counted, limit, state
+
+    def check(self, progress) -> StopReason | None:
+        if self.counted.calls >= self.limit:
+            self.state["why"] = (f"Terminated - max cost evals reached after "
+                                 f"{progress.iteration} iterations.")
+            return StopReason.CALLBACK
+        return None
 
 
 class _Stop(Exception):
@@ -158,12 +142,22 @@ class _RssmOptimizer(Optimizer):
         excluded); and, checked at each recording point (every ``record_every``
         iterations): ``min_gradient_norm`` on ||P_T(G)||_F at the recorded point,
         ``min_step_size`` on the mean distance ||X - X_prev||_F per iteration since the
-        previous recording point, ``max_cost_evaluations`` on the number of recorded costs
-        (rssm evaluates the cost only there). The result's ``time`` is wall time;
+        previous recording point. ``max_cost_evaluations`` counts every call of the
+        problem's cost (the recording points', and those of a step-size rule that reads f,
+        such as the default ``"auto"``), checked after every iteration; the last iteration
+        and the final recording may add a few calls, as the line search of Pymanopt's own
+        optimizers does. For an rssm `Problem` (whose oracle may evaluate f incrementally)
+        the recorded costs are counted. The result's ``time`` is wall time;
         ``log["rssm_result"]`` holds rssm's own `rssm.Result` (trace, flops, stop reason).
         """
         start = time.time()
-        rproblem = problem if isinstance(problem, Problem) else problem_from_pymanopt(problem)
+        counted = None
+        if isinstance(problem, Problem):
+            rproblem = problem
+        else:
+            shape, cost, grad = pymanopt_oracles(problem)
+            counted = _CountedCost(cost)
+            rproblem = FunctionProblem(counted, grad, None, shape=shape, name="pymanopt")
         self._initialize_log(optimizer_parameters={
             "method": self._method, "stepsize": repr(self.stepsize), **self._options()})
         verbose = self._verbosity
@@ -194,7 +188,7 @@ class _RssmOptimizer(Optimizer):
             elif state["step"] < self._min_step_size:
                 state["why"] = (f"Terminated - min step_size reached after {prog.iteration} "
                                 "iterations.")
-            elif state["evals"] >= self._max_cost_evaluations:
+            elif counted is None and state["evals"] >= self._max_cost_evaluations:
                 state["why"] = (f"Terminated - max cost evals reached after {prog.iteration} "
                                 "iterations.")
             return state["why"] is not None
@@ -205,10 +199,14 @@ class _RssmOptimizer(Optimizer):
             res = minimize(rproblem, initial_point, method=self._method,
                            stepsize=self.stepsize, max_iter=self._max_iterations,
                            max_time=self._max_time, seed=self.seed,
-                           record_every=self.record_every, callback=watch, **self._options())
+                           record=self.record_every, callback=watch,
+                           stop=None if counted is None else _CostBudget(
+                               counted, self._max_cost_evaluations, state),
+                           options=self._options() or None)
         why = state["why"] if res.stop_reason.value == "callback" else None
         if why is None:
-            why = f"Terminated - {res.message}."
+            why = _WORDS.get(res.stop_reason.value, "Terminated - {message}.").format(
+                n=res.n_iter, message=res.message)
         if verbose >= 1:
             print(why)
         if self._log is not None:
@@ -216,8 +214,17 @@ class _RssmOptimizer(Optimizer):
         sys.stdout.flush()
         return self._return_result(
             start_time=start, point=res.x, cost=res.fun, iterations=res.n_iter,
-            stopping_criterion=why, cost_evaluations=state["evals"],
+            stopping_criterion=why,
+            cost_evaluations=state["evals"] if counted is None else counted.calls,
             step_size=state["step"], gradient_norm=state["grad"])
+
+
+#: Pymanopt's wording of the stops both libraries have; others quote rssm's message.
+_WORDS = {
+    "max_iter": "Terminated - max iterations reached after {n} iterations.",
+    "max_time": "Terminated - max time reached after {n} iterations.",
+    "converged": "Terminated - converged after {n} iterations (rssm's convergence test).",
+}
 
 
 class RSSM(_RssmOptimizer):
@@ -226,8 +233,8 @@ class RSSM(_RssmOptimizer):
 
     Parameters
     ----------
-    n_blocks : int
-        Number of column blocks l, 2 <= l <= p.
+    n_blocks : int, optional
+        Number of column blocks l, 2 <= l <= p. Default: min(5, p), as in `rssm.minimize`.
     stepsize : StepSize, callable or float, optional
         As in `rssm.minimize`: default "auto", the tuning-free rule.
     selection : {"uniform", "cyclic", "shuffled"}
@@ -260,7 +267,8 @@ verbosity, log_verbosity
 
     _method = "rssm"
 
-    def __init__(self, n_blocks: int = 5, stepsize=None, *, selection: str = "uniform",
+    def __init__(self, n_blocks: int | None = None, stepsize=None, *,
+                 selection: str = "uniform",
                  **kwargs):
         super().__init__(stepsize, **kwargs)
         self.n_blocks = n_blocks

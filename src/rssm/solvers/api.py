@@ -1,31 +1,34 @@
-"""`minimize`: validate the arguments, build the solver, run the shared loop.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3),
-``alg-RSSM`` = Algorithm 1 (table: docs/paper-map.md).
-"""
+"""`minimize`: check the arguments, build the solver, run the loop."""
 
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
+import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from rssm._validation import as_int, as_positive_float, describe, make_rng
-from rssm.blocks import PairSelector, Partition, make_selector
-from rssm.problem import Problem
-from rssm.solvers.base import run
-from rssm.solvers.rsm import RSMSolver
-from rssm.solvers.rssm import RSSMSolver
+from rssm.blocks import epoch_iterations
+from rssm.problem import Problem, start_rng
+from rssm.solvers.loop import run
+from rssm.solvers.options import (
+    DEFAULT_METHOD,
+    DEFAULT_TOL,
+    METHODS,
+    RSSMOptions,
+    as_options,
+    default_budget,
+)
+from rssm.solvers.record import Observer, Record, as_record
 from rssm.stepsizes import StepSize, as_stepsize
 from rssm.stopping import (
     AnyOf,
     CallbackStop,
+    Converged,
     CostStagnation,
     MaxIterations,
     MaxTime,
@@ -34,246 +37,262 @@ from rssm.stopping import (
     StoppingCriterion,
     TargetError,
 )
-from rssm.threads import check_threads
+from rssm.threads import RunThreads, check_threads
 from rssm.trace import Result
 
-__all__ = ["minimize", "METHODS"]
+__all__ = ["minimize", "METHODS", "DEFAULT_MAX_ITER"]
 
-#: Method names accepted by `minimize`.
-METHODS = {"rssm": RSSMSolver, "rsm": RSMSolver}
+from rssm.solvers.options import DEFAULT_MAX_ITER  # noqa: E402  (re-export)
 
-#: Epoch limit used when no iteration, time or custom limit is given: 1000 RSM iterations,
-#: ceil(1000 l / 2) RSSM iterations with l blocks (the same number of column updates).
-DEFAULT_MAX_ITER = 1000
-
-#: RSSM's number of blocks when ``n_blocks`` is not given: ``min(DEFAULT_N_BLOCKS, p)``.
-DEFAULT_N_BLOCKS = 5
+#: The positional order of the old signature (kept for one release, with a warning).
+_OLD_POSITIONAL = ("n_blocks", "stepsize", "max_iter", "max_time", "target_error", "seed",
+                   "record_every", "callback")
+#: Old keywords and where they went.
+_MOVED = {
+    "n_blocks": "options={'n_blocks': ...}",
+    "partition": "options={'partition': ...}",
+    "selection": "options={'selection': ...}",
+    "record_every": "record=N",
+    "stationarity": "record=rssm.Record(stationarity=...)",
+    "stationarity_tol": "stop=rssm.stopping.MinStationarity(tol)",
+    "stagnation_epochs": "stop=rssm.stopping.CostStagnation(window, rtol, epoch=...)",
+    "stagnation_rtol": "stop=rssm.stopping.CostStagnation(window, rtol, epoch=...)",
+    "atol": "a start closer to St(n, p) (x0 is checked to 1e-8)",
+}
 
 
 def minimize(
     problem: Problem,
     x0: np.ndarray | None = None,
-    method: str = "rssm",
-    n_blocks: int | None = None,
+    method: str | None = None,
+    *args: Any,
     stepsize: StepSize | Callable | float | str | None = None,
+    options: dict | Any | None = None,
+    seed: int | np.random.Generator | None = None,
+    tol: float | None = None,
     max_iter: int | None = None,
     max_time: float | None = None,
     target_error: float | None = None,
-    seed: int | np.random.Generator | None = None,
-    record_every: int | None = None,
-    callback: Callable[[Progress], Any] | None = None,
-    *,
-    partition: Partition | Sequence[Sequence[int]] | None = None,
-    selection: str | PairSelector = "uniform",
     stop: StoppingCriterion | None = None,
-    atol: float = 1e-8,
-    stationarity_tol: float | None = None,
-    stagnation_epochs: float | None = None,
-    stagnation_rtol: float = 1e-8,
-    stationarity: bool = True,
+    callback: Callable[[Progress], Any] | None = None,
+    record: Record | int | None = None,
+    observers: Sequence[Observer] = (),
     threads: str | int | None = "auto",
+    **legacy: Any,
 ) -> Result:
     """Minimize a weakly convex ``problem`` over St(n, p) with RSSM or RSM.
+
+    With nothing but the problem, ``minimize(problem)`` starts at
+    ``problem.initial_point(0)``, runs `DEFAULT_METHOD` with the tuning-free step
+    ``"auto"``, stops when the convergence test holds (``Result.success``) or after 1000
+    epochs, and returns the best iterate it saw; the same call gives the same bits.
 
     Parameters
     ----------
     problem : Problem
         The objective (e.g. `rssm.problems.DPCP`, `rssm.problems.ODL`, or your own).
     x0 : ndarray, shape (n, p), optional
-        Start on St(n, p) (checked to ``atol``). Default: ``problem.initial_point(child)``
-        with ``child`` a generator spawned from ``seed`` (an independent stream).
-    method : {"rssm", "rsm"}
-        RSSM (Algorithm ``alg-RSSM``) or the Riemannian subgradient method.
-    n_blocks : int, optional
-        RSSM's number of blocks l, 2 <= l <= p; the columns are split into contiguous
-        blocks whose sizes differ by at most one. Default ``min(5, p)`` (`DEFAULT_N_BLOCKS`
-        capped at p; docs/blocks.md says what l does, measured). RSSM needs p >= 2: on
-        St(n, 1) it raises a ValueError that names ``method='rsm'`` (with one column there is
-        no pair of blocks; RSM is what a single block would do). Ignored by RSM and when
-        ``partition`` is given.
+        Start on St(n, p) (checked to 1e-8). Default ``problem.initial_point(seed)``.
+    method : {"rssm", "rsm"}, optional
+        RSSM (Algorithm ``alg-RSSM``) or the Riemannian subgradient method. Default
+        `rssm.solvers.options.DEFAULT_METHOD`.
     stepsize : StepSize, callable, float or "auto", optional
-        Rule ``(k, ctx) -> gamma_k`` (see `rssm.stepsizes.StepContext` for what ``ctx``
-        offers); a number means a constant step; ``"auto"`` is `rssm.stepsizes.Auto`, which
-        needs no tuning and no problem constant (docs/stepsizes.md). Default: the rule a
-        custom problem was built with (``Problem.from_functions(..., stepsize=)``), else
-        ``"auto"``. The paper's schedule is `rssm.stepsizes.PaperSchedule`.
-    max_iter : int, optional
-        Iteration limit. When neither ``max_iter``, ``max_time`` nor ``stop`` is given,
-        1000 epochs: 1000 RSM iterations, ceil(1000 l / 2) RSSM iterations with l blocks
-        (each RSSM iteration moves 2 of the l blocks, so both methods get the same number
-        of column updates; with l = 5, 2500 iterations).
-    max_time : float, optional
-        Solver-time limit in seconds (recording excluded).
+        Rule ``(k, ctx) -> gamma_k`` (`rssm.stepsizes.StepContext` says what ``ctx``
+        offers); a number is a constant step; a spec such as ``"geometric:mu0=0.1,beta=0.9"``
+        (`rssm.stepsizes.from_spec`). Default: the rule a custom problem was built with,
+        else ``"auto"`` (`rssm.stepsizes.Auto`, no tuning). Steps are never longer than
+        `rssm.solvers.MAX_STEP`.
+    options : dict or RSSMOptions, optional
+        Options of the method: for RSSM ``n_blocks`` (default ``min(5, p)``),
+        ``partition``, ``selection`` (`RSSMOptions`).
+    seed : int, Generator or None
+        One meaning everywhere: seed s starts at ``problem.initial_point(s)`` (the stream
+        ``default_rng([s, 1])``) and draws the block pairs from ``default_rng([s, 2])``
+        (``synthetic(seed=s)`` data use ``default_rng(s)``). None is s = 0. A Generator
+        draws both (the start from a spawned child).
+    tol : float, optional
+        Tolerance of the convergence test (`rssm.solvers.certificate`; default
+        `DEFAULT_TOL` = 1e-10): stop, with ``success=True``, once the recent iterates lie
+        within ``tol * ||X||_F`` of each other and their subgradients cancel or vanish.
+        ``tol=0`` turns the test off.
+    max_iter, max_time : int, float, optional
+        Iteration limit and solver-time limit (seconds). Without any limit: 1000 epochs
+        (1000 RSM iterations, 1000 l/2 RSSM iterations).
     target_error : float, optional
         Stop once ``problem.error(X) <= target_error`` (checked at recording points).
-    seed : int, numpy.random.Generator or None
-        Randomness of the block selection (and of the start, when ``x0`` is None).
-        The same seed gives the same result, bit for bit, on the same thread counts
-        (``threads=N``; with ``"auto"`` when its decisions, in ``Result.threads``, match).
-    record_every : int, optional
-        Record cost, error, time and flops every this many iterations (also at the start
-        and end). Default: max(1, max_iter // 200), or 10 without an iteration limit.
-    callback : callable, optional
-        ``callback(progress)`` at each recording point with a `rssm.stopping.Progress`
-        (iteration, time, flops, cost, error, and ``x``, a read-only copy of the iterate:
-        one n x p copy per recording point, off the clock); return True to stop. It sees
-        every row of the trace, the last one included (also when a time or iteration limit
-        ends the run between recording points, or the cost turns non-finite), except after
-        a KeyboardInterrupt.
-    partition : Partition, sequence of index sequences or 2-D int array, optional
-        A user partition of the columns (blocks may differ in size; the rows of a 2-D array
-        are equal-sized blocks); overrides ``n_blocks``.
-    selection : {"uniform", "cyclic", "shuffled"} or PairSelector
-        Block-pair rule; "uniform" is the paper's. Checked for every method, used by RSSM.
     stop : StoppingCriterion, optional
-        Further criterion, combined with the others by "any".
-    atol : float
-        Tolerance on ||x0^T x0 - I||_max.
-    stationarity_tol : float, optional
-        Stop (reason ``stationary``, a success) once the recorded stationarity
-        ||P_T(G)||_F is at most this (`rssm.stopping.MinStationarity`; for nonsmooth f a
-        single subgradient's norm need not go to 0, see there).
-    stagnation_epochs : float, optional
-        Stop (reason ``no_progress``, not a success) once the best cost has not decreased
-        by more than ``stagnation_rtol * |best|`` over this many epochs
-        (`rssm.stopping.CostStagnation`; an epoch is l/2 RSSM iterations, 1 RSM iteration).
-    stagnation_rtol : float
-        Relative decrease that counts as progress for ``stagnation_epochs``.
-    stationarity : bool
-        Record ||P_T(G)||_F (eq. ``eq-Rsubdiff``) at each recording point: one full
-        subgradient per recording point, evaluated off the clock. False leaves the trace
-        column and ``Result.stationarity`` NaN (for a problem whose full subgradient is
-        expensive, or counts its calls); ``stationarity_tol`` needs it.
+        Further criteria (`rssm.stopping`), combined with the others by "any".
+    callback : callable, optional
+        ``callback(progress)`` at each recorded row (`rssm.stopping.Progress`, with
+        ``x`` a read-only copy of the iterate); return True to stop. It sees the last row
+        too, except after Ctrl-C.
+    record : int or Record, optional
+        Record a trace row every this many iterations, or a `rssm.Record` (frequency,
+        ||P_T(G)||_F column, your own columns). Default: about 200 rows over the budget.
+    observers : sequence of Observer
+        Objects told of the start, every recorded row and the Result (`rssm.Observer`).
     threads : "auto", int or None
-        BLAS/OpenMP threads during the run (`rssm.threads`). ``"auto"`` (default) keeps
-        the pools as they are and moves to one thread while timed probes show that one
-        thread is clearly faster (a machine with other busy processes); an int fixes the
-        count for the run (restored afterwards); None leaves the pools alone.
-        ``Result.threads`` says what was used.
+        Threads during the run (`rssm.threads`): ``"auto"`` and any int give the same
+        bits (BLAS at one thread, data chunks on that many workers); None leaves the pools
+        alone. ``Result.threads`` records the setting.
 
     Returns
     -------
     Result
-        Final point, cost, iterations, time, flops, stop reason, stationarity and trace.
-        ``success`` is True only when a convergence criterion fired (``target_error`` or
-        ``stationary``). A
-        KeyboardInterrupt during the run returns the Result so far with stop reason
-        ``interrupted``; a non-finite step returns the last finite iterate with
-        ``non_finite``; from iteration 1 on, a step size that underflows to 0, a step rule
-        that fails, or steps that leave X unchanged return the Result with ``stalled``.
+        ``x`` is the best iterate by cost (``x_last`` the last), ``success`` says whether
+        a convergence criterion stopped the run, ``message`` why it stopped. Ctrl-C
+        returns the Result so far (``interrupted``).
+
+    Notes
+    -----
+    The old signature (up to 11 positional arguments; ``n_blocks=``, ``record_every=``,
+    ``stationarity_tol=``, ...) still works for one release and warns where each
+    argument went.
     """
     if not isinstance(problem, Problem):
-        raise TypeError(
-            "problem must be an rssm Problem (e.g. rssm.problems.DPCP), "
-            f"got {type(problem).__name__}"
-        )
+        raise TypeError("problem must be an rssm Problem (e.g. rssm.problems.DPCP), "
+                        f"got {type(problem).__name__}")
+    kw = _legacy(args, legacy, dict(stepsize=stepsize, max_iter=max_iter, max_time=max_time,
+                                      target_error=target_error, seed=seed, callback=callback,
+                                      record=record, stop=stop, options=options))
+    method = DEFAULT_METHOD if method is None else method
     if not isinstance(method, str) or method.lower() not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {describe(method)}")
     method = method.lower()
+    opts = as_options(method, kw["options"])
     threads = check_threads(threads)
-    rng = make_rng(seed)
+    rec = as_record(kw["record"])
+    tol = DEFAULT_TOL if tol is None else as_positive_float(tol, "tol", allow_zero=True)
     n, p = problem.shape
-    atol = as_positive_float(atol, "atol")
+    rng, start = _streams(kw["seed"])
+    x = problem.initial_point(start) if x0 is None else x0
+    x = problem.check_x(x, "x0", atol=kw.get("atol", 1e-8))
+    part = selector = None
+    if isinstance(opts, RSSMOptions):
+        part, selector = opts.build(p)
+    n_blocks = 1 if part is None else part.n_blocks
 
-    if x0 is None:
-        # The start draws from a child stream of the seed, not the seed's own stream: an
-        # instance built with the same seed (e.g. ODL.synthetic(seed=s), which draws its
-        # ground truth X* first) must not hand X* to the solver as its Haar start.
-        x = problem.initial_point(_child(rng))
-    else:
-        x = x0
-    x = problem.check_x(x, "x0", atol=atol)
-
-    part: Partition | None = None
-    selector: PairSelector | None = None
-    sel_name: str | None = None
-    selector = make_selector(selection)  # checked for RSM too, so a typo is not ignored
-    if method == "rssm":
-        if partition is not None:
-            part = partition if isinstance(partition, Partition) else Partition(partition, p)
-            if part.p != p:
-                raise ValueError(f"partition covers {part.p} columns but the problem has p={p}")
-        else:
-            if p < 2:
-                raise ValueError(
-                    f"RSSM needs p >= 2 columns to form 2 blocks, got p={p}; use method='rsm'"
-                )
-            nb = min(DEFAULT_N_BLOCKS, p) if n_blocks is None else as_int(n_blocks, "n_blocks")
-            if not 2 <= nb <= p:
-                raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p}, got {nb}")
-            part = Partition.uniform(p, nb)
-        sel_name = selector.name
-    else:
-        selector = None
-
-    if stepsize is None:
-        # The problem's own rule when it was given one (Problem.from_functions(stepsize=),
-        # CompositeProblem(stepsize=)); else the tuning-free rule.
-        stepsize = problem.default_stepsize()
-        if stepsize is None:
-            stepsize = "auto"
-    rule = _check_stepsize(stepsize)
+    rule = kw["stepsize"]
+    if rule is None:
+        rule = problem.default_stepsize()
+    rule = _check_stepsize("auto" if rule is None else rule)
 
     criteria: list[StoppingCriterion] = []
-    if max_iter is not None:
-        criteria.append(MaxIterations(as_int(max_iter, "max_iter", minimum=0)))
-    if max_time is not None:
-        criteria.append(MaxTime(as_positive_float(max_time, "max_time")))
-    if max_iter is None and max_time is None and stop is None:
-        epoch = 1.0 if part is None else part.n_blocks / 2.0
-        max_iter = math.ceil(DEFAULT_MAX_ITER * epoch)
-        criteria.append(MaxIterations(max_iter))
-    if target_error is not None:
-        te = as_positive_float(target_error, "target_error")
+    budget = kw["max_iter"]
+    if budget is not None:
+        criteria.append(MaxIterations(as_int(budget, "max_iter", minimum=0)))
+    if kw["max_time"] is not None:
+        criteria.append(MaxTime(as_positive_float(kw["max_time"], "max_time")))
+    if budget is None and kw["max_time"] is None and kw["stop"] is None:
+        budget = default_budget(n_blocks)
+        criteria.append(MaxIterations(budget))
+    if tol > 0:
+        criteria.append(Converged(tol))
+    if kw["target_error"] is not None:
+        te = as_positive_float(kw["target_error"], "target_error")
         if not problem.has_error:
-            raise ValueError(
-                f"target_error needs a ground truth, but this {type(problem).__name__} has none"
-            )
+            raise ValueError(f"target_error needs a ground truth, but this "
+                             f"{type(problem).__name__} has none")
         criteria.append(TargetError(te))
-    if not isinstance(stationarity, (bool, np.bool_)):
-        raise TypeError(f"stationarity must be True or False, got {describe(stationarity)}")
-    if stationarity_tol is not None:
-        if not stationarity:
-            raise ValueError("stationarity_tol needs stationarity=True (the recorded measure)")
-        criteria.append(MinStationarity(as_positive_float(stationarity_tol, "stationarity_tol")))
-    if stagnation_epochs is not None:
-        epoch = 1.0 if part is None else part.n_blocks / 2.0
-        criteria.append(CostStagnation(
-            as_positive_float(stagnation_epochs, "stagnation_epochs"),
-            as_positive_float(stagnation_rtol, "stagnation_rtol", allow_zero=True),
-            epoch=epoch))
-    if callback is not None:
-        criteria.append(CallbackStop(callback))
-    if stop is not None:
-        if not isinstance(stop, StoppingCriterion):
-            raise TypeError(f"stop must be a StoppingCriterion, got {type(stop).__name__}")
-        criteria.append(stop)
-    if record_every is None:
-        record_every = max(1, int(max_iter) // 200) if max_iter else 10
-    record_every = as_int(record_every, "record_every", minimum=1)
+    criteria += _legacy_criteria(kw, n_blocks, rec)
+    if kw["callback"] is not None:
+        criteria.append(CallbackStop(kw["callback"]))
+    if kw["stop"] is not None:
+        if not isinstance(kw["stop"], StoppingCriterion):
+            raise TypeError(f"stop must be a StoppingCriterion, got {type(kw['stop']).__name__}")
+        criteria.append(kw["stop"])
+    every = rec.every if rec.every is not None else (
+        max(1, int(budget) // 200) if budget else 10)
+    rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns)
 
-    solver = METHODS[method](problem, x, part, selector, rng)
-    return run(
-        solver,
-        rule,
-        AnyOf(*criteria),
-        record_every,
-        seed=seed if not isinstance(seed, np.random.Generator) else "Generator",
-        selection=sel_name,
-        stationarity=bool(stationarity),
-        threads=threads,
-    )
+    settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
+                else "Generator", "selection": None if selector is None else selector.name}
+    cls = METHODS[method][0]
+    with RunThreads(threads) as rt:
+        t0 = time.perf_counter()
+        solver = cls(problem, x, part, selector, rng)
+        setup = time.perf_counter() - t0
+        res = run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
+                  observers=tuple(observers), snapshot=kw["callback"] is not None,
+                  settings=settings, setup_time=setup)
+    res.threads = rt.describe()
+    return res
+
+
+def _streams(seed: Any) -> tuple[np.random.Generator, Any]:
+    """(solver stream, start) for ``seed``: see `minimize`."""
+    if isinstance(seed, np.random.Generator):
+        return seed, _child(seed)
+    s = 0 if seed is None else seed
+    make_rng(s)                                        # type and sign checks
+    return np.random.default_rng([int(s), 2]), start_rng(int(s))
 
 
 def _child(rng: np.random.Generator) -> np.random.Generator:
-    """An independent child stream of ``rng`` for the start: ``rng.spawn(1)[0]``, or, when
-    the bit generator cannot spawn (e.g. ``Philox(key=...)``, seeded without a
-    SeedSequence), a generator seeded by four 32-bit words drawn from ``rng`` itself
-    (deterministic too; it advances ``rng``)."""
+    """An independent child stream of ``rng`` for the start (``rng.spawn(1)[0]``, or four
+    words drawn from ``rng`` when its bit generator cannot spawn)."""
     try:
         return rng.spawn(1)[0]
     except TypeError:
         return np.random.default_rng(rng.integers(0, 2**32, size=4, dtype=np.uint64))
+
+
+def _legacy(args: tuple, legacy: dict, kw: dict) -> dict:
+    """Map the old positional arguments and keywords, with one DeprecationWarning each."""
+    if len(args) > len(_OLD_POSITIONAL):
+        raise TypeError(f"minimize takes at most {3 + len(_OLD_POSITIONAL)} positional "
+                        f"arguments, got {3 + len(args)}")
+    for name, value in zip(_OLD_POSITIONAL, args, strict=False):
+        warnings.warn(f"minimize: passing {name} by position is deprecated; pass it by "
+                      "keyword" + (f" ({_MOVED[name]})" if name in _MOVED else ""),
+                      DeprecationWarning, stacklevel=3)
+        legacy[name] = value
+    for name, value in legacy.items():
+        if name in _MOVED:
+            if not any(name == a for a in _OLD_POSITIONAL[: len(args)]):
+                warnings.warn(f"minimize: {name}= is deprecated; use {_MOVED[name]}",
+                              DeprecationWarning, stacklevel=3)
+            continue
+        if name not in kw:
+            raise TypeError(f"minimize() got an unexpected keyword argument {name!r}")
+        if kw[name] is not None and value is not None:
+            raise TypeError(f"minimize() got multiple values for argument {name!r}")
+        kw[name] = value
+    opt = {k: legacy[k] for k in ("n_blocks", "partition", "selection") if k in legacy}
+    if opt:
+        if kw["options"] is not None:
+            raise TypeError("pass the RSSM options either in options= or as the old keywords "
+                            f"{sorted(opt)}, not both")
+        kw["options"] = opt
+        kw["_legacy_options"] = True
+    if "record_every" in legacy or "stationarity" in legacy or "stationarity_tol" in legacy:
+        # The old default recorded ||P_T(G)||_F at every row.
+        rec = kw["record"]
+        if isinstance(rec, Record) or ("record_every" in legacy and rec is not None):
+            raise TypeError("pass record= or the old record_every=/stationarity=, not both")
+        every = legacy.get("record_every", rec)
+        kw["record"] = Record(every=every, stationarity=legacy.get("stationarity", True))
+    for k in ("stationarity_tol", "stagnation_epochs", "stagnation_rtol", "atol"):
+        if k in legacy:
+            kw[k] = legacy[k]
+    return kw
+
+
+def _legacy_criteria(kw: dict, n_blocks: int, rec: Record) -> list[StoppingCriterion]:
+    out: list[StoppingCriterion] = []
+    if kw.get("stationarity_tol") is not None:
+        if not rec.stationarity:
+            raise ValueError("stationarity_tol needs the ||P_T(G)||_F column: "
+                             "record=rssm.Record(stationarity=True)")
+        out.append(MinStationarity(as_positive_float(kw["stationarity_tol"],
+                                                     "stationarity_tol")))
+    if kw.get("stagnation_epochs") is not None:
+        epoch = epoch_iterations(n_blocks)
+        out.append(CostStagnation(
+            as_positive_float(kw["stagnation_epochs"], "stagnation_epochs"),
+            as_positive_float(kw.get("stagnation_rtol", 1e-8), "stagnation_rtol",
+                              allow_zero=True), epoch=epoch))
+    return out
 
 
 def _check_stepsize(stepsize: Any) -> StepSize:

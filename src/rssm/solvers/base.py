@@ -1,38 +1,35 @@
-"""One loop shared by every solver. A solver only defines `Solver.step`.
+"""What every solver is made of: a documented state, a direction, and three hooks.
 
-The loop times the steps alone: recording the trace, evaluating the ground-truth error,
-checking criteria that need them and calling the user's callback happen outside the
-timed region.
+A solver (`RSMSolver`, `RSSMSolver`, or a new one in its own file) implements
 
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3)
-(table: docs/paper-map.md).
+* `Solver.direction(state)`: draw what the iteration updates (RSSM: a block pair) and
+  return a `Direction`: the negated (partial) Riemannian subgradient on those columns
+  and its norms;
+* `Solver.candidate(state, d, gamma)`: the new values of those columns for step size
+  gamma, without touching the state (a line search evaluates candidates freely);
+* `Solver.step_flops(state, d)`: the flop model of a candidate plus its cache update.
+
+`Solver.commit` writes a candidate into the state (the one place an iterate changes).
+The loop of `rssm.solvers.loop` drives these hooks; a solver keeps no hidden state of
+its own beyond its configuration and `SolverState`.
 """
 
 from __future__ import annotations
 
 import abc
 import math
-import time
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from rssm import stiefel
-from rssm._validation import describe
-from rssm.blocks import PairSelector, Partition
+from rssm.blocks import ColumnSet, PairSelector, Partition, epoch_iterations, pair_count
 from rssm.problem import Oracle, Problem
-from rssm.stepsizes import StepContext, StepSize, StepStall
-from rssm.stopping import Progress, StoppingCriterion, StopReason
-from rssm.threads import RunThreads
-from rssm.trace import Result, Trace
 
-__all__ = ["Solver", "NonFiniteStep", "polar_flops", "run"]
+__all__ = ["Solver", "SolverState", "Direction", "NonFiniteStep", "polar_flops"]
 
 
 class NonFiniteStep(ArithmeticError):
-    """Raised by a step whose result is not finite; the iterate is left unchanged."""
+    """A candidate with non-finite values; the iterate is left unchanged."""
 
 
 def polar_flops(n: int, k: int) -> float:
@@ -43,19 +40,120 @@ def polar_flops(n: int, k: int) -> float:
     return 4.0 * n * k * k + 11.0 * k**3
 
 
+@dataclass(eq=False)
+class Direction:
+    """The direction of one iteration.
+
+    Attributes
+    ----------
+    cols : ColumnSet or None
+        The columns C it moves (None: all, for RSM).
+    sel : slice or ndarray
+        Index of those columns into X (``X[:, sel]``).
+    neg : ndarray, shape (n, |C|)
+        -P(G_C), the negated (partial) Riemannian subgradient (eq.
+        ``eq-partialRiemsubgrad``; eq. ``eq-Rsubdiff`` for RSM). Read-only for everyone:
+        the convergence test keeps a reference to it.
+    norm_sq : float
+        ||P(G_C)||_F^2.
+    grad_sq : float
+        An unbiased estimate of ||grad f(X)||^2 (`rssm.stepsizes.StepContext.grad_sq`).
+    flops : float
+        Flop-model count of computing it.
+    key : tuple
+        The block pair (i, j) for RSSM, () for RSM: the bundle it belongs to.
+    """
+
+    cols: ColumnSet | None
+    sel: slice | np.ndarray
+    neg: np.ndarray
+    norm_sq: float
+    grad_sq: float
+    flops: float
+    key: tuple = ()
+
+    @property
+    def size(self) -> int:
+        """|C|."""
+        return self.neg.shape[1]
+
+
+@dataclass(eq=False)
+class SolverState:
+    """Everything a run changes, in one place.
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, p)
+        The working iterate X_k (C order), updated in place by `Solver.commit` alone.
+    oracle : Oracle
+        The problem's oracle, bound to ``x``.
+    k : int
+        Iterations done.
+    fun : float
+        f(X_k) when it was evaluated at iteration k (see ``fun_at``), else NaN.
+    fun_at : int
+        The iteration ``fun`` belongs to (-1: none).
+    best_x : ndarray, shape (n, p)
+        The iterate of least cost seen so far (a copy).
+    best_fun : float
+        Its cost (inf before the first evaluation).
+    best_k : int
+        Its iteration.
+    step_norm : float
+        ||X_{k} - X_{k-1}||_F of the last step (NaN before the first).
+    gamma : float
+        The last step size taken (NaN before the first).
+    time : float
+        Solver seconds so far (recording excluded).
+    flops : float
+        Flop-model count so far.
+    n_cost : int
+        Cost evaluations by the solver (trials included, recording excluded).
+    n_clipped : int
+        Steps the loop shortened to `rssm.solvers.MAX_STEP`.
+    """
+
+    x: np.ndarray
+    oracle: Oracle
+    k: int = 0
+    fun: float = math.nan
+    fun_at: int = -1
+    best_x: np.ndarray = field(default=None)  # type: ignore[assignment]
+    best_fun: float = math.inf
+    best_k: int = -1
+    step_norm: float = math.nan
+    gamma: float = math.nan
+    time: float = 0.0
+    flops: float = 0.0
+    n_cost: int = 0
+    n_clipped: int = 0
+
+    def __post_init__(self) -> None:
+        if self.best_x is None:
+            self.best_x = self.x.copy()
+
+    def cost(self) -> float:
+        """f(X_k), evaluated once per iteration; keeps the best iterate up to date."""
+        if self.fun_at != self.k:
+            self.fun = float(self.oracle.cost())
+            self.fun_at = self.k
+            self.n_cost += 1
+            self.consider()
+        return self.fun
+
+    def consider(self) -> None:
+        """Make X_k the best iterate if its evaluated cost is lower."""
+        if self.fun_at == self.k and self.fun < self.best_fun:
+            np.copyto(self.best_x, self.x)
+            self.best_fun = self.fun
+            self.best_k = self.k
+
+
 class Solver(abc.ABC):
-    """A solver holds the working iterate ``x`` and an `Oracle` bound to it.
-
-    An iteration has two halves, so that a step-size rule can see the step's direction
-    before it chooses gamma (`rssm.stepsizes.StepContext`):
-
-    * `direction` draws what the iteration updates (RSSM: a block pair) and computes the
-      (partial) Riemannian subgradient there; it returns its squared norm and the
-      unbiased estimate of ||grad f(X)||^2 the rules use;
-    * `apply` moves ``x`` along it with step size gamma and updates the oracle's cache.
-
-    `trial` evaluates f at the point a given gamma would give without committing to it
-    (for line searches); `step` does both halves with a given gamma.
+    """Configuration of a method (problem, blocks, pair rule, random stream) and its
+    hooks. ``Solver(problem, x0, partition, selector, rng)`` also builds the `state`
+    that `step` and the loop work on.
     """
 
     method: str = "base"
@@ -63,351 +161,73 @@ class Solver(abc.ABC):
     def __init__(self, problem: Problem, x0: np.ndarray, partition: Partition | None,
                  selector: PairSelector | None, rng: np.random.Generator):
         self.problem = problem
-        self.x = np.array(x0, dtype=np.float64, order="C", copy=True)
         self.partition = partition
         self.selector = selector
         self.rng = rng
         if selector is not None and partition is not None:
             selector.bind(partition.n_blocks, rng)
-        self.oracle: Oracle = problem.make_oracle(self.x, partition)
-        #: ||X_{k+1} - X_k||_F of the last applied step (NaN before the first).
-        self.step_norm = math.nan
-        self._pending: tuple | None = None     # (cols or None, selector, -direction, |C|)
-        self._dir_flops = 0.0
-        self._extra_flops = 0.0                # trials that were not kept
-        self._tentative: tuple | None = None   # (gamma, old columns) of a trial left in x
+        x = np.array(x0, dtype=np.float64, order="C", copy=True)
+        self.state = SolverState(x=x, oracle=problem.make_oracle(x, partition))
 
     @property
     def n_blocks(self) -> int:
         return 1 if self.partition is None else self.partition.n_blocks
 
+    @property
+    def n_pairs(self) -> int:
+        """Block pairs (1 for a method without blocks)."""
+        return pair_count(self.n_blocks)
+
+    @property
+    def epoch(self) -> float:
+        """Iterations per epoch: iterations that move p columns in all on average."""
+        return epoch_iterations(self.n_blocks)
+
+    @property
+    def x(self) -> np.ndarray:
+        """The working iterate (``state.x``)."""
+        return self.state.x
+
+    @property
+    def oracle(self) -> Oracle:
+        return self.state.oracle
+
+    @property
+    def step_norm(self) -> float:
+        """||X_k - X_{k-1}||_F of the last step (``state.step_norm``)."""
+        return self.state.step_norm
+
+    # -- hooks ------------------------------------------------------------------------------
     @abc.abstractmethod
-    def direction(self) -> tuple[float, float]:
-        """Compute this iteration's direction; return (||P(G_C)||_F^2, grad_sq), grad_sq an
-        unbiased estimate of ||grad f(X)||^2 (see `rssm.stepsizes.StepContext.grad_sq`)."""
+    def direction(self, state: SolverState) -> Direction:
+        """This iteration's `Direction` at ``state.x`` (``state`` is not changed)."""
 
     @abc.abstractmethod
-    def _candidate(self, gamma: float) -> np.ndarray:
-        """The new values of the pending columns for step size ``gamma`` (x unchanged)."""
+    def candidate(self, state: SolverState, d: Direction, gamma: float) -> np.ndarray:
+        """The new values of the columns ``d.sel`` for step size ``gamma`` (pure)."""
 
     @abc.abstractmethod
-    def _apply_flops(self) -> float:
-        """Flop model of one `_candidate` plus the cache update that follows it."""
+    def step_flops(self, state: SolverState, d: Direction) -> float:
+        """Flop model of one `candidate` plus the cache update of `commit`."""
 
-    def _write(self, values: np.ndarray) -> None:
-        cols, sel = self._pending[:2]
-        self.x[:, sel] = values
-        self.oracle.update(cols)
+    def commit(self, state: SolverState, d: Direction, values: np.ndarray) -> None:
+        """Write ``values`` into the columns of ``d`` and update the oracle's cache;
+        sets ``state.step_norm``. Raises `NonFiniteStep` (state unchanged) when the values
+        are not finite."""
+        if not np.isfinite(values).all():
+            raise NonFiniteStep("the step produced non-finite values")
+        old = state.x[:, d.sel]
+        diff = values - old
+        state.step_norm = float(math.sqrt(np.vdot(diff, diff)))
+        state.x[:, d.sel] = values
+        state.oracle.update(d.cols)
 
-    def _move(self, gamma: float) -> np.ndarray:
-        """Write the candidate of ``gamma`` into x (and the cache); return the old values."""
-        new = self._candidate(gamma)
-        _commit_check(new)
-        sel = self._pending[1]
-        old = self.x[:, sel].copy()
-        self._write(new)
-        return old
-
-    def _undo_tentative(self) -> None:
-        if self._tentative is not None:
-            _, old = self._tentative
-            self._tentative = None
-            self._write(old)
-            self._extra_flops += self.oracle.flops_update(self._pending[3])
-
-    def trial(self, gamma: float) -> float:
-        """f at the point of step size ``gamma``; x is left there until `apply` (which keeps
-        it when given the same gamma, and undoes it otherwise)."""
-        if self._tentative is not None and self._tentative[0] == gamma:
-            return float(self.oracle.cost())
-        self._undo_tentative()
-        try:
-            old = self._move(gamma)
-        except (NonFiniteStep, np.linalg.LinAlgError):
-            return math.inf   # no usable point at this step size; x is unchanged
-        self._tentative = (gamma, old)
-        self._extra_flops += self._apply_flops()
-        return float(self.oracle.cost())
-
-    def apply(self, gamma: float) -> float:
-        """Take the pending direction's step with size ``gamma``; return the iteration's
-        flop-model count. Leaves ``x`` unchanged and raises `NonFiniteStep` when the new
-        values are not finite."""
-        if self._tentative is not None and self._tentative[0] == gamma:
-            old = self._tentative[1]
-            self._tentative = None
-            self._extra_flops -= self._apply_flops()   # counted once, below
-        else:
-            self._undo_tentative()
-            old = self._move(gamma)
-        diff = self.x[:, self._pending[1]] - old
-        self.step_norm = float(np.sqrt(np.vdot(diff, diff)))
-        flops = self._dir_flops + self._apply_flops() + self._extra_flops
-        self._extra_flops = 0.0
-        self._pending = None
-        return flops
-
+    # -- convenience ------------------------------------------------------------------------
     def step(self, gamma: float) -> float:
-        """Do one iteration with step size ``gamma`` and return its flop-model count.
-
-        Leaves ``self.x`` unchanged and raises `NonFiniteStep` when the new values are
-        not finite.
-        """
-        self.direction()
-        return self.apply(gamma)
-
-
-def _commit_check(new: np.ndarray) -> None:
-    if not np.isfinite(new).all():
-        raise NonFiniteStep("the step produced non-finite values")
-
-
-def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> tuple[float, str | None]:
-    """gamma_k from the rule, checked: (gamma, None), or (nan, why the run stalls).
-
-    Before the first step a failing rule is a bad argument and raises; from iteration 1
-    on, the run is kept: a rule that raises or returns anything but a finite number > 0
-    stalls it (`StopReason.STALLED`) with a message that says what happened.
-    """
-    try:
-        gamma = stepsize(k, ctx)
-    except StepStall as exc:
-        return math.nan, f"iteration {k}: {exc}"
-    except Exception as exc:
-        if k == 0:
-            if isinstance(exc, (OverflowError, ZeroDivisionError)):
-                raise ValueError(
-                    f"stepsize could not compute gamma_{k}: {type(exc).__name__}: {exc}"
-                ) from exc
-            raise
-        return math.nan, (
-            f"iteration {k}: the step-size rule raised {type(exc).__name__}: {exc}; "
-            "returning the last iterate"
-        )
-    # Any real number is accepted (Python or NumPy, a 0-d real array included); bool,
-    # complex, strings and arrays with more than one entry are refused.
-    ok = (
-        not isinstance(gamma, (bool, np.bool_))
-        and isinstance(gamma, (int, float, np.integer, np.floating, np.ndarray))
-        and np.ndim(gamma) == 0
-        and np.asarray(gamma).dtype.kind in "iuf"
-    )
-    value = float(gamma) if ok else math.nan
-    if ok and math.isfinite(value) and value > 0:
-        return value, None
-    if k == 0:
-        raise ValueError(
-            f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite real "
-            "number > 0 (int, float or a NumPy real scalar)"
-        )
-    if ok and value == 0:
-        why = f"the step size gamma_{k} is 0 (a decaying rule underflowed)"
-    else:
-        why = f"the step-size rule returned gamma_{k} = {describe(gamma)}, not a finite number > 0"
-    return math.nan, f"iteration {k}: {why}; returning the last iterate"
-
-
-def _stationarity(oracle: Oracle, x: np.ndarray) -> float:
-    """||P_T(G)||_F for the oracle's full subgradient G at x (eq. ``eq-Rsubdiff``): one
-    full subgradient per recording point, off the clock; NaN if it is not finite."""
-    with np.errstate(all="ignore"):
-        g = np.asarray(oracle.subgradient(), dtype=np.float64)
-        val = float(np.linalg.norm(stiefel.tangent_projection(x, g)))
-    return val if math.isfinite(val) else math.nan
-
-
-def _interrupted(k: int) -> str:
-    return f"interrupted by the user after {k} iterations"
-
-
-def run(
-    solver: Solver,
-    stepsize: StepSize,
-    stop: StoppingCriterion,
-    record_every: int,
-    *,
-    seed: Any = None,
-    selection: str | None = None,
-    stationarity: bool = True,
-    threads: str | int | None = "auto",
-) -> Result:
-    """Run ``solver`` until ``stop`` fires; return a `Result`. With ``stationarity`` each
-    recording point also records ||P_T(G)||_F (off the clock); ``threads`` sets the
-    BLAS/OpenMP pools during the run (`rssm.threads`)."""
-    with RunThreads(threads) as rt:
-        result = _run(solver, stepsize, stop, record_every, seed=seed,
-                      selection=selection, stationarity=stationarity)
-    result.threads = rt.describe()
-    return result
-
-
-def _run(
-    solver: Solver,
-    stepsize: StepSize,
-    stop: StoppingCriterion,
-    record_every: int,
-    *,
-    seed: Any = None,
-    selection: str | None = None,
-    stationarity: bool = True,
-) -> Result:
-    problem = solver.problem
-    oracle = solver.oracle
-    ctx = StepContext(solver.method, solver.n_blocks, solver.x.shape)
-    trace = Trace()
-    has_err = problem.has_error
-    k = 0
-    t_solver = 0.0
-    flops = 0.0
-    reason: StopReason | None = None
-    message = ""
-
-    def record() -> Progress:
-        cost = oracle.cost()
-        err = float(problem.error(solver.x)) if has_err else math.nan
-        stat = _stationarity(oracle, solver.x) if stationarity else math.nan
-        trace.append(k, t_solver, flops, cost, err, stat)
-        # A snapshot, not a view of the working iterate (which later steps overwrite in
-        # place): one n x p copy per recording point, outside the timed region.
-        snap = solver.x.copy()
-        snap.flags.writeable = False
-        return Progress(k, t_solver, flops, cost, err if has_err else None, snap,
-                        stationarity=None if math.isnan(stat) else stat,
-                        step_norm=None if k == 0 else solver.step_norm)
-
-    try:
-        prog = record()
-        if not math.isfinite(prog.cost):
-            reason, message = StopReason.NON_FINITE, "f(x0) is not finite"
-            stop.final(prog)  # callbacks see this row too
-        else:
-            reason = stop.check(prog)
-        perf = time.perf_counter
-        stepsize.reset()
-        ctx._cost_fn = oracle.cost
-        ctx._trial_fn = solver.trial
-        # Iterations in a row that left x unchanged before the run counts as stalled: one
-        # for RSM; for RSSM twice the number of pairs (another pair may still move).
-        still_limit = 1 if solver.method != "rssm" else 2 * max(1, ctx.n_pairs)
-        n_still = 0
-        while reason is None:
-            t0 = perf()
-            norm_sq, grad_sq = solver.direction()
-            if not (math.isfinite(norm_sq) and math.isfinite(grad_sq)):
-                t_solver += perf() - t0
-                solver._pending = None
-                reason, message = StopReason.NON_FINITE, (
-                    f"iteration {k}: the subgradient is not finite; returning the last "
-                    "finite iterate"
-                )
-                break
-            if norm_sq == 0.0:
-                # 0 is in the (partial) Riemannian subdifferential the oracle returned: no
-                # step size moves x. Count the iteration and draw again (RSSM) or stop.
-                flops += solver._dir_flops
-                solver._pending = None
-                solver.step_norm = 0.0
-                gamma = None
-            else:
-                ctx._begin(k, math.sqrt(norm_sq), grad_sq)
-                gamma, stall = _ask(stepsize, k, ctx)
-                if stall is not None:
-                    t_solver += perf() - t0
-                    solver._undo_tentative()
-                    solver._pending = None
-                    reason, message = StopReason.STALLED, stall
-                    break
-                try:
-                    f = solver.apply(gamma)
-                except (NonFiniteStep, np.linalg.LinAlgError) as exc:
-                    # A non-finite subgradient or an overflowing step (gamma too large) makes
-                    # the polar factorization see NaN/Inf; LAPACK then fails to converge.
-                    # The step has not written to x, so x is the last finite iterate.
-                    t_solver += perf() - t0
-                    solver._undo_tentative()
-                    solver._pending = None
-                    what = (
-                        "non-finite values" if isinstance(exc, NonFiniteStep)
-                        else f"a LAPACK failure ({exc})"
-                    )
-                    reason, message = StopReason.NON_FINITE, (
-                        f"iteration {k}: the step produced {what}: the subgradient is not "
-                        f"finite or the step size {gamma:.3g} overflows; returning the last "
-                        "finite iterate"
-                    )
-                    break
-                flops += f
-                ctx.previous_gamma = gamma
-            dt = perf() - t0
-            t_solver += dt
-            k += 1
-            n_still = n_still + 1 if solver.step_norm == 0.0 else 0
-            if k % record_every == 0:
-                prog = record()
-                if not math.isfinite(prog.cost):
-                    reason, message = StopReason.NON_FINITE, f"f(x) is not finite at iteration {k}"
-                    stop.final(prog)  # the last row of the trace: callbacks see it too
-                    break
-            else:
-                prog = Progress(k, t_solver, flops, step_norm=solver.step_norm)
-            reason = stop.check(prog)
-            if reason is None and n_still >= still_limit:
-                reason = StopReason.STALLED
-                message = (
-                    f"iteration {k}: the last {n_still} iteration(s) left X unchanged ("
-                    + ("the Riemannian subgradient is 0" if gamma is None else
-                       f"step size {gamma:.3g} too small to change X")
-                    + "); X is returned as it is"
-                )
-    except KeyboardInterrupt:
-        reason, message = StopReason.INTERRUPTED, _interrupted(k)
-        # The interrupt may have landed between a step's write to x and the oracle's cache
-        # update: recompute the caches and the last trace row, so the reported cost and
-        # error are those of the returned x (which then holds that step as well).
-        oracle.refresh()
-        if trace.last_iteration == k:
-            trace.drop_last()
-    if not message:
-        message = {
-            StopReason.MAX_ITER: f"reached the iteration limit ({k})",
-            StopReason.MAX_TIME: f"reached the time limit after {k} iterations",
-            StopReason.TARGET_ERROR: f"error reached the target after {k} iterations",
-            StopReason.CALLBACK: f"the callback asked to stop after {k} iterations",
-            StopReason.STATIONARY: f"||P_T(G)||_F reached the tolerance after {k} iterations",
-            StopReason.NO_PROGRESS: f"the best cost stopped decreasing (after {k} iterations)",
-            StopReason.MIN_STEP: (
-                f"the step ||X_k+1 - X_k||_F = {solver.step_norm:.3g} fell below the minimum "
-                f"after {k} iterations"
-            ),
-        }.get(reason, str(reason))
-    if trace.last_iteration != k:
-        # The run ended between recording points (time or iteration limit, a non-finite
-        # step): record the returned iterate, and let callbacks see that last row too,
-        # except after a user interrupt (no user code runs after Ctrl-C).
-        prog = record()
-        if reason is not StopReason.INTERRUPTED:
-            try:
-                stop.final(prog)
-            except KeyboardInterrupt:
-                reason = StopReason.INTERRUPTED
-                message = _interrupted(k)
-    tr = trace.as_dict()
-    return Result(
-        x=solver.x.copy(),
-        fun=float(tr["cost"][-1]),
-        n_iter=k,
-        time=t_solver,
-        flops=flops,
-        stop_reason=reason,
-        trace=tr,
-        error=float(tr["error"][-1]),
-        feasibility=stiefel.feasibility(solver.x),
-        method=solver.method,
-        n_blocks=solver.n_blocks,
-        selection=selection,
-        stepsize=stepsize.describe(),
-        seed=seed,
-        partition=None if solver.partition is None else [b.copy() for b in solver.partition.blocks],
-        message=message,
-        stationarity=float(tr["stationarity"][-1]),
-    )
+        """One iteration with step size ``gamma`` on `state`; returns its flop count.
+        Leaves the state unchanged and raises `NonFiniteStep` for non-finite values."""
+        st = self.state
+        d = self.direction(st)
+        self.commit(st, d, self.candidate(st, d, gamma))
+        st.k += 1
+        return d.flops + self.step_flops(st, d)

@@ -2,11 +2,6 @@
 
 X+ = P_St(X - gamma P_T(G)), G a Euclidean subgradient: a full Riemannian subgradient
 step (eq. ``eq-Rsubdiff``) and the polar retraction (eq. ``eq-polarretr``).
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-Rsubdiff`` = eq. (3),
-``eq-polarretr`` = eq. (4) (table: docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -14,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm.solvers.base import Solver, polar_flops
+from rssm.solvers.base import Direction, Solver, SolverState, polar_flops
+
+__all__ = ["RSMSolver"]
 
 
 class RSMSolver(Solver):
@@ -22,24 +19,21 @@ class RSMSolver(Solver):
 
     method = "rsm"
 
-    def direction(self) -> tuple[float, float]:
-        x = self.x
+    def direction(self, state: SolverState) -> Direction:
+        x = state.x
         n, p = x.shape
-        g = self.oracle.subgradient()
+        g = state.oracle.subgradient()
         neg = stiefel._tangent_direction(x, g)                     # -P_T(G), eq. eq-Rsubdiff
         norm_sq = float(np.vdot(neg, neg))
-        self._pending = (None, slice(None), neg, p)
-        self._dir_flops = (
-            self.oracle.flops_subgradient()
-            + 4.0 * n * p * p      # X^T G, X sym(.)
-            + 2.0 * n * p          # 0.5 *, - G
-            + 2.0 * n * p          # ||P_T(G)||^2
-        )
-        return norm_sq, norm_sq
+        flops = (state.oracle.flops_subgradient()
+                 + 4.0 * n * p * p      # X^T G, X sym(.)
+                 + 2.0 * n * p          # 0.5 *, - G
+                 + 2.0 * n * p)         # ||P_T(G)||^2
+        return Direction(None, slice(None), neg, norm_sq, norm_sq, flops)
 
-    def _candidate(self, gamma: float) -> np.ndarray:
-        return stiefel._full_apply(self.x, self._pending[2], gamma)
+    def candidate(self, state: SolverState, d: Direction, gamma: float) -> np.ndarray:
+        return stiefel._full_apply(state.x, d.neg, gamma)
 
-    def _apply_flops(self) -> float:
-        n, p = self.x.shape
-        return 2.0 * n * p + polar_flops(n, p) + self.oracle.flops_update(p)
+    def step_flops(self, state: SolverState, d: Direction) -> float:
+        n, p = state.x.shape
+        return 2.0 * n * p + polar_flops(n, p) + state.oracle.flops_update(p)

@@ -2,16 +2,9 @@
 
 At each iteration: draw a block pair {i, j} (line 2), compute the partial Riemannian
 subgradient on the columns C_ij (eq. ``eq-partialRiemsubgrad``), and replace X_ij by the
-projection of X_ij - gamma * (that subgradient) onto the submanifold block M_{X_-ij}
-(eq. ``eq-projsubmfdblk``, Lemma ``lem-projsubmfdblk``). The other columns are not
+projection of ``X_ij - gamma * (that subgradient)`` onto the submanifold block
+``M_{X_-ij}`` (eq. ``eq-projsubmfdblk``, Lemma ``lem-projsubmfdblk``). The other columns are not
 touched: they stay bit-for-bit the same.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``lem-projsubmfdblk`` =
-Lemma 3.2, ``prop-structural`` = Prop. 3.3, ``alg-RSSM`` = Algorithm 1,
-``eq-partialRiemsubgrad`` = eq. (11), ``eq-projsubmfdblk`` = eq. (12) (table:
-docs/paper-map.md).
 """
 
 from __future__ import annotations
@@ -19,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm.solvers.base import Solver, polar_flops
+from rssm.solvers.base import Direction, Solver, SolverState, polar_flops
+
+__all__ = ["RSSMSolver"]
 
 
 class RSSMSolver(Solver):
@@ -32,7 +27,7 @@ class RSSMSolver(Solver):
         self._masks: dict[tuple[int, int], np.ndarray] = {}
 
     def _block_mask(self, cols, i: int) -> np.ndarray:
-        """Which positions of C = C_i u C_j belong to C_i."""
+        """Which positions of C = C_i u C_j belong to C_i (cached per pair)."""
         key = cols.blocks
         m = self._masks.get(key)
         if m is None:
@@ -40,16 +35,15 @@ class RSSMSolver(Solver):
             self._masks[key] = m
         return m
 
-    def direction(self) -> tuple[float, float]:
-        x = self.x
+    def direction(self, state: SolverState) -> Direction:
+        x = state.x
         n, p = x.shape
         i, j = self.selector.next_pair()
         cols = self.partition.columns(i, j)
         sel = cols.selector
         c = cols.size
-        g = self.oracle.partial_subgradient(cols)                 # n x c, Prop. prop-structural
-        # eq. eq-partialRiemsubgrad; the step itself (eq. eq-projsubmfdblk) is in _candidate.
-        neg, s = stiefel._submanifold_direction(x, sel, g)
+        g = state.oracle.partial_subgradient(cols)                # n x c, Prop. prop-structural
+        neg, s = stiefel._submanifold_direction(x, sel, g)         # eq. eq-partialRiemsubgrad
         norm_sq = float(np.vdot(neg, neg))
         # ||P(G_C) I_C^T||^2 in the A_X^{-1} metric (eqs. eq-scaling-coordrep, eq-cindepNorm2):
         # X^T P(G_C) = S = skew(X_C^T G_C) on the rows C; A_X^{-1} multiplies its diagonal
@@ -61,26 +55,20 @@ class RSSMSolver(Solver):
         off = 2.0 * float(np.vdot(s_off, s_off))
         perp = max(norm_sq - s_sq, 0.0)
         grad_sq = 0.5 * ell * (s_sq - off + perp) + 0.5 * ell * (ell - 1) * off
-        self._pending = (cols, sel, neg, c)
-        self._dir_flops = (
-            self.oracle.flops_partial(c)
-            + 4.0 * n * p * c      # X^T G, X Y (tangent)
-            + n * c + 3.0 * c * c  # X Y - G; sym and skew of Y[C]
-            + 2.0 * n * c          # ||P(G_C)||^2
-        )
-        return norm_sq, grad_sq
+        flops = (state.oracle.flops_partial(c)
+                 + 4.0 * n * p * c      # X^T G, X Y (tangent)
+                 + n * c + 3.0 * c * c  # X Y - G; sym and skew of Y[C]
+                 + 2.0 * n * c)         # ||P(G_C)||^2
+        return Direction(cols, sel, neg, norm_sq, grad_sq, flops, (i, j))
 
-    def _candidate(self, gamma: float) -> np.ndarray:
-        _, sel, neg, _ = self._pending
-        return stiefel._submanifold_apply(self.x, sel, neg, gamma)
+    def candidate(self, state: SolverState, d: Direction, gamma: float) -> np.ndarray:
+        # eq. eq-projsubmfdblk through Lemma lem-projsubmfdblk's general form
+        return stiefel._submanifold_apply(state.x, d.sel, d.neg, gamma)
 
-    def _apply_flops(self) -> float:
-        n, p = self.x.shape
-        c = self._pending[3]
-        return (
-            4.0 * n * p * c        # X^T Xi, X W (block projection)
-            + 3.0 * n * c          # gamma *, + X_C, Xi - X W
-            + polar_flops(n, c)    # Gram route; the SVD fallback of steps with
-            #                        gamma ||P(G_C)|| >~ 3 (beyond gamma < 1/L) is not counted
-            + self.oracle.flops_update(c)
-        )
+    def step_flops(self, state: SolverState, d: Direction) -> float:
+        n, p = state.x.shape
+        c = d.size
+        return (4.0 * n * p * c        # X^T Xi, X W (block projection)
+                + 3.0 * n * c          # gamma *, + X_C, Xi - X W
+                + polar_flops(n, c)    # Gram route
+                + state.oracle.flops_update(c))

@@ -1,0 +1,93 @@
+"""The ``rssm`` command: ``reproduce`` the paper's experiments, ``plot`` saved results,
+``solve`` one built-in problem. One module per command (`rssm.cli.reproduce`,
+`rssm.cli.plot`, `rssm.cli.solve`); `main` dispatches.
+
+Bad options print one line ``rssm: error: ...`` naming the option and what is allowed and
+exit with status 2; so do ValueError/TypeError raised by the library on bad values (the
+option is named from the error's ``argument`` attribute, see `rssm._validation`, never by
+reading the message). A result file that cannot be written is one line and status 1;
+Ctrl-C during a run is status 130, after saving what the run had. Measured durations of
+the commands are in docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from rssm.cli import plot, reproduce, solve
+from rssm.cli._common import Formatter, Parser, UsageError
+from rssm.cli.output import WriteError
+from rssm.cli.solve import problem_options
+from rssm.cli.solve import progress as _solve_progress  # noqa: F401 (tests reach it here)
+
+__all__ = ["main", "build_parser", "UsageError", "problem_options"]
+
+_EXAMPLES = """\
+examples:
+  rssm reproduce all --quick --out rssm-results     # the whole pipeline (durations: docs/cli.md)
+  rssm reproduce dpcp --seeds 5 --tuned --out runs  # full DPCP figure and tuned part
+  rssm plot runs/results.csv                        # redraw figures from saved data
+  rssm solve dpcp --method rssm --blocks 5 --max-iter 2000 --out trace.csv
+"""
+
+
+def build_parser() -> Parser:
+    """The ``rssm`` argument parser."""
+    from rssm import __version__
+
+    parser = Parser(
+        prog="rssm", formatter_class=Formatter, epilog=_EXAMPLES,
+        description="Randomized Submanifold Subgradient Method (RSSM) on the Stiefel manifold: "
+                    "reproduce the paper's experiments, redraw their figures, or solve one "
+                    "built-in problem. Paper: A. Y.-M. Cheung, J. Wang, M.-C. Yue, "
+                    "A. M.-C. So, \"Randomized Submanifold Subgradient Method for "
+                    "Optimization over Stiefel Manifolds\", arXiv:2409.01770 (labels such as "
+                    "alg-RSSM = Algorithm 1: docs/paper-map.md).")
+    parser.add_argument("--version", action="version", version=f"rssm {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    reproduce.add_parser(sub)
+    plot.add_parser(sub)
+    solve.add_parser(sub)
+    return parser
+
+
+def _error(message: str) -> None:
+    print(f"rssm: error: {' '.join(message.split())}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``rssm`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = None
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "reproduce":
+            return reproduce.run(args, argv)
+        if args.command == "plot":
+            return plot.run(args)
+        return solve.run(args, argv)
+    except UsageError as exc:
+        _error(str(exc))
+        return 2
+    except WriteError as exc:
+        _error(str(exc))
+        return 1
+    except KeyboardInterrupt:  # outside a run (a run returns what it had: see solve.run)
+        print("rssm: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError) as exc:
+        option = solve.option_for(args, getattr(exc, "argument", None)) if args else None
+        _error(f"argument {option}: {exc}" if option else str(exc))
+        return 2
+    except MemoryError as exc:  # sizes too large: one line naming them, not a traceback
+        _error(f"out of memory: {str(exc) or 'a NumPy allocation failed'}")
+        return 2
+    except OSError as exc:  # the file system failed (disk full, permissions changed mid-run)
+        _error(str(exc))
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""``rssm solve PROBLEM``: one run of RSSM or RSM on a built-in problem.
+
+The problems and their instance options come from `rssm.problems.REGISTRY` (the keywords
+of each class's ``synthetic``) and `rssm.problems.registry.DATA` (what a data file needs);
+nothing here names a problem. Exit status: 0 after a run, 2 for bad usage (before the
+run), 130 after Ctrl-C (the run so far is printed and saved), 1 when a result file could
+not be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import shlex
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from rssm.cli import data as data_cli
+from rssm.cli import output, stepsize
+from rssm.cli._common import (
+    Formatter,
+    Given,
+    Parser,
+    UsageError,
+    first_line,
+    nonneg_float,
+    nonneg_int,
+    param_type,
+    positive_float,
+    positive_int,
+    threads,
+)
+from rssm.cli._core import result_to_dict, stepsize_from_spec
+
+__all__ = ["add_parser", "run", "problem_options", "progress", "document"]
+
+#: Library argument names whose command-line option has another name.
+_ALIASES = {"n_blocks": "--blocks"}
+
+
+def problem_options(cls) -> list[tuple[str, inspect.Parameter]]:
+    """Keyword parameters of ``cls.synthetic`` other than ``seed``, as (option, parameter)."""
+    out = []
+    for name, param in inspect.signature(cls.synthetic).parameters.items():
+        if name in ("seed", "cls", "self") or param.kind in (
+                inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        out.append(("--" + name.replace("_", "-"), param))
+    return out
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    from rssm.blocks import SELECTION_RULES
+    from rssm.solvers import DEFAULT_METHOD, DEFAULT_TOL, METHODS
+
+    g = p.add_argument_group("method")
+    g.add_argument("--method", choices=sorted(METHODS), default=None,
+                   help="RSSM (Algorithm alg-RSSM) or the Riemannian subgradient method "
+                        f"(default: {DEFAULT_METHOD}, as rssm.minimize)")
+    g.add_argument("--blocks", type=positive_int, default=None,
+                   help="RSSM's number of column blocks l (2 <= l <= p; ignored by RSM) "
+                        "(default: min(5, p))")
+    g.add_argument("--selection", choices=sorted(SELECTION_RULES), default="uniform",
+                   help="block-pair rule of RSSM (uniform is the paper's)")
+    stepsize.add_options(p)
+    b = p.add_argument_group("budget and output")
+    b.add_argument("--max-iter", type=nonneg_int, default=None,
+                   help="iteration limit (default, when no limit at all is given: 1000 "
+                        "epochs, i.e. 1000 RSM iterations or 1000 l/2 RSSM iterations)")
+    b.add_argument("--max-time", type=positive_float, default=None,
+                   help="solver-time limit in seconds (default: none)")
+    b.add_argument("--target-error", type=positive_float, default=None,
+                   help="stop once the ground-truth error is at most this (default: none)")
+    b.add_argument("--tol", type=nonneg_float, default=None, metavar="TOL",
+                   help="tolerance of the convergence test: stop (success) once the recent "
+                        "iterates lie within TOL ||X||_F of each other and their subgradients "
+                        f"cancel or vanish; 0 turns it off (default: {DEFAULT_TOL:g})")
+    b.add_argument("--stationarity-tol", type=positive_float, default=None, metavar="TOL",
+                   help="also record ||P_T(G)||_F and stop once it is at most TOL at a "
+                        "recording point (reason stationary; for smooth costs; default: none)")
+    b.add_argument("--record-stationarity", action="store_true",
+                   help="record ||P_T(G)||_F (one full subgradient per recorded row, off the "
+                        "clock) in the trace's stationarity column")
+    b.add_argument("--stagnation-epochs", type=positive_float, default=None, metavar="E",
+                   help="stop once the best cost has not decreased by more than "
+                        "--stagnation-rtol (relative) over E epochs (reason no_progress; "
+                        "default: none)")
+    b.add_argument("--stagnation-rtol", type=positive_float, default=1e-8, metavar="R",
+                   help="relative decrease that counts as progress for --stagnation-epochs")
+    b.add_argument("--seed", type=nonneg_int, default=0,
+                   help="seed of the data (synthetic), the start (independent stream) "
+                        "and the block selection")
+    b.add_argument("--record-every", type=positive_int, default=None,
+                   help="record the trace every this many iterations "
+                        "(default: max_iter // 200, or 10)")
+    b.add_argument("--threads", type=threads, default="auto", metavar="auto|N",
+                   help="threads during the run: 'auto' (default: one data-chunk worker per "
+                        "core) or N workers; BLAS runs on one thread and the result is the "
+                        "same to the bit for any setting")
+    b.add_argument("--out", default=None, metavar="FILE|DIR",
+                   help="write the trace to FILE (.csv: one row per recorded point; "
+                        ".json: settings, summary and trace), or to the folder DIR (no "
+                        "suffix; created if needed) the solution X.npy, trace.csv and "
+                        "settings.json (default: not written). An existing file, or a "
+                        "folder holding a run, is refused unless --overwrite")
+    b.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier result at --out")
+    b.add_argument("--quiet", action="store_true",
+                   help="no progress bar (a bar appears on a terminal for runs longer than "
+                        "half a second)")
+
+
+def add_parser(sub) -> None:
+    """The ``solve`` command and one sub-command per registered problem."""
+    from rssm.problems import REGISTRY
+    from rssm.problems.registry import DATA
+
+    solve = sub.add_parser(
+        "solve", help="one run on a built-in problem", formatter_class=Formatter,
+        description="Run RSSM or RSM once on a synthetic instance of a built-in problem, "
+                    "print a summary table and optionally save the trace. Each problem "
+                    "takes its own size options: see `rssm solve PROBLEM --help`. "
+                    f"{', '.join(n for n in REGISTRY if n in DATA)} also run on a data file "
+                    "(--data FILE, one sample per row).")
+    probs = solve.add_subparsers(dest="problem", metavar="PROBLEM", parser_class=Parser)
+    probs.required = True
+    for name, cls in REGISTRY.items():
+        pp = probs.add_parser(name, help=first_line(cls.__doc__), formatter_class=Formatter,
+                              description=first_line(cls.synthetic.__doc__))
+        g = pp.add_argument_group(f"{name} instance (arguments of {cls.__name__}.synthetic)")
+        options = problem_options(cls)
+        for opt, param in options:
+            parser, kind = param_type(param)
+            default = None if param.default is inspect.Parameter.empty else param.default
+            g.add_argument(opt, type=parser, default=default, dest=f"syn_{param.name}",
+                           metavar=kind.upper(), action=Given,
+                           help=f"{param.name} of {cls.__name__}.synthetic (default: "
+                                + ("the problem's own rule" if default is None else
+                                   str(default)) + ")" + data_cli.data_help(name, param.name))
+        data_cli.add_options(pp, name, {param.name for _, param in options})
+        _add_common(pp)
+        pp.set_defaults(option_of={a.dest: a.option_strings[0] for a in pp._actions
+                                   if a.option_strings and a.dest != "help"})
+
+
+def option_for(args: argparse.Namespace, argument: str | None) -> str | None:
+    """The command-line option of a library argument name, or None."""
+    if argument is None:
+        return None
+    if argument in _ALIASES:
+        return _ALIASES[argument]
+    table = getattr(args, "option_of", {})
+    for dest in (argument, f"syn_{argument}", f"data_{argument}"):
+        if dest in table:
+            return table[dest]
+    return None
+
+
+def progress(args):
+    """A tqdm bar over the run's iterations (or solver time), fed at recording points by
+    the callback; drawn only on a terminal and without --quiet."""
+    from rssm.experiments.progress import SolveProgress
+    from rssm.solvers.api import DEFAULT_MAX_ITER
+
+    max_iter = args.max_iter
+    if max_iter is None and args.max_time is None:
+        max_iter = DEFAULT_MAX_ITER
+    return SolveProgress(max_iter, args.max_time,
+                         enabled=not args.quiet and sys.stderr.isatty())
+
+
+#: Entries of the parsed namespace that are not settings of the run.
+_NOT_SETTINGS = ("command", "problem", "given", "option_of", "quiet", "out", "overwrite")
+
+
+def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
+    """Settings and summary of a run, as written to ``.json`` and ``settings.json``:
+    every option of the command line, the instance, and `rssm.cli._core.result_to_dict`."""
+    options = {k: v for k, v in sorted(vars(args).items())
+               if k not in _NOT_SETTINGS and not k.startswith(("syn_", "data_"))}
+    result = result_to_dict(res)
+    return {
+        "command": "rssm " + " ".join(shlex.quote(a) for a in argv),
+        "problem": args.problem,
+        "repr": repr(problem),
+        ("data" if getattr(args, "data", None) else "synthetic"): instance,
+        "seed": args.seed,
+        "start": "initial_point(numpy.random.default_rng([seed, 1]))",
+        "options": options,
+        **{k: result.get(k) for k in ("method", "n_blocks", "selection", "stepsize",
+                                      "threads")},
+        "summary": {"cost": result.get("fun"), **{k: result.get(k) for k in (
+            "stop_reason", "message", "success", "n_iter", "time", "flops", "error",
+            "feasibility", "stationarity")}},
+        "result": result,  # everything the Result says of itself
+    }
+
+
+def _minimize(problem, x0, args, rule, callback):
+    """The one call of the solver (its keywords follow `rssm.minimize`)."""
+    import rssm
+    from rssm.blocks import epoch_iterations
+    from rssm.stopping import AnyOf, CostStagnation, MinStationarity
+
+    stops = []
+    if args.stationarity_tol is not None:
+        stops.append(MinStationarity(args.stationarity_tol))
+    if args.stagnation_epochs is not None:
+        ell = 1 if args.method == "rsm" else (args.blocks or min(5, problem.shape[1]))
+        stops.append(CostStagnation(args.stagnation_epochs, args.stagnation_rtol,
+                                    epoch=epoch_iterations(ell)))
+    record = rssm.Record(every=args.record_every,
+                         stationarity=args.stationarity_tol is not None
+                         or args.record_stationarity)
+    return rssm.minimize(problem, x0, method=args.method, stepsize=rule,
+                         options={"n_blocks": args.blocks, "selection": args.selection},
+                         max_iter=args.max_iter, max_time=args.max_time,
+                         target_error=args.target_error, seed=args.seed, tol=args.tol,
+                         record=record, threads=args.threads, callback=callback,
+                         stop=AnyOf(*stops) if stops else None)
+
+
+def _summary(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def run(args, argv: Sequence[str]) -> int:
+    """Run ``rssm solve``; return the exit status."""
+    from rssm.problems import REGISTRY
+    from rssm.solvers import DEFAULT_METHOD
+    from rssm.stopping import StopReason
+
+    args.method = args.method or DEFAULT_METHOD
+    target = output.plan(args.out, args.overwrite)
+    cls = REGISTRY[args.problem]
+    if getattr(args, "data", None) is not None:
+        problem, instance, label = data_cli.problem_from_data(args, cls, args.problem,
+                                                              problem_options(cls))
+    else:
+        data_cli.refuse_without_data(args)
+        instance = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
+        problem = cls.synthetic(**instance, seed=args.seed)
+        label = f"{args.problem} {', '.join(f'{k}={v}' for k, v in instance.items())}"
+    n, p = problem.shape
+    if args.method == "rssm" and p < 2:
+        raise UsageError(f"argument --method: RSSM needs p >= 2 columns to form 2 blocks, got "
+                         f"p={p}; use --method rsm")
+    if args.method == "rssm" and args.blocks is not None and not 2 <= args.blocks <= p:
+        raise UsageError(f"argument --blocks: n_blocks must satisfy 2 <= n_blocks <= p = {p}, "
+                         f"got {args.blocks}")
+    x0 = problem.initial_point(np.random.default_rng([args.seed, 1]))
+    rule = stepsize_from_spec(stepsize.spec_from_args(args, problem))
+    bar = progress(args)
+    try:
+        res = _minimize(problem, x0, args, rule, bar)
+    finally:
+        bar.close()
+    method = res.method.upper() + (f" (l={res.n_blocks}, {res.selection})"
+                                   if res.method == "rssm" else "")
+    rows = [
+        ("problem", f"{label} seed={args.seed}  (St({n}, {p}))"),
+        ("method", method),
+        ("step size", repr(rule)),
+        ("stop reason", f"{res.stop_reason.value}: {res.message}"),
+        ("iterations", str(res.n_iter)),
+        ("solver time", f"{res.time:.4g} s"),
+        ("threads", res.threads),
+        ("flops", f"{res.flops:.4g}"),
+        ("initial cost", f"{res.trace['cost'][0]:.10g}"),
+        ("final cost", f"{res.fun:.10g}"),
+        ("initial error", f"{res.trace['error'][0]:.4g}" if problem.has_error else "n/a"),
+        ("final error", f"{res.error:.4g}" if problem.has_error else "n/a"),
+        ("success", f"{res.success}  (True only when a convergence test fired)"),
+        *([("stationarity", f"{res.stationarity:.4g}  (||P_T(G)||_F at the last row)")]
+          if res.stationarity == res.stationarity else []),
+        ("feasibility", f"{res.feasibility:.2e}  (||X^T X - I||_max)"),
+    ]
+    # Problem-specific figures (e.g. sparse PCA's explained variance and sparsity).
+    extra = problem.summary(res.x) if callable(getattr(problem, "summary", None)) else {}
+    rows += [(k.replace("_", " "), f"{v:.6g}") for k, v in extra.items()
+             if k not in ("cost", "error")]
+    print(_summary(rows))
+    interrupted = res.stop_reason is StopReason.INTERRUPTED
+    if target is not None:
+        doc = document(args, argv, res, instance, problem)
+        written = output.write(target, doc, res.trace, res.x)
+        points = len(res.trace["iteration"])
+        print(f"{', '.join(written)} ({points} recorded points) written to {target.path}"
+              if target.folder else f"trace: {points} points written to {target.path}")
+    if interrupted:
+        saved = f"; the run so far is saved in {target.path}" if target is not None else ""
+        print(f"rssm: interrupted after {res.n_iter} iterations{saved}", file=sys.stderr)
+        return 130
+    return 0

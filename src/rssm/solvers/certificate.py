@@ -1,0 +1,184 @@
+"""A convergence test that works on nonsmooth problems.
+
+The norm of one Riemannian subgradient does not go to 0 at a sharp minimizer (DPCP, ODL,
+l1 problems): every subgradient there keeps a norm of the order of the sharpness. What
+does go to 0 is the least-norm element of Goldstein's epsilon-subdifferential, the convex
+hull of the subgradients at the points within epsilon of X: at a minimizer the
+subgradients of nearby points on different sides of the kink cancel. Gradient-sampling
+and bundle methods stop on this quantity; rssm computes it from the subgradients the
+solver computes anyway, so it costs no oracle call.
+
+The test (class `GoldsteinTest`). Let the bundle be the (partial) Riemannian subgradients
+of the last H iterations (H = ``window`` x the number of block pairs: for RSSM each pair
+has its own bundle, its partial subgradients on the submanifold block, eq.
+``eq-partialRiemsubgrad``; for RSM the full ones, eq. ``eq-Rsubdiff``), and
+
+* radius = the sum of the step lengths ||X_{i+1} - X_i||_F over those H iterations, a
+  bound on the distance from X_k of every point whose subgradient is in the bundle;
+* delta = the least norm of a convex combination of each bundle's vectors (`min_norm_point`;
+  for RSSM the root of the sum over pairs of the squares), i.e. the least-norm element of
+  the bundle's part of the radius-subdifferential. The vectors are taken where they were
+  computed, without transport: over a ball of relative radius tol the tangent spaces
+  differ by O(tol), which is far below the thresholds below.
+
+The run has converged when
+
+1. radius <= tol * ||X||_F (= tol sqrt(p)): the iterates have settled, to relative
+   accuracy tol, and
+2. the bundle certifies near-stationarity: delta <= `CANCEL` times the mean norm of the
+   bundle's vectors (the subgradients cancel: a kink), or delta <= `VANISH` times the
+   largest subgradient norm of the run (they vanish: a smooth minimizer).
+
+Both parts are scale-free (f -> c f scales every vector by c), so the test needs no
+problem constant. Part 2 is what tells convergence from a stall: a step size that
+decayed too early freezes X anywhere, and there the subgradients agree (delta is about
+their norm, 0.9 of it in the measurements below), while at a minimizer they cancel. Why
+this certifies: if X is at distance d > radius from a sharp minimizer X* (f(Y) - f* >=
+mu dist(Y, X*)), every subgradient g at a point Y of the ball has <g, Y - X*> >=
+f(Y) - f* - O(d^2) >= mu d - O(d^2) (Lemma ``lem-RSI``), so every convex combination has
+norm >= mu - O(d): delta cannot be small. Hence a small delta with a small radius places X
+within about radius of the solution set.
+
+Measured (docs/stepsizes.md has the runs; window 8): at convergence delta / mean norm was
+3e-4 to 1e-2 for RSM and 4e-3 to 6e-2 for RSSM (l = 5) on DPCP, l1 Procrustes, sparse PCA
+and sparse basis; on ODL runs frozen by a decaying step far from the dictionary it
+stayed at 0.88-1.0. `CANCEL` = 0.25 lies between the two.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rssm.solvers.minnorm import min_norm_point
+
+__all__ = ["Certificate", "GoldsteinTest", "CANCEL", "VANISH", "WINDOW"]
+
+#: delta / (mean norm of the bundle's vectors) at most this: the subgradients cancel.
+CANCEL = 0.25
+#: delta / (largest subgradient norm of the run) at most this: they vanish.
+VANISH = 1e-3
+#: Subgradients kept per bundle (per block pair for RSSM).
+WINDOW = 8
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """The convergence test's value at one iteration.
+
+    Attributes
+    ----------
+    radius : float
+        Bound on the distance between the current iterate and the points of the bundle,
+        relative to ||X||_F = sqrt(p).
+    cancel : float
+        delta / mean norm of the bundle's vectors (NaN when delta was not computed).
+    vanish : float
+        delta / largest subgradient norm of the run (NaN when delta was not computed).
+    converged : bool
+        Both parts of the test hold (see `rssm.solvers.certificate`).
+    """
+
+    radius: float
+    cancel: float = math.nan
+    vanish: float = math.nan
+    converged: bool = False
+
+    def summary(self) -> str:
+        """One line: the radius and the two ratios."""
+        return (f"iterates within {self.radius:.2g} ||X||; least convex combination of the "
+                f"recent subgradients {self.cancel:.2g} of their norm, "
+                f"{self.vanish:.2g} of the largest")
+
+
+class _Bundle:
+    __slots__ = ("vecs", "iters", "max_norm")
+
+    def __init__(self) -> None:
+        self.vecs: list[np.ndarray] = []
+        self.iters: list[int] = []
+        self.max_norm = 0.0
+
+
+class GoldsteinTest:
+    """Collects the subgradients of a run and evaluates the certificate.
+
+    Parameters
+    ----------
+    tol : float
+        Relative radius of part 1.
+    p : int
+        Columns of X (||X||_F = sqrt(p)).
+    n_pairs : int
+        Block pairs (1 for RSM).
+    window : int
+        Subgradients per bundle.
+    """
+
+    def __init__(self, tol: float, p: int, n_pairs: int = 1, window: int = WINDOW):
+        self.tol = float(tol)
+        self._scale = math.sqrt(p)
+        self.limit = self.tol * self._scale
+        self.n_pairs = max(1, int(n_pairs))
+        self.window = int(window)
+        self.horizon = self.window * self.n_pairs
+        self._steps = np.zeros(self.horizon)
+        self._n = 0                      # iterations observed
+        self._bundles: dict[tuple, _Bundle] = {}
+        self._next_eval = 0
+        self.last: Certificate | None = None
+
+    def observe(self, key: tuple, vec: np.ndarray, norm: float, step_norm: float) -> None:
+        """Record iteration k's (negated) subgradient ``vec`` (kept by reference: the
+        solver must not modify it later) for the bundle ``key`` and the step length that
+        followed it."""
+        b = self._bundles.get(key)
+        if b is None:
+            b = self._bundles[key] = _Bundle()
+        b.vecs.append(vec)
+        b.iters.append(self._n)
+        if len(b.vecs) > self.window:
+            del b.vecs[0], b.iters[0]
+        if norm > b.max_norm:
+            b.max_norm = norm
+        self._steps[self._n % self.horizon] = step_norm if math.isfinite(step_norm) else 0.0
+        self._n += 1
+
+    def radius(self) -> float:
+        """Sum of the last `horizon` step lengths (all of them before that many steps)."""
+        return float(self._steps.sum()) if self._n else math.inf
+
+    def evaluate(self) -> Certificate | None:
+        """The certificate now, or None when part 1 fails (no work done then). Part 2 is
+        evaluated at most once per half window of iterations while it fails."""
+        r = self.radius()
+        if self._n < self.horizon or not r <= self.limit:
+            self.last = None
+            return None
+        rel = r / self._scale
+        if self._n < self._next_eval and self.last is not None:
+            return self.last
+        old = self._n - self.horizon
+        if len(self._bundles) < self.n_pairs:
+            return None                  # a pair not yet visited: no verdict
+        d2 = mean2 = ref2 = 0.0
+        for b in self._bundles.values():
+            keep = [v for v, it in zip(b.vecs, b.iters, strict=True) if it >= old]
+            if not keep:
+                return None              # a pair not visited in the window
+            flat = np.stack([v.ravel() for v in keep])
+            gram = flat @ flat.T
+            sq, _ = min_norm_point(gram)
+            d2 += sq
+            mean2 += float(np.mean(np.sqrt(np.maximum(np.diag(gram), 0.0)))) ** 2
+            ref2 += b.max_norm**2
+        delta = math.sqrt(d2)
+        cancel = delta / math.sqrt(mean2) if mean2 > 0 else 0.0
+        vanish = delta / math.sqrt(ref2) if ref2 > 0 else 0.0
+        ok = cancel <= CANCEL or vanish <= VANISH
+        self.last = Certificate(rel, cancel, vanish, ok)
+        if not ok:
+            self._next_eval = self._n + max(1, self.horizon // 2)
+        return self.last

@@ -1,0 +1,356 @@
+"""The one loop every solver runs (`run`).
+
+Per iteration: the solver's `direction`, the rule's gamma (clipped to `MAX_STEP`), the
+solver's `candidate` and `commit`, the convergence test's bookkeeping, then the stopping
+criteria. Every way out (a criterion, a stall, a non-finite value, a failing rule,
+Ctrl-C) goes through the same exit: a `_Halt` or the criterion's verdict, then one place
+that builds the `rssm.Result` from the `SolverState`.
+
+The loop times the steps alone: recording the trace, evaluating the ground-truth error,
+user callbacks and observers happen outside the timed region.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rssm import stiefel
+from rssm._validation import describe
+from rssm.solvers.base import Direction, NonFiniteStep, Solver
+from rssm.solvers.certificate import GoldsteinTest
+from rssm.solvers.record import Observer, Record, TraceRecorder
+from rssm.stepcontext import StepContext
+from rssm.stepsizes import StepSize, StepStall
+from rssm.stopping import Progress, StoppingCriterion, StopReason
+from rssm.threads import RunThreads
+from rssm.trace import Result
+
+__all__ = ["run", "MAX_STEP"]
+
+#: The longest step the loop takes, ||gamma P(G_C)||_F <= MAX_STEP: Algorithm
+#: ``alg-RSSM`` takes gamma_k < 1/L with ||P(G_C)|| <= L, so its steps are shorter than 1,
+#: the radius within which the projection onto a submanifold block (Lemma
+#: ``lem-projsubmfdblk``, 1-proximally smooth) is the unique nearest point. A longer step
+#: lands wherever the polar factor of a large matrix points, independently of X, and is
+#: never what a rule means; gamma is clipped to it (counted in ``Result.n_clipped``).
+MAX_STEP = 1.0
+
+
+class _Halt(Exception):
+    """Ends the loop with a reason and a message (the loop's one non-criterion exit)."""
+
+    def __init__(self, reason: StopReason, message: str, converged: bool = False):
+        super().__init__(message)
+        self.reason, self.message, self.converged = reason, message, converged
+
+
+def _rule_name(stepsize: StepSize) -> str:
+    d = stepsize.describe()
+    args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                     for k, v in d.items() if k != "rule" and v is not None)
+    return f"{d.get('rule', type(stepsize).__name__)}({args})"
+
+
+def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
+    """gamma_k from the rule, checked. Before the first step a failing rule is a bad
+    argument and raises; from iteration 1 on the run is kept and ends ``stalled``."""
+    try:
+        gamma = stepsize(k, ctx)
+    except StepStall as exc:
+        raise _Halt(StopReason.STALLED, f"iteration {k}: {exc}") from None
+    except Exception as exc:
+        if k == 0:
+            if isinstance(exc, (OverflowError, ZeroDivisionError)):
+                raise ValueError(
+                    f"stepsize could not compute gamma_{k}: {type(exc).__name__}: {exc}"
+                ) from exc
+            raise
+        raise _Halt(StopReason.STALLED, (
+            f"iteration {k}: the step-size rule {_rule_name(stepsize)} raised "
+            f"{type(exc).__name__}: {exc}")) from None
+    ok = (not isinstance(gamma, (bool, np.bool_))
+          and isinstance(gamma, (int, float, np.integer, np.floating, np.ndarray))
+          and np.ndim(gamma) == 0 and np.asarray(gamma).dtype.kind in "iuf")
+    value = float(gamma) if ok else math.nan
+    if ok and math.isfinite(value) and value > 0:
+        return value
+    if k == 0:
+        raise ValueError(
+            f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite real "
+            "number > 0 (int, float or a NumPy real scalar)")
+    if ok and value == 0:
+        why = f"the step size gamma_{k} of {_rule_name(stepsize)} reached 0"
+    else:
+        why = (f"{_rule_name(stepsize)} returned gamma_{k} = {describe(gamma)}, not a finite "
+               "number > 0")
+    raise _Halt(StopReason.STALLED, f"iteration {k}: {why}")
+
+
+class _Trial:
+    """`StepContext.trial` for the current direction: a pure query, with the last
+    candidate kept so that the step can take it without computing it again."""
+
+    def __init__(self, solver: Solver):
+        self.solver = solver
+        self.d: Direction | None = None
+        self.gamma = math.nan
+        self.values: np.ndarray | None = None
+
+    def reset(self, d: Direction) -> None:
+        self.d, self.gamma, self.values = d, math.nan, None
+
+    def __call__(self, gamma: float) -> float:
+        st = self.solver.state
+        try:
+            vals = self.solver.candidate(st, self.d, gamma)
+        except np.linalg.LinAlgError:
+            return math.inf
+        st.flops += self.solver.step_flops(st, self.d)
+        st.n_cost += 1
+        if not np.isfinite(vals).all():
+            return math.inf
+        self.gamma, self.values = gamma, vals
+        return float(st.oracle.cost_at(self.d.cols, self.d.sel, vals))
+
+    def take(self, gamma: float) -> np.ndarray | None:
+        return self.values if self.values is not None and gamma == self.gamma else None
+
+
+def run(
+    solver: Solver,
+    stepsize: StepSize,
+    stop: StoppingCriterion,
+    record: Record | int | None = None,
+    *,
+    tol: float | None = None,
+    observers: Sequence[Observer] = (),
+    snapshot: bool = False,
+    track_best: bool | None = None,
+    threads: str | int | None = None,
+    settings: dict[str, Any] | None = None,
+    setup_time: float = 0.0,
+) -> Result:
+    """Run ``solver`` from its state until ``stop`` fires; return a `rssm.Result`.
+
+    Parameters
+    ----------
+    solver : Solver
+        A solver with its `SolverState` at the start.
+    stepsize : StepSize
+        The rule.
+    stop : StoppingCriterion
+        When to stop (add `rssm.stopping.Converged` to stop on the certificate).
+    record : Record or int, optional
+        Recording options or the recording interval (default 10).
+    tol : float, optional
+        Tolerance of the convergence test (`rssm.solvers.certificate`); None: no test.
+    observers : sequence of Observer
+        Called at the start, at each recorded row and at the end.
+    snapshot : bool
+        Give criteria and observers a copy of X at each row (callbacks need it).
+    track_best : bool, optional
+        Evaluate f at every iterate to keep the best one (default: when the oracle's cost
+        is cheap, ``oracle.cheap_cost``).
+    threads : "auto", int or None
+        Thread setting around the loop (`rssm.threads`); `rssm.minimize` sets it around
+        the solver's construction as well and passes None here.
+    settings : dict, optional
+        ``seed``, ``selection`` and other settings copied into the Result.
+    setup_time : float
+        Seconds already spent building the solver (added to the solver time).
+    """
+    if threads is not None:
+        with RunThreads(threads) as rt:
+            res = _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
+                       settings or {}, setup_time)
+        res.threads = rt.describe()
+        return res
+    return _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
+                settings or {}, setup_time)
+
+
+def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, settings,
+         setup_time) -> Result:
+    opts = record if isinstance(record, Record) else Record(every=record or 10)
+    st = solver.state
+    st.time = setup_time
+    problem, oracle = solver.problem, st.oracle
+    n, p = st.x.shape
+    rec = TraceRecorder(problem, opts, opts.every or 10, snapshot)
+    cert = GoldsteinTest(tol, p, solver.n_pairs if solver.n_blocks > 1 else 1) if tol else None
+    trial = _Trial(solver)
+    ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=st.cost, trial=trial,
+                      best=lambda: st.best_fun)
+    if track_best is None:
+        track_best = bool(getattr(oracle, "cheap_cost", False))
+    still_limit = 1 if solver.n_blocks <= 1 else 2 * solver.n_pairs
+    info = {"method": solver.method, "n_blocks": solver.n_blocks, "shape": (n, p), **settings}
+    for obs in observers:
+        obs.start(info)
+    perf = time.perf_counter
+    reason: StopReason | None = None
+    message, converged = "", False
+    fired: StoppingCriterion | None = None
+    prog = None
+    try:
+        prog = _record(rec, st, None, observers)
+        if not math.isfinite(prog.cost):
+            stop.final(prog)
+            raise _Halt(StopReason.NON_FINITE, "f(x0) is not finite")
+        reason = stop.check(prog)
+        if reason is not None:
+            fired = stop.fired()
+        stepsize.reset()
+        n_still = 0
+        while reason is None:
+            k = st.k
+            t0 = perf()
+            if track_best:
+                st.cost()
+            d = solver.direction(st)
+            if not (math.isfinite(d.norm_sq) and math.isfinite(d.grad_sq)):
+                st.time += perf() - t0
+                raise _Halt(StopReason.NON_FINITE, f"iteration {k}: the subgradient is not "
+                            "finite; returning the best finite iterate")
+            if d.norm_sq == 0.0:
+                st.step_norm = 0.0        # 0 is in the (partial) subdifferential: no move
+                st.flops += d.flops
+            else:
+                trial.reset(d)
+                max_gamma = MAX_STEP / math.sqrt(d.norm_sq)
+                ctx.advance(k, math.sqrt(d.norm_sq), d.grad_sq, max_gamma)
+                try:
+                    gamma = _ask(stepsize, k, ctx)
+                except _Halt:
+                    st.time += perf() - t0
+                    raise
+                if gamma > max_gamma:
+                    gamma = max_gamma
+                    st.n_clipped += 1
+                values = trial.take(gamma)
+                try:
+                    if values is None:
+                        values = solver.candidate(st, d, gamma)
+                        st.flops += solver.step_flops(st, d)
+                    solver.commit(st, d, values)
+                    st.flops += d.flops
+                except (NonFiniteStep, np.linalg.LinAlgError) as exc:
+                    st.time += perf() - t0
+                    what = ("non-finite values" if isinstance(exc, NonFiniteStep)
+                            else f"a LAPACK failure ({exc})")
+                    raise _Halt(StopReason.NON_FINITE, (
+                        f"iteration {k}: the step produced {what} (step size {gamma:.3g}); "
+                        "returning the best finite iterate")) from None
+                st.gamma = gamma
+                ctx.previous_gamma = gamma
+            st.k = k + 1
+            certificate = None
+            if cert is not None:
+                cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm)
+                certificate = cert.evaluate()
+            st.time += perf() - t0
+            n_still = n_still + 1 if st.step_norm == 0.0 else 0
+            if rec.due(st.k):
+                prog = _record(rec, st, certificate, observers)
+                if not math.isfinite(prog.cost):
+                    stop.final(prog)
+                    raise _Halt(StopReason.NON_FINITE, f"f(x) is not finite at iteration {st.k}")
+            else:
+                prog = Progress(st.k, st.time, st.flops, step_norm=st.step_norm,
+                                best_cost=st.best_fun, certificate=certificate)
+            reason = stop.check(prog)
+            if reason is not None:
+                fired = stop.fired()
+            elif n_still >= still_limit:
+                raise _still(st, d, cert, stepsize, n_still)
+    except _Halt as h:
+        reason, message, converged = h.reason, h.message, h.converged
+    except KeyboardInterrupt:
+        reason, message = StopReason.INTERRUPTED, f"interrupted by the user after {st.k} iterations"
+        # The interrupt may have landed between a step's write to x and the cache update,
+        # or inside the copy of a new best point: rebuild both from scratch.
+        oracle.refresh()
+        st.fun_at = -1
+        st.best_fun = float(problem.cost(st.best_x)) if st.best_k >= 0 else math.inf
+        if rec.last_iteration == st.k:
+            rec.drop_last()
+    if fired is not None:
+        message = fired.message(prog)
+        converged = fired.indicates_convergence
+    return _finish(solver, st, rec, stop, cert, reason, message, converged, observers,
+                   stepsize, settings, tol)
+
+
+def _still(st, d: Direction, cert, stepsize: StepSize, n_still: int) -> _Halt:
+    """The iterate stopped moving: converged if the certificate says so, else stalled."""
+    if d.norm_sq == 0.0:
+        return _Halt(StopReason.CONVERGED, (
+            f"iteration {st.k}: the Riemannian subgradient is exactly 0 (X is stationary)"),
+            converged=True)
+    c = None if cert is None else cert.evaluate()
+    if c is not None and c.converged:
+        return _Halt(StopReason.CONVERGED, f"converged after {st.k} iterations: the step can "
+                     f"no longer change X and {c.summary()}", converged=True)
+    return _Halt(StopReason.STALLED, (
+        f"iteration {st.k}: the last {n_still} step(s) of {_rule_name(stepsize)} were too "
+        f"short to change X (step size {st.gamma:.3g}) and the convergence test does not "
+        "hold; X is returned as it is"))
+
+
+def _record(rec: TraceRecorder, st, certificate, observers) -> Progress:
+    prog = rec.record(st, certificate)
+    for obs in observers:
+        obs.record(prog)
+    return prog
+
+
+def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, stepsize,
+            settings, tol) -> Result:
+    if not message:
+        message = str(reason)
+    if rec.last_iteration != st.k:
+        # Ended between recording points: record the last iterate, and let callbacks see
+        # that row too, except after a user interrupt (no user code runs after Ctrl-C).
+        prog = _record(rec, st, None if cert is None else cert.last, observers)
+        if reason is not StopReason.INTERRUPTED:
+            try:
+                stop.final(prog)
+            except KeyboardInterrupt:
+                reason = StopReason.INTERRUPTED
+                message = f"interrupted by the user after {st.k} iterations"
+                converged = False
+    else:
+        st.cost()
+    if reason is StopReason.INTERRUPTED:
+        converged = False
+    last_fun = st.fun if st.fun_at == st.k else float("nan")
+    # The best iterate by cost, except when the criterion that stopped the run certified
+    # the last iterate itself (a target error): then that is the point asked for.
+    use_best = (st.best_k >= 0 and math.isfinite(st.best_fun) and not (last_fun < st.best_fun)
+                and reason is not StopReason.TARGET_ERROR)
+    x = st.best_x if use_best else st.x
+    fun = st.best_fun if use_best else last_fun
+    problem = solver.problem
+    cl = None if cert is None else cert.last
+    part = solver.partition
+    res = Result(
+        x=x.copy(), fun=float(fun), n_iter=st.k, time=st.time, flops=st.flops,
+        stop_reason=reason, trace=rec.as_dict(),
+        error=float(problem.error(x)) if problem.has_error else math.nan,
+        feasibility=stiefel.feasibility(x), method=solver.method, n_blocks=solver.n_blocks,
+        selection=settings.get("selection"), stepsize=stepsize.describe(),
+        seed=settings.get("seed"),
+        partition=None if part is None else [b.copy() for b in part.blocks],
+        message=message, stationarity=float(rec.last_value("stationarity")), certificate=cl,
+        x_last=st.x.copy(), fun_last=float(last_fun),
+        best_iteration=st.best_k if use_best else st.k, converged=bool(converged), tol=tol,
+        n_cost=st.n_cost, n_clipped=st.n_clipped)
+    if reason is not StopReason.INTERRUPTED:
+        for obs in observers:
+            obs.finish(res)
+    return res

@@ -1,0 +1,127 @@
+"""Method options and the defaults of `rssm.minimize`, in one place.
+
+`METHODS` maps a method name to its solver class and options class; a new method is a
+solver file plus one entry here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from rssm._validation import as_int, describe
+from rssm.blocks import PairSelector, Partition, epoch_iterations, make_selector
+from rssm.solvers.rsm import RSMSolver
+from rssm.solvers.rssm import RSSMSolver
+
+__all__ = ["RSSMOptions", "RSMOptions", "METHODS", "DEFAULT_METHOD", "DEFAULT_N_BLOCKS",
+           "DEFAULT_MAX_EPOCHS", "DEFAULT_MAX_ITER", "DEFAULT_TOL", "as_options"]
+
+#: The method of ``rssm.minimize(problem)`` (docs/stepsizes.md, "the default method",
+#: gives the measurements behind it).
+DEFAULT_METHOD = "rssm"
+#: RSSM's number of blocks when none is given: ``min(DEFAULT_N_BLOCKS, p)``.
+DEFAULT_N_BLOCKS = 5
+#: Iteration budget when no limit is given, in epochs (p column updates each: 1 RSM
+#: iteration, l/2 RSSM iterations).
+DEFAULT_MAX_EPOCHS = 1000
+#: Kept name: the default budget in epochs.
+DEFAULT_MAX_ITER = DEFAULT_MAX_EPOCHS
+#: Tolerance of the convergence test (`rssm.solvers.certificate`): the recent iterates
+#: within ``tol * ||X||_F`` of each other.
+DEFAULT_TOL = 1e-10
+
+
+@dataclass(frozen=True)
+class RSMOptions:
+    """RSM has no options of its own."""
+
+    def epoch_iterations(self, p: int) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
+class RSSMOptions:
+    """Options of RSSM (Algorithm ``alg-RSSM``).
+
+    Parameters
+    ----------
+    n_blocks : int, optional
+        Number of blocks l, 2 <= l <= p; the columns are split into contiguous blocks
+        whose sizes differ by at most one. Default ``min(5, p)``.
+    partition : Partition or sequence of index sequences, optional
+        A partition of the columns (blocks may differ in size); overrides ``n_blocks``.
+    selection : {"uniform", "cyclic", "shuffled"} or PairSelector
+        Block-pair rule; "uniform" is the paper's.
+    """
+
+    n_blocks: int | None = None
+    partition: Partition | Sequence[Sequence[int]] | None = None
+    selection: str | PairSelector = "uniform"
+
+    def __post_init__(self) -> None:
+        make_selector(self.selection)         # a bad name fails here, at the door
+        if self.n_blocks is not None:
+            as_int(self.n_blocks, "n_blocks")
+
+    def build(self, p: int) -> tuple[Partition, PairSelector]:
+        """The partition of p columns and a fresh pair selector."""
+        if self.partition is not None:
+            part = (self.partition if isinstance(self.partition, Partition)
+                    else Partition(self.partition, p))
+            if part.p != p:
+                raise ValueError(f"partition covers {part.p} columns but the problem has p={p}")
+        else:
+            if p < 2:
+                raise ValueError(
+                    f"RSSM needs p >= 2 columns to form 2 blocks, got p={p}; use method='rsm'")
+            nb = (min(DEFAULT_N_BLOCKS, p) if self.n_blocks is None
+                  else as_int(self.n_blocks, "n_blocks"))
+            if not 2 <= nb <= p:
+                raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p}, got {nb}")
+            part = Partition.uniform(p, nb)
+        return part, make_selector(self.selection)
+
+
+#: name -> (solver class, options class).
+METHODS: dict[str, tuple[type, type]] = {
+    "rssm": (RSSMSolver, RSSMOptions),
+    "rsm": (RSMSolver, RSMOptions),
+}
+
+
+def as_options(method: str, options: Any) -> Any:
+    """``options=`` of `rssm.minimize` for ``method``: None, a dict, or an options
+    object (`RSSMOptions`).
+
+    Every key must be an option of some method (a typo raises and lists them); options of
+    another method do not apply and are left out (RSM has no blocks), so one options dict
+    serves a loop over methods.
+    """
+    cls = METHODS[method][1]
+    if options is None:
+        return cls()
+    if isinstance(options, cls):
+        return options
+    known = {f.name: c for _, c in METHODS.values() for f in fields(c)}
+    if isinstance(options, tuple(c for _, c in METHODS.values())):
+        options = {f.name: getattr(options, f.name) for f in fields(options)}
+    if isinstance(options, Mapping):
+        bad = [k for k in options if k not in known]
+        if bad:
+            raise TypeError(
+                f"unknown option {', '.join(map(repr, bad))}; the options are "
+                + ", ".join(f"{k} ({known[k].__name__})" for k in sorted(known)))
+        mine = {f.name for f in fields(cls)}
+        for k, v in options.items():
+            if k not in mine and k == "selection":
+                make_selector(v)       # still checked, so a typo is not ignored
+        return cls(**{k: v for k, v in options.items() if k in mine})
+    raise TypeError(f"options must be a dict or a {cls.__name__}, got {describe(options)}")
+
+
+def default_budget(n_blocks: int) -> int:
+    """`DEFAULT_MAX_EPOCHS` epochs in iterations for a method with ``n_blocks`` blocks."""
+    return math.ceil(DEFAULT_MAX_EPOCHS * epoch_iterations(n_blocks))

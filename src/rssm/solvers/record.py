@@ -1,0 +1,167 @@
+"""What a run records, and who watches it: `Record` options and `Observer` objects.
+
+The loop does not know what is recorded. At each recording point it asks the
+`TraceRecorder` for a row; the recorder evaluates its columns off the clock and hands
+the resulting `rssm.stopping.Progress` to the criteria and to every `Observer` (a progress
+bar, a logger, your own). A new column is a function ``fn(x) -> float`` in
+``Record(columns={...})``; a new observer is a subclass with the hooks it needs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rssm import stiefel
+from rssm._validation import as_int, describe
+from rssm.stopping import Progress
+
+__all__ = ["Record", "Observer", "TraceRecorder", "as_record"]
+
+
+@dataclass(frozen=True)
+class Record:
+    """What `rssm.minimize` records and how often.
+
+    Parameters
+    ----------
+    every : int, optional
+        A row every this many iterations, plus the first and the last. Default: about 200
+        rows over the iteration budget (``max(1, max_iter // 200)``), 10 without one.
+    stationarity : bool
+        Also record ||P_T(G)||_F (eq. ``eq-Rsubdiff``) for the oracle's full subgradient
+        G: one full subgradient per row, off the clock. Off by default: on a nonsmooth
+        problem it does not go to 0 (the convergence test of
+        `rssm.solvers.certificate` does), and for RSSM a full subgradient costs l/2
+        iterations.
+    columns : mapping of str to callable, optional
+        Extra columns ``name -> fn(x)`` evaluated at each row (off the clock); they appear
+        in ``Result.trace`` after the standard ones.
+    """
+
+    every: int | None = None
+    stationarity: bool = False
+    columns: Mapping[str, Callable[[np.ndarray], float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.every is not None:
+            object.__setattr__(self, "every", as_int(self.every, "record every", minimum=1))
+        if not isinstance(self.stationarity, (bool, np.bool_)):
+            raise TypeError(
+                f"stationarity must be True or False, got {describe(self.stationarity)}")
+        if not isinstance(self.columns, Mapping):
+            raise TypeError("Record columns must be a mapping name -> fn(x) -> float, got "
+                            f"{type(self.columns).__name__}")
+        for name, fn in self.columns.items():
+            if not isinstance(name, str) or not callable(fn):
+                raise TypeError(
+                    f"Record columns must map str names to callables, got {name!r}: "
+                    f"{type(fn).__name__}")
+
+
+def as_record(value: Any) -> Record:
+    """``record=`` of `rssm.minimize`: None, an int (every), or a `Record`."""
+    if value is None:
+        return Record()
+    if isinstance(value, Record):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
+                        f"rssm.Record, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return Record(every=int(value))
+    raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
+                    f"rssm.Record, got {type(value).__name__}")
+
+
+class Observer:
+    """Watches a run. Override the hooks you need; each is called outside the timed
+    region. ``record`` receives every recorded row, the last one included."""
+
+    def start(self, info: Mapping[str, Any]) -> None:
+        """Before the first iteration; ``info`` has the run's settings."""
+
+    def record(self, progress: Progress) -> None:
+        """At each recording point."""
+
+    def finish(self, result: Any) -> None:
+        """With the `rssm.Result`, once the run has ended (not after Ctrl-C)."""
+
+
+_STANDARD = ("iteration", "time", "flops", "cost", "error", "stationarity")
+
+
+class TraceRecorder:
+    """Builds the trace: a row every ``every`` iterations (and at the ends).
+
+    Parameters
+    ----------
+    problem : Problem
+        For ``error`` (when it has a ground truth).
+    options : Record
+        Frequency and columns.
+    snapshot : bool
+        Hand a read-only copy of X to the criteria and observers at each row (needed by a
+        callback; one n x p copy per row, off the clock).
+    """
+
+    def __init__(self, problem: Any, options: Record, every: int, snapshot: bool = False):
+        self.problem = problem
+        self.options = options
+        self.every = every
+        self.snapshot = snapshot
+        self.columns = _STANDARD + tuple(options.columns)
+        self._rows: list[tuple[float, ...]] = []
+
+    def due(self, k: int) -> bool:
+        return k % self.every == 0
+
+    @property
+    def last_iteration(self) -> int:
+        return int(self._rows[-1][0]) if self._rows else -1
+
+    def record(self, state: Any, certificate: Any = None) -> Progress:
+        """Append the row of ``state`` (its cost evaluated if needed) and return it as a
+        `Progress`."""
+        x = state.x
+        cost = state.cost()
+        has_err = self.problem.has_error
+        err = float(self.problem.error(x)) if has_err else math.nan
+        stat = _stationarity(state.oracle, x) if self.options.stationarity else math.nan
+        extra = tuple(float(fn(x)) for fn in self.options.columns.values())
+        self._rows.append((state.k, state.time, state.flops, cost, err, stat) + extra)
+        snap = None
+        if self.snapshot:
+            snap = x.copy()
+            snap.flags.writeable = False
+        return Progress(state.k, state.time, state.flops, cost, err if has_err else None, snap,
+                        stationarity=None if math.isnan(stat) else stat,
+                        step_norm=None if state.k == 0 else state.step_norm,
+                        best_cost=state.best_fun, certificate=certificate)
+
+    def last_value(self, column: str) -> float:
+        """The last row's value of ``column`` (NaN without rows)."""
+        return self._rows[-1][self.columns.index(column)] if self._rows else math.nan
+
+    def drop_last(self) -> None:
+        if self._rows:
+            self._rows.pop()
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        arr = np.array(self._rows, dtype=np.float64).reshape(-1, len(self.columns))
+        out = {name: arr[:, i].copy() for i, name in enumerate(self.columns)}
+        out["iteration"] = out["iteration"].astype(np.int64)
+        return out
+
+
+def _stationarity(oracle: Any, x: np.ndarray) -> float:
+    """||P_T(G)||_F for the oracle's full subgradient G at x (eq. ``eq-Rsubdiff``); NaN if
+    it is not finite."""
+    with np.errstate(all="ignore"):
+        g = np.asarray(oracle.subgradient(), dtype=np.float64)
+        val = float(np.linalg.norm(stiefel.tangent_projection(x, g)))
+    return val if math.isfinite(val) else math.nan

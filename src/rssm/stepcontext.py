@@ -1,0 +1,139 @@
+"""What a step-size rule may read at iteration k: `StepContext`.
+
+The solver computes the step's direction (the partial Riemannian subgradient of RSSM,
+eq. ``eq-partialRiemsubgrad``, or the Riemannian subgradient of RSM) *before* it asks the
+rule for gamma_k, so a rule can use its norm, the cost f(X_k) and, for line searches, the
+cost at a trial point. Every query is pure: nothing a rule calls moves the iterate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from rssm.blocks import epoch_iterations, pair_count
+
+__all__ = ["StepContext"]
+
+
+class StepContext:
+    """What a step-size rule may read at iteration k, besides k itself.
+
+    Built by the solver loop (`rssm.minimize`); plain schedules read only ``method``,
+    ``n_blocks`` and ``epoch``.
+
+    Parameters
+    ----------
+    method : str
+        ``"rssm"`` or ``"rsm"``.
+    n_blocks : int
+        Number of blocks l (1 for RSM, which updates all columns at once).
+    shape : tuple of int, optional
+        (n, p) of the problem.
+    cost : callable, optional
+        ``cost() -> f(X_k)`` (the loop's; evaluated once per iteration, on first use).
+    trial : callable, optional
+        ``trial(gamma) -> f`` at the point this iteration's step with ``gamma`` would give,
+        without moving X_k.
+    best : callable, optional
+        ``best() -> the least f seen so far``.
+
+    Attributes
+    ----------
+    iteration : int
+        k.
+    direction_norm : float
+        ||P(G_C)||_F, the Frobenius norm of the (partial) Riemannian subgradient the step
+        uses; the step moves X by about gamma times this. NaN outside a run.
+    grad_sq : float
+        An unbiased estimate of ||grad f(X_k)||^2, the squared norm of the full Riemannian
+        subgradient: ||P(G_C) I_C^T||^2 in the A_X^{-1} metric (eq. ``eq-cindepNorm2`` of
+        Lemma ``lem-cindep``) for RSSM, ||grad f(X_k)||^2 itself for RSM. NaN outside a run.
+    max_gamma : float
+        The longest step the loop takes: gamma is clipped to this, which makes the step
+        ``gamma * direction_norm`` at most `rssm.solvers.MAX_STEP` long (see there).
+    previous_gamma : float or None
+        gamma_{k-1} (None at k = 0).
+    previous_cost : float or None
+        f(X_{k-1}) when it was evaluated at iteration k - 1, else None.
+    """
+
+    __slots__ = ("method", "n_blocks", "shape", "iteration", "direction_norm", "grad_sq",
+                 "max_gamma", "previous_gamma", "previous_cost", "_cost", "_cost_fn",
+                 "_trial_fn", "_best_fn")
+
+    def __init__(self, method: str, n_blocks: int, shape: tuple[int, int] | None = None, *,
+                 cost: Callable[[], float] | None = None,
+                 trial: Callable[[float], float] | None = None,
+                 best: Callable[[], float] | None = None):
+        self.method = method
+        self.n_blocks = int(n_blocks)
+        self.shape = shape
+        self.iteration = 0
+        self.direction_norm = math.nan
+        self.grad_sq = math.nan
+        self.max_gamma = math.inf
+        self.previous_gamma: float | None = None
+        self.previous_cost: float | None = None
+        self._cost: float | None = None
+        self._cost_fn = cost
+        self._trial_fn = trial
+        self._best_fn = best
+
+    @property
+    def epoch(self) -> float:
+        """Iterations per epoch: l/2 for RSSM (each step moves ~2/l of the columns), 1 for RSM."""
+        return epoch_iterations(self.n_blocks)
+
+    @property
+    def n_pairs(self) -> int:
+        """binom(l, 2) block pairs for RSSM, 1 for RSM."""
+        return pair_count(self.n_blocks)
+
+    @property
+    def cost(self) -> float:
+        """f(X_k), evaluated on first use in iteration k (O(m) from the data problems'
+        caches; one call of the user's cost for a `rssm.problem.FunctionProblem`)."""
+        if self._cost is None:
+            if self._cost_fn is None:
+                raise ValueError("StepContext.cost is only available during a run")
+            self._cost = float(self._cost_fn())
+        return self._cost
+
+    @property
+    def best_cost(self) -> float:
+        """The least f seen so far in the run (f(X_k) included once it was read)."""
+        if self._best_fn is None:
+            raise ValueError("StepContext.best_cost is only available during a run")
+        return float(self._best_fn())
+
+    @property
+    def decreased(self) -> bool | None:
+        """f(X_k) < f(X_{k-1}), or None when f(X_{k-1}) was not evaluated."""
+        if self.previous_cost is None:
+            return None
+        return self.cost < self.previous_cost
+
+    def trial(self, gamma: float) -> float:
+        """f at the point this iteration's step with ``gamma`` would give; X_k is not moved.
+
+        Costs one retraction and a cost evaluation at the candidate; when the rule then
+        returns this same gamma, the loop takes the candidate it already has. A gamma
+        above `max_gamma` is evaluated at `max_gamma`, as the step would be.
+        """
+        if self._trial_fn is None:
+            raise ValueError("StepContext.trial is only available during a run")
+        return float(self._trial_fn(min(float(gamma), self.max_gamma)))
+
+    def advance(self, k: int, direction_norm: float, grad_sq: float,
+                max_gamma: float = math.inf) -> None:
+        """Start iteration k (called by the loop once the direction is known)."""
+        self.previous_cost = self._cost
+        self._cost = None
+        self.iteration = k
+        self.direction_norm = direction_norm
+        self.grad_sq = grad_sq
+        self.max_gamma = max_gamma
+
+    def __repr__(self) -> str:
+        return f"StepContext(method={self.method!r}, n_blocks={self.n_blocks})"

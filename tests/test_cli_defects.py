@@ -1,0 +1,295 @@
+"""Issue 19, the command line and the readers: each test failed on the code before the fix
+(defect numbers are the issue's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm.cli import main
+from rssm.data import io as dio
+from rssm.problems import DPCP, L1Procrustes
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--n", "8", "--d", "2", "--n-inliers", "40", "--n-outliers", "20", "--max-iter", "6",
+        "--quiet"]
+
+
+def _one_line(capsys, code_expected: int, rc: int) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert rc == code_expected, captured.err
+    assert len(lines) == 1 and lines[0].startswith("rssm: error: "), captured.err
+    return lines[0]
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Fail the test if the solver runs: refusals must come before the run."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(rssm, "minimize", refuse)
+
+
+# -- defect 2: --out checked before the run; a full disk during the write ------------------
+@pytest.mark.parametrize(("make", "out", "words"), [
+    (lambda d: (d / "t.csv").write_text("old"), "t.csv", ["t.csv exists", "--overwrite"]),
+    (lambda d: (d / "blocker").write_text("x"), "blocker", ["is a file"]),
+    (lambda d: (d / "blocker").write_text("x"), "blocker/run", ["lies under", "a file"]),
+    (lambda d: (d / "blocker").write_text("x"), "blocker/t.csv", ["lies under", "a file"]),
+    (lambda d: (d / "run").mkdir() or (d / "run" / "X.npy").write_text("x"), "run",
+     ["already holds a run (X.npy)", "--overwrite"]),
+])
+def test_out_refused_before_the_run(tmp_path, capsys, no_run, make, out, words):
+    make(tmp_path)
+    rc = main(["solve", "dpcp", *TINY, "--out", str(tmp_path / out)])
+    line = _one_line(capsys, 2, rc)
+    assert line.startswith("rssm: error: argument --out: ")
+    for word in words:
+        assert word in line, line
+    assert (tmp_path / "t.csv").read_text() == "old" if out == "t.csv" else True
+
+
+def test_out_in_an_unwritable_place_refused_before_the_run(tmp_path, capsys, no_run,
+                                                         monkeypatch):
+    """(The suite may run as root, for whom permission bits do not bite: the probe's
+    failure is simulated.)"""
+    from rssm.cli import output
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(output.tempfile, "mkstemp", denied)
+    rc = main(["solve", "dpcp", *TINY, "--out", str(tmp_path / "run")])
+    line = _one_line(capsys, 2, rc)
+    assert "cannot write in" in line and "Permission denied" in line
+
+
+def test_overwrite_replaces_an_earlier_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["solve", "dpcp", *TINY, "--out", str(out)]) == 0
+    first = (out / "settings.json").read_text()
+    assert main(["solve", "dpcp", *TINY, "--seed", "1", "--out", str(out)]) == 2
+    assert (out / "settings.json").read_text() == first
+    assert main(["solve", "dpcp", *TINY, "--seed", "1", "--out", str(out), "--overwrite"]) == 0
+    assert json.loads((out / "settings.json").read_text())["seed"] == 1
+
+
+def test_full_disk_while_writing_the_folder(tmp_path):
+    """``ulimit -f`` (file size limit) in a child: X.npy (72 kB) cannot be written. One
+    line, exit 1, no temporary file left, trace.csv and settings.json kept."""
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cmd = (f"ulimit -f 40; exec {sys.executable} -m rssm solve dpcp --n 100 --d 10 "
+           f"--n-inliers 60 --n-outliers 40 --max-iter 2 --quiet --out {out}")
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rssm: error: could not write X.npy")
+    assert "kept: trace.csv, settings.json" in lines[0]
+    assert sorted(p.name for p in out.iterdir()) == ["settings.json", "trace.csv"]
+    doc = json.loads((out / "settings.json").read_text())
+    assert "X.npy" not in doc["files"] and doc["summary"]["n_iter"] == 2
+
+
+# -- defect 12: Ctrl-C exits 130, every setting written, l1_procrustes --data ---------------
+def test_ctrl_c_during_solve_saves_and_exits_130(tmp_path, capsys, monkeypatch):
+    real = rssm.minimize
+
+    def interrupted(*args, **kwargs):
+        def cb(progress):
+            if progress.iteration >= 3:
+                raise KeyboardInterrupt
+        kwargs["callback"], kwargs["record"] = cb, 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rssm, "minimize", interrupted)
+    out = tmp_path / "run.json"
+    assert main(["solve", "dpcp", *TINY[:-3], "--max-iter", "50", "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted after 3 iterations" in err and str(out) in err
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["stop_reason"] == "interrupted" and doc["summary"]["n_iter"] == 3
+
+
+def test_out_folder_writes_every_setting(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["solve", "dpcp", *TINY, "--stationarity-tol", "1e-12", "--stagnation-epochs",
+                 "50", "--threads", "1", "--out", str(out)]) == 0
+    doc = json.loads((out / "settings.json").read_text())
+    opts = doc["options"]
+    assert opts["stationarity_tol"] == 1e-12 and opts["stagnation_epochs"] == 50
+    assert opts["stagnation_rtol"] == 1e-8 and opts["threads"] == 1
+    assert {"max_iter", "max_time", "target_error", "record_every", "method", "blocks",
+            "selection", "stepsize"} <= set(opts)
+    assert set(doc["summary"]) >= {"success", "stationarity", "stop_reason", "cost"}
+    assert doc["threads"] and doc["synthetic"]["n"] == 8 and doc["command"].startswith("rssm ")
+
+
+def test_l1_procrustes_runs_on_a_data_file(tmp_path, capsys):
+    """Was "unrecognized arguments": each row holds a_j and then its target b_j."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((60, 6))
+    b = a @ rssm.stiefel.random_point(6, 2, rng) + (rng.random((60, 2)) < 0.1)
+    rows = np.hstack([a, b])  # one observation per row: a_j, then b_j
+    np.save(tmp_path / "ab.npy", rows)
+    assert main(["solve", "l1_procrustes", "--data", str(tmp_path / "ab.npy"), "--p", "2",
+                 "--max-iter", "40", "--seed", "3", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    api = L1Procrustes(rows[:, :6], rows[:, 6:])
+    res = rssm.minimize(api, api.initial_point(np.random.default_rng([3, 1])), max_iter=40,
+                        seed=3)
+    assert float(text.split("final cost")[1].split()[0]) == pytest.approx(res.fun, rel=1e-9)
+    assert main(["solve", "l1_procrustes", "--data", str(tmp_path / "ab.npy")]) == 2
+    assert "--p: required with --data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("name", "attr"), [("sparse_pca", "from_data"),
+                                            ("sparse_basis", "__init__")])
+def test_sparse_problems_get_the_file_unloaded(tmp_path, monkeypatch, name, attr):
+    """The CLI hands sparse_pca / sparse_basis the memory-mapped file as it is (nothing
+    read into memory by the CLI); the problems decide how to read it."""
+    from rssm.problems import REGISTRY
+
+    np.save(tmp_path / "a.npy", np.random.default_rng(0).standard_normal((50, 8)))
+    seen = []
+    cls = REGISTRY[name]
+    real = getattr(cls, attr)
+
+    if attr == "from_data":
+        def spy(a, *args, **kwargs):
+            seen.append(type(a))
+            return real(a, *args, **kwargs)
+        monkeypatch.setattr(cls, attr, staticmethod(spy))
+    else:
+        def spy(self, a, *args, **kwargs):
+            seen.append(type(a))
+            real(self, a, *args, **kwargs)
+        monkeypatch.setattr(cls, attr, spy)
+    assert main(["solve", name, "--data", str(tmp_path / "a.npy"), "--max-iter", "2",
+                 "--quiet"]) == 0
+    assert seen == [np.memmap]
+
+
+def test_a_cost_returning_text_is_refused():
+    prob = rssm.Problem.from_functions(lambda x: "1.5", lambda x: np.zeros_like(x),
+                                       shape=(4, 2), stepsize=0.1)
+    with pytest.raises(TypeError, match="cost must return a real number, got str"):
+        prob.cost(np.eye(4, 2))
+
+
+# -- defect 8: layout and --d -------------------------------------------------------------
+def test_samples_as_columns_refused_with_the_fix_named(tmp_path, capsys):
+    base = DPCP.synthetic(n=8, d=2, n_inliers=40, n_outliers=20, seed=0)
+    np.save(tmp_path / "cols.npy", base.yt)  # 8 x 60: one sample per column
+    rc = main(["solve", "dpcp", "--data", str(tmp_path / "cols.npy"), "--d", "2"])
+    line = _one_line(capsys, 2, rc)
+    assert "--samples-as-columns" in line and "m = 8 samples of n = 60 features" in line
+    assert main(["solve", "dpcp", "--data", str(tmp_path / "cols.npy"), "--d", "2",
+                 "--samples-as-columns", "--max-iter", "5", "--seed", "1", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    api = DPCP.from_data(base.yt, d=2)
+    res = rssm.minimize(api, api.initial_point(np.random.default_rng([1, 1])), max_iter=5,
+                        seed=1)
+    assert "(St(8, 6))" in text
+    assert float(text.split("final cost")[1].split()[0]) == pytest.approx(res.fun, rel=1e-9)
+    # streamed a chunk of columns at a time: the same run
+    assert main(["solve", "dpcp", "--data", str(tmp_path / "cols.npy"), "--d", "2",
+                 "--samples-as-columns", "--out-of-core", "always", "--chunk-size", "7",
+                 "--max-iter", "5", "--seed", "1", "--quiet", "--stepsize", "paper"]) == 0
+    streamed = capsys.readouterr().out
+    assert "streamed" in streamed
+    ref = rssm.minimize(api, api.initial_point(np.random.default_rng([1, 1])), max_iter=5,
+                        seed=1, stepsize=api.reference_stepsize())
+    assert float(streamed.split("final cost")[1].split()[0]) == pytest.approx(ref.fun,
+                                                                               rel=1e-9)
+    assert main(["solve", "dpcp", "--data", str(tmp_path / "cols.npy"), "--d", "2",
+                 "--samples-as-rows", "--max-iter", "1", "--quiet"]) == 0
+
+
+def test_data_only_options_need_data(capsys, no_run):
+    rc = main(["solve", "odl", "--n", "6", "--p", "3"])
+    assert "argument --p: only used with --data" in _one_line(capsys, 2, rc)
+    rc = main(["solve", "dpcp", "--header", "yes"])
+    assert "argument --header: only used with --data" in _one_line(capsys, 2, rc)
+
+
+def test_dpcp_data_needs_d(tmp_path, capsys):
+    np.save(tmp_path / "a.npy", np.random.default_rng(0).standard_normal((50, 6)))
+    rc = main(["solve", "dpcp", "--data", str(tmp_path / "a.npy")])
+    line = _one_line(capsys, 2, rc)
+    assert line.startswith("rssm: error: argument --d: required with --data")
+
+
+# -- defects 6 and 7: text files and damaged .npy -----------------------------------------
+@pytest.mark.parametrize(("text", "expected"), [
+    ('"1.5","2"\n3,4\n', [[1.5, 2.0], [3.0, 4.0]]),           # quoted cells: data
+    ('"1,5",2\n3,4\n5,6\n', None),                            # was dropped as a header
+    ("\ufeff1,2\n3,4\n", [[1.0, 2.0], [3.0, 4.0]]),           # byte-order mark: data
+    ("a;b\n1,5;2\n", None),                                   # decimal comma: refused
+    ("x y\n1 2\n3 4\n", [[1.0, 2.0], [3.0, 4.0]]),            # a header of names
+    ("# numpy.savetxt header\n1\t2\n3\t4\n", [[1.0, 2.0], [3.0, 4.0]]),
+    ("0,1,2\n5,6,7\n", [[0.0, 1.0, 2.0], [5.0, 6.0, 7.0]]),   # integer data: all kept
+])
+def test_text_files(tmp_path, text, expected):
+    path = tmp_path / "f.csv"
+    path.write_bytes(text.encode("utf-8"))
+    if expected is None:
+        with pytest.raises(dio.DataFileError, match="column 1 .* not numeric"):
+            dio.read_csv(path)
+    else:
+        np.testing.assert_array_equal(dio.read_csv(path), expected)
+
+
+def test_a_first_row_with_na_is_not_a_header(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_text("NA,1\n2,3\n4,5\n")
+    with pytest.raises(dio.DataFileError, match=r"line 1: 'NA'\); a missing value"):
+        dio.read_csv(path)
+
+
+def test_numeric_header_is_ambiguous_unless_said(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_text("0,1,2\n0.5,1.5,2.5\n3.5,4.5,5.5\n")
+    with pytest.raises(dio.DataFileError, match="header='yes' or 'no'") as exc:
+        dio.read_csv(path)
+    assert exc.value.argument == "header"
+    assert dio.read_csv(path, header="yes").shape == (2, 3)
+    assert dio.read_csv(path, header="no").shape == (3, 3)
+
+
+def test_fixed_width_text(tmp_path):
+    a = np.random.default_rng(0).standard_normal((30, 4))
+    np.savetxt(tmp_path / "f.txt", a, fmt="%10.4f")
+    np.testing.assert_allclose(dio.read_csv(tmp_path / "f.txt"), a, atol=5e-5)
+
+
+def test_cli_header_option(tmp_path, capsys):
+    a = np.random.default_rng(0).standard_normal((60, 5))
+    np.savetxt(tmp_path / "h.csv", a, delimiter=",", header="0,1,2,3,4", comments="")
+    rc = main(["solve", "dpcp", "--data", str(tmp_path / "h.csv"), "--d", "2"])
+    assert "argument --header:" in _one_line(capsys, 2, rc)
+    assert main(["solve", "dpcp", "--data", str(tmp_path / "h.csv"), "--d", "2", "--header",
+                 "yes", "--max-iter", "2", "--quiet"]) == 0
+    assert "m=60 samples, n=5" in capsys.readouterr().out
+
+
+def test_damaged_npy_header_is_one_line(tmp_path, capsys):
+    np.save(tmp_path / "a.npy", np.ones((20, 4)))
+    raw = bytearray((tmp_path / "a.npy").read_bytes())
+    start = raw.index(b"{")
+    raw[start + 1:start + 20] = b"'descr': '<f8', (fo"
+    (tmp_path / "bad.npy").write_bytes(bytes(raw))
+    rc = main(["solve", "dpcp", "--data", str(tmp_path / "bad.npy"), "--d", "1"])
+    line = _one_line(capsys, 2, rc)
+    assert line.startswith("rssm: error: argument --data: cannot read") and "damaged" in line

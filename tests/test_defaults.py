@@ -1,0 +1,154 @@
+"""The default call, `rssm.minimize(problem)` with nothing set (issue #18): the right
+answer, the best point seen, steps the manifold allows, a convergence word that works on
+nonsmooth problems and is scale-free, and messages that name what the user chose."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm.problems import DPCP, ODL, CompositeProblem, NormLoss
+from rssm.problems.dpcp import subspace_distance
+from rssm.solvers import MAX_STEP
+from rssm.stepsizes import Constant, Geometric
+from rssm.stopping import StopReason
+
+
+def _noisy_rows(seed: int):
+    """The issue's data: 1000 samples as rows in 30 features, inliers within 1e-3 of a
+    5-dimensional subspace, 30% Gaussian outliers."""
+    rng = np.random.default_rng(seed)
+    n, d, m = 30, 5, 1000
+    s = np.linalg.qr(rng.standard_normal((n, d)))[0]
+    n_out = 300
+    inl = (s @ rng.standard_normal((d, m - n_out))).T + 1e-3 * rng.standard_normal((m - n_out, n))
+    rows = np.vstack([inl, rng.standard_normal((n_out, n))])[rng.permutation(m)]
+    return rows, s
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_default_dpcp_on_noisy_rows_finds_the_subspace(seed):
+    """Before: RSSM ended 90 degrees away on 3 of 10 seeds (a step of ~1e141 after the
+    windowed mean of ||grad||^2 lost every digit, then the last iterate was returned).
+    Now every seed recovers the subspace to the noise level, with no overflow warning,
+    and says it converged."""
+    rows, s = _noisy_rows(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = rssm.minimize(DPCP(rows.T, p=25))
+    assert subspace_distance(s, res.x) < 2e-3
+    assert res.success and res.stop_reason is StopReason.CONVERGED, res.message
+    assert res.feasibility < 1e-13
+
+
+def test_the_best_iterate_is_returned_not_the_last(small_dpcp):
+    """A rule that ends with a wild step: x is the point of least cost seen, x_last the
+    last one, and fun is f at x."""
+
+    def rule(k, ctx):
+        return 1e-3 if k < 40 else ctx.max_gamma    # the last steps as long as allowed
+
+    res = rssm.minimize(small_dpcp, stepsize=rule, max_iter=45, record=1)
+    costs = res.trace["cost"]
+    assert res.fun == pytest.approx(small_dpcp.cost(res.x), rel=1e-12)
+    assert res.fun <= costs.min() * (1 + 1e-15)
+    assert res.fun_last == costs[-1] > res.fun
+    assert res.best_iteration < res.n_iter == 45
+    assert not np.array_equal(res.x, res.x_last)
+    assert res.error == small_dpcp.error(res.x)
+
+
+@pytest.mark.parametrize("method", ["rsm", "rssm"])
+def test_no_step_is_longer_than_the_manifold_allows(small_dpcp, method):
+    """Constant(1e6): every step is clipped to ||gamma P(G_C)||_F = MAX_STEP (Lemma 3.2's
+    radius), the iterate stays feasible, and the clipping is counted."""
+    steps = []
+    res = rssm.minimize(small_dpcp, method=method, stepsize=Constant(1e6), max_iter=30,
+                        record=1, tol=0, callback=lambda p: steps.append(p.step_norm))
+    assert res.n_clipped == 30 and res.feasibility < 1e-13
+    # a step moves X by at most the length of Xi - X_C = gamma P(G_C), projected
+    assert all(s is None or s <= 2 * MAX_STEP for s in steps)
+
+
+def test_default_runs_converge_on_the_paper_problems_well_before_the_budget():
+    dp = DPCP.synthetic(n=30, d=3, n_inliers=300, n_outliers=200, seed=0)
+    od = ODL.synthetic(n=10, m=400, seed=0)
+    for prob, tol_err in ((dp, 1e-8), (od, 1e-8)):
+        res = rssm.minimize(prob)
+        assert res.success and res.stop_reason is StopReason.CONVERGED, res.message
+        assert res.n_iter < 0.5 * 2500                  # the budget: 1000 epochs, l = 5
+        assert res.error < tol_err
+        assert "converged after" in res.message
+
+
+def test_the_convergence_test_is_scale_free():
+    """f -> c f: the same iterations and the same verdict (the old absolute
+    stationarity_tol declared f * 1e-9 converged at iteration 0)."""
+    base = DPCP.synthetic(n=20, d=4, n_inliers=120, n_outliers=80, seed=3)
+    m = base.m
+    runs = []
+    for c in (1.0, 1e-9, 1e9):
+        prob = CompositeProblem(base.yt, base.p, NormLoss.norm(),
+                                sample_weights=np.full(m, c / m))
+        runs.append(rssm.minimize(prob, base.initial_point()))
+    assert all(r.stop_reason is StopReason.CONVERGED for r in runs)
+    # the iterates agree to rounding, so the radius crosses tol within an iteration or two
+    its = [r.n_iter for r in runs]
+    assert max(its) - min(its) <= 2 and min(its) > 10
+    for r in runs[1:]:
+        np.testing.assert_allclose(r.x, runs[0].x, rtol=0, atol=1e-9)
+
+
+def test_a_frozen_run_is_not_called_converged():
+    """A geometric step that decays far too fast freezes X far from the dictionary: the
+    iterates settle, but the subgradients there do not cancel, so the run does not claim
+    convergence (it stalls or runs out of budget) and the message names the rule."""
+    prob = ODL.synthetic(n=10, m=400, seed=1)
+    res = rssm.minimize(prob, stepsize=Geometric(0.05, 0.5), max_iter=3000)
+    assert res.error > 0.1
+    assert not res.success, res.message
+    assert res.stop_reason in (StopReason.STALLED, StopReason.MAX_ITER)
+    if res.stop_reason is StopReason.STALLED:
+        assert "Geometric(mu0=0.05, beta=0.5)" in res.message
+
+
+def test_certificate_is_reported(small_dpcp):
+    res = rssm.minimize(small_dpcp)
+    c = res.certificate
+    assert c is not None and c.converged and c.radius <= 1e-10
+    assert c.cancel <= 0.25 or c.vanish <= 1e-3
+    d = res.to_dict()
+    assert d["success"] is True and d["certificate"]["converged"] is True
+    back = rssm.Result.from_dict(res.to_dict(arrays=True))
+    np.testing.assert_array_equal(back.x, res.x)
+    assert back.stop_reason is res.stop_reason and back.certificate == res.certificate
+    assert math.isnan(res.stationarity)        # ||P_T(G)||_F is not recorded by default
+
+
+def test_seed_means_the_same_start_everywhere(small_dpcp):
+    res = rssm.minimize(small_dpcp, seed=7, max_iter=0)
+    np.testing.assert_array_equal(res.x, small_dpcp.initial_point(7))
+    np.testing.assert_array_equal(rssm.minimize(small_dpcp, max_iter=0).x,
+                                  small_dpcp.initial_point(0))
+
+
+def test_old_call_styles_still_work_and_warn(small_dpcp):
+    x0 = small_dpcp.initial_point()
+    with pytest.warns(DeprecationWarning, match="passing n_blocks by position"):
+        a = rssm.minimize(small_dpcp, x0, "rssm", 3, 0.01, 20)
+    b = rssm.minimize(small_dpcp, x0, "rssm", stepsize=0.01, max_iter=20,
+                      options={"n_blocks": 3})
+    np.testing.assert_array_equal(a.x, b.x)
+    with pytest.warns(DeprecationWarning, match="record_every= is deprecated; use record=N"):
+        rssm.minimize(small_dpcp, max_iter=4, record_every=2)
+    with pytest.warns(DeprecationWarning, match="n_blocks= is deprecated"):
+        rssm.minimize(small_dpcp, max_iter=2, n_blocks=2)
+    with pytest.raises(TypeError, match="unknown option 'n_block'"):
+        rssm.minimize(small_dpcp, max_iter=2, options={"n_block": 2})
+    # RSSM's options do not apply to RSM: one dict serves a loop over methods
+    r = rssm.minimize(small_dpcp, method="rsm", max_iter=2, options={"n_blocks": 3})
+    assert r.n_blocks == 1
