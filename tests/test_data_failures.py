@@ -37,7 +37,7 @@ def test_disk_cache_with_a_chunk_of_p_samples_gives_the_right_cost(tmp_path):
     big = ODL(samples(mm, chunk_size=100, cache="disk"), dictionary=prob.dictionary)
     assert big.data.bounds == ((0, 100), (100, 108))
     x0 = prob.initial_point(3)
-    kw = dict(n_blocks=4, stepsize=Constant(1e-3), max_iter=30, seed=0, record_every=1)
+    kw = dict(options={"n_blocks": 4}, stepsize=Constant(1e-3), max_iter=30, seed=0, record=1)
     r_big = rssm.minimize(big, x0, **kw)
     r_mem = rssm.minimize(prob, x0, **kw)
     assert r_big.fun == pytest.approx(prob.cost(r_big.x), rel=1e-12)
@@ -88,7 +88,7 @@ def cut(progress):
     if progress.iteration == 4:
         os.truncate(path, 1000)
 try:
-    rssm.minimize(prob, max_iter=50, record_every=2, callback=cut, stepsize=1e-3)
+    rssm.minimize(prob, max_iter=50, record=2, callback=cut, stepsize=1e-3)
     print("NO ERROR")
 except Exception as exc:
     x = getattr(exc, "x", None)
@@ -144,31 +144,37 @@ def test_dask_array_partition_and_unknown_chunk_sizes():
 
 
 # -- sparse PCA, planted sparse bases and l1 Procrustes out of core ----------------------------
-def _pair(which: str, tmp_path):
-    """(in-memory problem, the same problem on a memmap of its rows, a start)."""
+def _triple(which: str, tmp_path):
+    """(in-memory problem, the same on a memmap of its rows, the same on a NumPy array of
+    its rows through `samples`, a start)."""
+    def rows_of(arr, name):
+        rows = np.ascontiguousarray(arr.T)
+        np.save(tmp_path / name, rows)
+        return np.load(tmp_path / name, mmap_mode="r"), samples(rows)
+
     if which == "sparse_pca":
         prob = SparsePCA.synthetic(n=30, r=3, m=900, support=5, seed=2)
-        np.save(tmp_path / "a.npy", np.ascontiguousarray(prob.yt.T))
-        big = SparsePCA(np.load(tmp_path / "a.npy", mmap_mode="r"), 3, prob.mu)
+        mm, rows = rows_of(prob.yt, "a.npy")
+        big, ref = SparsePCA(mm, 3, prob.mu), SparsePCA(rows, 3, prob.mu)
     elif which == "sparse_basis":
         prob = PlantedSparseBasis.synthetic(n=12, p=3, m=1500, seed=1)
-        np.save(tmp_path / "q.npy", np.ascontiguousarray(prob.yt.T))
-        big = PlantedSparseBasis(samples(np.load(tmp_path / "q.npy", mmap_mode="r")), 3)
+        mm, rows = rows_of(prob.yt, "q.npy")
+        big, ref = PlantedSparseBasis(samples(mm), 3), PlantedSparseBasis(rows, 3)
     else:
         prob = L1Procrustes.synthetic(m=1200, n=15, p=4, seed=3)
-        np.save(tmp_path / "a.npy", np.ascontiguousarray(prob.yt.T))
-        np.save(tmp_path / "b.npy", np.ascontiguousarray(prob.bt.T))
-        big = L1Procrustes(np.load(tmp_path / "a.npy", mmap_mode="r"),
-                           np.load(tmp_path / "b.npy", mmap_mode="r"))
-    return prob, big, prob.initial_point(0)
+        mm, rows = rows_of(prob.yt, "a.npy")
+        mb, brows = rows_of(prob.bt, "b.npy")
+        big, ref = L1Procrustes(mm, mb), L1Procrustes(rows, brows)
+    return prob, big, ref, prob.initial_point(0)
 
 
 @pytest.mark.parametrize("which", ["sparse_pca", "sparse_basis", "l1_procrustes"])
 def test_builtins_read_out_of_core_data(tmp_path, which):
     """They read their data into memory before: now a memmap (or `samples` of one) is
-    streamed through the same store as DPCP's, and with the same (default) partition the
-    runs equal the in-memory ones bit for bit."""
-    prob, big, x0 = _pair(which, tmp_path)
+    streamed through the same store as DPCP's. Its oracles agree with in memory to
+    rounding, and its runs equal, bit for bit, those on the same rows held in memory
+    (the same partition and layout)."""
+    prob, big, ref, x0 = _triple(which, tmp_path)
     assert isinstance(big.data, ChunkedData) and big.data.kind == "memmap"
     assert big.shape == prob.shape and big.m == prob.m
     assert big.cost(x0) == pytest.approx(prob.cost(x0), rel=1e-12)
@@ -179,9 +185,9 @@ def test_builtins_read_out_of_core_data(tmp_path, which):
     s0 = big.initial_point(0)
     assert np.linalg.norm(s0 @ s0.T - x0 @ x0.T) < 1e-8    # the same span
     rule = prob.reference_stepsize()
-    r1 = rssm.minimize(prob, x0, n_blocks=2, stepsize=rule, max_iter=40, seed=1)
-    r2 = rssm.minimize(big, x0, n_blocks=2, stepsize=rule, max_iter=40, seed=1)
-    assert big.data.bounds == prob.data.bounds
+    r1 = rssm.minimize(ref, x0, options={"n_blocks": 2}, stepsize=rule, max_iter=40, seed=1)
+    r2 = rssm.minimize(big, x0, options={"n_blocks": 2}, stepsize=rule, max_iter=40, seed=1)
+    assert big.data.bounds == ref.data.bounds == prob.data.bounds
     np.testing.assert_array_equal(r2.x, r1.x)
 
 
@@ -194,8 +200,8 @@ def test_sparse_pca_from_data_out_of_core_centres_without_a_copy(tmp_path):
     x0 = mem.initial_point()
     assert big.cost(x0) == pytest.approx(mem.cost(x0), rel=1e-12)
     assert big.explained_variance(x0) == pytest.approx(mem.explained_variance(x0), rel=1e-12)
-    r1 = rssm.minimize(mem, x0, n_blocks=3, max_iter=30, seed=0, stepsize=1e-3)
-    r2 = rssm.minimize(big, x0, n_blocks=3, max_iter=30, seed=0, stepsize=1e-3)
+    r1 = rssm.minimize(mem, x0, options={"n_blocks": 3}, max_iter=30, seed=0, stepsize=1e-3)
+    r2 = rssm.minimize(big, x0, options={"n_blocks": 3}, max_iter=30, seed=0, stepsize=1e-3)
     np.testing.assert_allclose(r2.x, r1.x, rtol=0, atol=1e-10)
 
 

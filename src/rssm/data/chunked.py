@@ -22,6 +22,7 @@ import numpy as np
 
 from rssm.data.store import (
     DEFAULT_CHUNK_BYTES,
+    STALLED_TIMEOUT,
     DataError,
     SampleStore,
     chunk_bounds,
@@ -210,11 +211,31 @@ class ChunkedData(SampleStore):
         src = self.source
         blk = src[lo:hi] if self.rows_are_samples else src[:, lo:hi]
         if self.kind == "dask":
-            blk = blk.compute()
+            blk = self._compute(blk, lo, hi)
         arr = np.asarray(blk)
         if arr.dtype != np.float64:
             arr = arr.astype(np.float64)
         return arr.T if self.rows_are_samples else arr
+
+    def _compute(self, blk, lo: int, hi: int):
+        """A Dask chunk: on the running cluster within the timeout (`DataError` after it),
+        else with Dask's local scheduler."""
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ImportError, ValueError):
+            client = None
+        if client is None or getattr(client, "status", None) != "running":
+            return blk.compute()
+        limit = min(self.timeout, STALLED_TIMEOUT) if self.stalled else self.timeout
+        fut = client.compute(blk)
+        try:
+            return fut.result(timeout=limit)
+        except TimeoutError:
+            self.stalled = True
+            raise DataError(f"the Dask cluster did not return samples {lo}..{hi - 1} within "
+                            f"{limit:g} s (a worker stopped or hung?)") from None
 
     def _check_file(self) -> None:
         path, need = self._extent
@@ -331,18 +352,12 @@ def as_rows_matrix(value: Any, name: str):
 def as_data_matrix(value: Any, name: str):
     """A problem's data argument (n x m, samples as columns): out-of-core arrays become a
     `ChunkedData` (nothing read into memory); anything else goes through
-    `rssm._validation.as_float_matrix` (a float64 copy in memory, in the memory order of
-    ``value``: C, or F for the transpose of an m x n C array)."""
+    `rssm._validation.as_float_matrix` (a float64 C-order copy in memory: samples as
+    columns, whatever the layout of ``value``)."""
     from rssm._validation import as_float_matrix
 
     if isinstance(value, ChunkedData):
         return value
     if is_out_of_core(value):
         return ChunkedData(value, rows_are_samples=False, name=name)
-    if isinstance(value, np.ndarray) and value.ndim == 2 and value.flags.f_contiguous \
-            and not value.flags.c_contiguous:
-        # Samples as rows in memory (``a.T`` of an m x n array): the copy keeps that layout,
-        # so the products run as on the same data read from a file one sample per row (the
-        # same bits when the partitions agree).
-        return as_float_matrix(value.T, name, copy=True).T
     return as_float_matrix(value, name, copy=True)

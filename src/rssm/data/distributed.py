@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from rssm.blocks import ColumnSet, Partition
-from rssm.data.engine import ALL, ChunkSet, union
-from rssm.data.store import DataError, default_chunk_size, one_blas_thread
+from rssm.data.chunkset import ALL, ChunkSet, union
+from rssm.data.dask_files import from_npy
+from rssm.data.store import DataError, one_blas_thread
 from rssm.problem import Oracle
 
 __all__ = ["DaskOracle", "ChunkActor", "active_client", "from_npy"]
@@ -58,42 +59,6 @@ def active_client():
     except ValueError:
         return None
     return client if getattr(client, "status", "running") == "running" else None
-
-
-def _read_rows(path: str, lo: int, hi: int) -> np.ndarray:
-    return np.array(np.load(path, mmap_mode="r")[lo:hi], dtype=np.float64)
-
-
-def from_npy(path, chunk_size: int | None = None):
-    """A Dask array over an ``.npy`` file of m samples as rows (m x n), read by the workers.
-
-    Every worker opens the file itself and reads only its chunks, so the data never passes
-    through the client; the file must be visible to every worker at the same path (a
-    shared file system). Pass the result to `rssm.data.samples`.
-
-    Parameters
-    ----------
-    path : str or path-like
-        The ``.npy`` file (C order, 2-D, real).
-    chunk_size : int, optional
-        Samples per chunk (default `rssm.data.store.default_chunk_size`, the partition of
-        the same data in memory: the two runs then give the same bits).
-    """
-    try:
-        import dask
-        import dask.array as da
-    except ImportError:
-        raise ImportError(_MISSING) from None
-    path = str(path)
-    mm = np.load(path, mmap_mode="r")
-    if mm.ndim != 2:
-        raise ValueError(f"path must hold a 2-D array, got shape {mm.shape}")
-    m, n = mm.shape
-    k = int(chunk_size) if chunk_size else default_chunk_size(m, n)
-    blocks = [da.from_delayed(dask.delayed(_read_rows, pure=True)(path, lo, min(lo + k, m)),
-                              shape=(min(lo + k, m) - lo, n), dtype=np.float64)
-              for lo in range(0, m, k)]
-    return da.concatenate(blocks, axis=0)
 
 
 class ChunkActor:
@@ -132,13 +97,14 @@ class ChunkActor:
         return one_blas_thread()
 
     def run(self, changed: str, cols: ColumnSet | None, values: np.ndarray | None,
-            qcols: ColumnSet | None, want_cost: bool):
+            qcols: ColumnSet | None, want_cost: bool, trial: tuple | None = None):
         """Apply the pending change of X, then answer: (partials, costs).
 
         ``changed`` is "none", "cols" (X[:, cols] = values) or "all" (X = values).
-        ``partials`` is the list of the chunks' |qcols| x n partial products (None without
-        ``qcols``), ``costs`` the list of their shares of the cost (None unless
-        ``want_cost``)."""
+        ``partials`` is the list of the chunks' c x n partial products, c the size of
+        ``qcols`` (None without ``qcols``), ``costs`` the list of their shares of the cost
+        (None unless ``want_cost``); with ``trial`` = (C, V), ``costs`` are instead their
+        shares of f at X with the columns C set to V (X unchanged)."""
         upd: Any = None
         if changed == "all":
             self.x[...] = values
@@ -151,10 +117,14 @@ class ChunkActor:
             xc = self._xc[: self.x.shape[0] * upd.size].reshape(self.x.shape[0], upd.size)
             np.take(self.x, upd.index, axis=1, out=xc)
         with self._one_blas():
-            self._set.run(self.x, upd, qcols, want_cost, xc)
+            self._set.run(self.x, upd, qcols, want_cost, xc, trial)
         chunks = self._set.chunks
         parts = None if qcols is None else [ch.gt[: qcols.size].copy() for ch in chunks]
-        costs = [ch.cost for ch in chunks] if want_cost else None
+        costs = None
+        if trial is not None:
+            costs = [ch.trial for ch in chunks]
+        elif want_cost:
+            costs = [ch.cost for ch in chunks]
         return parts, costs
 
 
@@ -185,6 +155,7 @@ class DaskOracle(Oracle):
         model = problem.sample_model(partition)
         data = model.store
         self.client, self.kernel = client, model.kernel
+        self._store = data
         self.n, self.m, self.p = data.n, data.m, x.shape[1]
         self.mu, self.s = model.mu, model.scale
         self.timeout = data.timeout
@@ -269,7 +240,7 @@ class DaskOracle(Oracle):
                          "scheduler went away); the run stops with the iterate so far",
                          self.x.copy())
 
-    def _rebuild(self, j: int, exc: BaseException, qcols, want_cost):
+    def _rebuild(self, j: int, exc: BaseException, qcols, want_cost, trial=None):
         """Replace actor j after its worker was lost; return its answer to this round."""
         addr = self.workers[j]
         if self._client_gone():
@@ -282,7 +253,7 @@ class DaskOracle(Oracle):
         try:
             fut = self._submit(self._groups[j], None)
             actor = self._result(fut, f"reloading the chunks of lost worker {addr}")
-            ans = self._result(actor.run("none", None, None, qcols, want_cost),
+            ans = self._result(actor.run("none", None, None, qcols, want_cost, trial),
                                f"rebuilding the caches of lost worker {addr}")
         except DataError:
             raise
@@ -300,7 +271,8 @@ class DaskOracle(Oracle):
         return ans
 
     # -- one round: the pending change and a query, one message per actor --------------------
-    def _round(self, qcols: ColumnSet | None, want_cost: bool, timeout: float | None = None):
+    def _round(self, qcols: ColumnSet | None, want_cost: bool, timeout: float | None = None,
+               trial: tuple | None = None):
         pend = self._pending
         if pend is None:
             changed, cols, values = "none", None, None
@@ -311,7 +283,7 @@ class DaskOracle(Oracle):
         if self._client_gone():
             raise self._closed_error()
         limit = self.timeout if timeout is None else timeout
-        futs = [a.run(changed, cols, values, qcols, want_cost) for a in self.actors]
+        futs = [a.run(changed, cols, values, qcols, want_cost, trial) for a in self.actors]
         deadline = time.monotonic() + limit
         answers: list = [None] * len(futs)
         try:
@@ -321,11 +293,13 @@ class DaskOracle(Oracle):
                                               max(0.0, deadline - time.monotonic()), limit)
                 except DataError:
                     self._pending = ALL   # the actors may hold different X now
+                    self._store.stalled = True
                     raise
                 except Exception as exc:
-                    answers[j] = self._rebuild(j, exc, qcols, want_cost)
+                    answers[j] = self._rebuild(j, exc, qcols, want_cost, trial)
         except KeyboardInterrupt:
             self._interrupted = True
+            self._store.stalled = True   # later reads of these chunks wait briefly
             self._pending = ALL
             raise
         self._pending = None
@@ -401,6 +375,28 @@ class DaskOracle(Oracle):
         if self.mu:
             g = g + self.mu * np.sign(self.x)
         return g
+
+    def cost_at(self, cols: ColumnSet | None, sel, values: np.ndarray) -> float:
+        """f at X with the columns ``cols`` set to ``values``: a pure query, one round (the
+        pending update rides along); NaN after a Ctrl-C when the workers do not answer."""
+        if self._dead:
+            return math.nan
+        trial = (self._all if cols is None else cols,
+                 np.ascontiguousarray(values, dtype=np.float64))
+        try:
+            costs = self._round(None, False, INTERRUPT_TIMEOUT if self._interrupted else None,
+                                trial)[1]
+        except DataError as exc:
+            if not self._interrupted:
+                raise
+            self._degraded("cost", exc)
+            return math.nan
+        total = math.fsum(costs) * self.s
+        if self.mu:
+            xt = self.x.copy()
+            xt[:, sel] = values
+            total += self.mu * float(np.abs(xt).sum())
+        return total
 
     def cost(self) -> float:
         self._cost_read = True

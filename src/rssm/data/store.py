@@ -28,7 +28,8 @@ import numpy as np
 
 __all__ = ["SampleStore", "InMemory", "Standardized", "DataError", "LayoutWarning",
            "default_chunk_size", "chunk_bounds", "as_store", "warn_if_transposed",
-           "DEFAULT_CHUNK_BYTES", "MIN_CHUNK_SAMPLES", "MIN_CHUNK_ENTRIES", "MAX_CHUNKS"]
+           "DEFAULT_CHUNK_BYTES", "MIN_CHUNK_SAMPLES", "MIN_CHUNK_ENTRIES", "MAX_CHUNKS",
+           "STALLED_TIMEOUT"]
 
 #: Largest chunk of the default partition, in bytes of float64 data (64 MiB).
 DEFAULT_CHUNK_BYTES = 64 * 2**20
@@ -39,6 +40,8 @@ MIN_CHUNK_SAMPLES = 1024
 MIN_CHUNK_ENTRIES = 2**16
 #: Most chunks of the default partition, unless `DEFAULT_CHUNK_BYTES` needs more.
 MAX_CHUNKS = 16
+#: Seconds a read of remote chunks waits once the store is marked ``stalled``.
+STALLED_TIMEOUT = 2.0
 
 
 def default_chunk_size(m: int, n: int) -> int:
@@ -129,6 +132,9 @@ class SampleStore:
     concurrent_reads: bool = True
     #: Seconds a remote chunk (a Dask worker) may take to answer (`rssm.data.distributed`).
     timeout: float = 60.0
+    #: Set by an oracle whose workers did not answer (or a Ctrl-C while waiting for them):
+    #: later reads of remote chunks wait at most `STALLED_TIMEOUT` seconds.
+    stalled: bool = False
 
     @property
     def shape(self) -> tuple[int, int]:

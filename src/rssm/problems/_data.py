@@ -27,7 +27,7 @@ import numpy as np
 from rssm.blocks import Partition
 from rssm.data.chunked import ChunkedData, as_data_matrix
 from rssm.data.engine import DataOracle, one_pass
-from rssm.data.store import InMemory, SampleStore, warn_if_transposed
+from rssm.data.store import DataError, InMemory, SampleStore, warn_if_transposed
 from rssm.problem import Oracle, Problem
 from rssm.problems.losses import EntrywiseLoss, NormLoss, make_kernel
 
@@ -120,10 +120,19 @@ class DataProblem(Problem):
 
     # -- oracles --------------------------------------------------------------------------
     def cost(self, x) -> float:
-        return one_pass(self.sample_model(None), np.asarray(x, dtype=np.float64), False)[0]
+        return self._pass(x, False)[0]
 
     def subgradient(self, x) -> np.ndarray:
-        return one_pass(self.sample_model(None), np.asarray(x, dtype=np.float64), True)[1]
+        return self._pass(x, True)[1]
+
+    def _pass(self, x, grad: bool):
+        x = np.asarray(x, dtype=np.float64)
+        try:
+            return one_pass(self.sample_model(None), x, grad)
+        except DataError as exc:   # the data went away: say at which point
+            if exc.x is None:
+                exc.x = x.copy()
+            raise
 
     def make_oracle(self, x, partition: Partition | None) -> Oracle:
         if isinstance(self._store, ChunkedData) and self._store.kind == "dask":

@@ -35,7 +35,9 @@ from rssm.problems._data import DataProblem
 from rssm.problems.losses import EntrywiseLoss, NormLoss
 from rssm.stepsizes import as_stepsize
 
-__all__ = ["EntrywiseLoss", "NormLoss", "CompositeProblem"]
+# EntrywiseLoss and NormLoss (rssm.problems.losses) are importable from here as before;
+# their documented home is rssm.problems.
+__all__ = ["CompositeProblem"]
 
 #: The oracle of composites: the one data oracle (kept under its former name).
 _CompositeOracle = DataOracle

@@ -4,7 +4,7 @@ f(X) = s sum_j c_j h(X^T y_j - b_j) (+ mu ||X||_1) is defined by its row loss h:
 
 * `EntrywiseLoss`: h(z) = sum_k phi(z_k). The partial subgradient on the columns C is
   Yt phi'(Z_C - B_C) (Prop. ``prop-structural``): it reads only the rows C of the cached
-  Z^T = X^T Yt. ODL (phi = |.|, Section 5.2), l1 Procrustes, sparse PCA (phi = -t^2).
+  Z^T = X^T Yt. ODL (phi = abs, Section 5.2), l1 Procrustes, sparse PCA (phi = -t^2).
 * `NormLoss`: h(z) = psi(||z||). The weights psi'(r_j) / r_j need the whole-row norms
   r_j, kept as per-block sums of squares; the blocks that changed are recomputed from
   their rows, never updated by differences, so nothing drifts. DPCP (psi(r) = r,
@@ -39,7 +39,9 @@ import numpy as np
 from rssm._validation import as_positive_float
 from rssm.blocks import ColumnSet, Partition, _runs
 
-__all__ = ["EntrywiseLoss", "NormLoss", "EntrywiseKernel", "NormKernel", "make_kernel"]
+# EntrywiseLoss and NormLoss are public as rssm.problems.EntrywiseLoss / NormLoss (and
+# documented there); this module's own names are the kernels.
+__all__ = ["EntrywiseKernel", "NormKernel", "make_kernel"]
 
 ArrayFn = Callable[[np.ndarray], np.ndarray]
 
@@ -224,6 +226,24 @@ class EntrywiseKernel:
             ch.stale.fill(False)
         return float(ch.rowc.sum())
 
+    def trial_cost(self, ch, cols: ColumnSet, zc: np.ndarray) -> float:
+        """The chunk's cost with the rows ``cols`` of Z^T replaced by ``zc`` (overwritten);
+        the per-column costs must be current (`cost` was called)."""
+        rc = ch.rowc.copy()
+        off = 0
+        for run in cols.runs:
+            c = run.stop - run.start
+            rows = zc[off : off + c]
+            if ch.bt is not None:
+                np.subtract(rows, ch.bt[run], out=rows)
+            val = _apply(self.loss.value, rows, rows)
+            if ch.cw is None:
+                np.sum(val, axis=1, out=rc[run])
+            else:
+                np.matmul(val, ch.cw, out=rc[run])
+            off += c
+        return float(rc.sum())
+
     def weights(self, ch, runs: tuple[slice, ...], out: np.ndarray) -> None:
         off = 0
         for run in runs:
@@ -286,8 +306,32 @@ class NormKernel:
         np.divide(num, r, out=ch.scale, where=ch.mask)
 
     def cost(self, ch) -> float:
-        v = ch.r if self.is_norm else np.asarray(self.loss.value(ch.r), dtype=np.float64)
-        return float(v.sum()) if ch.cw is None else float(v @ ch.cw)
+        return self._cost_of(ch.r, ch.cw)
+
+    def _cost_of(self, r: np.ndarray, cw: np.ndarray | None) -> float:
+        v = r if self.is_norm else np.asarray(self.loss.value(r), dtype=np.float64)
+        return float(v.sum()) if cw is None else float(v @ cw)
+
+    def trial_cost(self, ch, cols: ColumnSet, zc: np.ndarray) -> float:
+        """The chunk's cost with the rows ``cols`` of Z^T replaced by ``zc`` (overwritten):
+        the blocks of C recomputed from ``zc``, the others as kept, summed as `after_update`
+        sums them."""
+        bn = ch.bn.copy()
+        blocks = range(len(self.block_runs)) if self.partition is None else cols.blocks
+        for b in blocks:
+            for i, run in enumerate(self.block_runs[b]):
+                at = int(np.searchsorted(cols.index, run.start))
+                z = zc[at : at + run.stop - run.start]
+                if ch.bt is not None:
+                    np.subtract(z, ch.bt[run], out=z)
+                if i == 0:
+                    np.einsum("ij,ij->j", z, z, out=bn[b])
+                else:
+                    np.einsum("ij,ij->j", z, z, out=ch.tmp)
+                    bn[b] += ch.tmp
+        r = np.add.reduce(bn, axis=0) if len(bn) > 1 else bn[0]
+        np.sqrt(r, out=r)
+        return self._cost_of(r, ch.cw)
 
     def weights(self, ch, runs: tuple[slice, ...], out: np.ndarray) -> None:
         off = 0
