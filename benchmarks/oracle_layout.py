@@ -13,10 +13,14 @@ iteration is ``Result.time / n_iter`` (oracle and geometry; recording excluded).
 child runs one warm-up call per configuration first. Methods: RSM, RSSM with l = 5 and 10.
 
 Thread settings: ``threads=1`` and ``threads=2`` in both trees (the old tree ran its
-oracles on one BLAS thread either way: it had no chunk workers), and the old tree with
+oracles on one BLAS thread either way: it had no chunk workers), the old tree with
 ``threads=None`` (the BLAS pool left at its default, 2 threads on a 2-core machine): the
-"2-thread BLAS" reference. Ratios new / old < 1 mean the new code is faster. Medians
-(and best) over the rounds; the machine's load average is printed before and after.
+"2-thread BLAS" reference, and the new tree at 2 workers without the loop's reading of f
+before each direction (``new@2nb``: the data oracle's ``cheap_cost`` off, as in the old
+loop, which kept no best iterate): the layout alone. Ratios new / old < 1 mean the new
+code is faster. Medians (and best) over the rounds; the machine's load average is printed
+before and after. The new tree includes the loop of issues 18/20 (convergence test, best
+iterate), so new / old is the whole change, new@2nb / old the layout's part.
 """
 
 from __future__ import annotations
@@ -52,9 +56,13 @@ def serve() -> None:
         threads = req["threads"]
         kw = dict(method=req["method"], stepsize=1e-3, max_iter=req["iters"], seed=0,
                   record_every=req["iters"], stationarity=False, threads=threads)
+        oracle_cls = getattr(getattr(rssm.data, "engine", None), "DataOracle", None)
+        if oracle_cls is not None:
+            # "nobest": the loop does not read f before each direction (as 345b821)
+            oracle_cls.cheap_cost = not req.get("nobest", False)
         if req["method"] == "rssm":
             kw["n_blocks"] = req["l"]
-        key = (name, req["method"], req["l"], threads)
+        key = (name, req["method"], req["l"], threads, req.get("nobest", False))
         if key not in warm:
             rssm.minimize(prob, x0, **{**kw, "max_iter": max(5, req["iters"] // 10),
                                        "record_every": max(5, req["iters"] // 10)})
@@ -115,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds, iters = (3, 60) if args.quick else (args.rounds, args.iters)
     old_src, tmp = _old_tree(args.old)
     kids = {"old": _Child(old_src), "new": _Child(ROOT / "src")}
-    settings = {"old": (1, 2, None), "new": (1, 2)}
+    settings = {"old": (1, 2, None), "new": (1, 2, "2nb")}
     print(f"load average before: {os.getloadavg()}; {os.cpu_count()} logical CPUs", flush=True)
     times: dict[tuple, list[float]] = {}
     funs: dict[tuple, set] = {}
@@ -127,13 +135,15 @@ def main(argv: list[str] | None = None) -> int:
                     n_it = iters if method == "rssm" else max(10, iters // 3)
                     for tree in order:
                         for threads in settings[tree]:
-                            req = dict(problem=problem, method=method, l=ell, threads=threads,
-                                       iters=n_it)
+                            req = dict(problem=problem, method=method, l=ell,
+                                       threads=2 if threads == "2nb" else threads,
+                                       iters=n_it, nobest=threads == "2nb")
                             ans = kids[tree].ask(req)
                             key = (problem, method, ell, tree, threads)
                             times.setdefault(key, []).append(ans["per_iter"])
-                            funs.setdefault((problem, method, ell, tree), set()).add(
-                                round(ans["fun"], 9))
+                            if threads != "2nb":
+                                funs.setdefault((problem, method, ell, tree), set()).add(
+                                    round(ans["fun"], 9))
             print(f"round {r + 1}/{rounds} done", flush=True)
     finally:
         for kid in kids.values():
@@ -145,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{stat} ms per iteration over {rounds} rounds (oracle + geometry); "
               "ratios new / old")
         print(f"{'problem':7s} {'method':9s} {'old@1':>8s} {'old@2':>8s} {'old@None':>9s} "
-              f"{'new@1':>8s} {'new@2':>8s} {'new1/old1':>10s} {'new2/old2':>10s} "
-              f"{'new2/oldNone':>13s}")
+              f"{'new@1':>8s} {'new@2':>8s} {'new@2nb':>8s} {'new1/old1':>10s} "
+              f"{'new2/old2':>10s} {'new2/oldNone':>13s} {'nb2/old2':>9s} {'nb2/oldNone':>12s}")
         for problem in ("dpcp", "odl"):
             for method, ell in METHODS:
                 t = {(tr, th): fn(times[(problem, method, ell, tr, th)]) * 1e3
@@ -154,8 +164,11 @@ def main(argv: list[str] | None = None) -> int:
                 label = method if ell is None else f"rssm l={ell}"
                 print(f"{problem:7s} {label:9s} {t['old', 1]:8.3f} {t['old', 2]:8.3f} "
                       f"{t['old', None]:9.3f} {t['new', 1]:8.3f} {t['new', 2]:8.3f} "
+                      f"{t['new', '2nb']:8.3f} "
                       f"{t['new', 1] / t['old', 1]:10.3f} {t['new', 2] / t['old', 2]:10.3f} "
-                      f"{t['new', 2] / t['old', None]:13.3f}")
+                      f"{t['new', 2] / t['old', None]:13.3f} "
+                      f"{t['new', '2nb'] / t['old', 2]:9.3f} "
+                      f"{t['new', '2nb'] / t['old', None]:12.3f}")
         print()
     same = all(len(funs[(p, m, e, "new")]) == 1 for p in ("dpcp", "odl") for m, e in METHODS)
     print(f"\nnew code: the same final cost at threads=1 and 2 in every round: {same}")

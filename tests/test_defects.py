@@ -56,7 +56,7 @@ def test_check_subgradient_catches_a_stale_contiguous_cache(monkeypatch):
     assert check_subgradient(prob, rng=0).ok
     # an oracle that never recomputes a contiguous run of rows (the path of
     # Partition.uniform's adjacent block pairs) keeps stale Z^T rows after a step
-    # (the rows are recomputed per chunk by rssm.data.engine.ChunkSet since issue 19)
+    # (the rows are recomputed per chunk by rssm.data.chunkset.ChunkSet since issue 19)
     monkeypatch.setattr(ChunkSet, "_recompute_rows", staticmethod(lambda ch, yt, x, run: None))
     caught = [not check_subgradient(prob, rng=s).ok for s in range(10)]
     assert all(caught), caught

@@ -6,10 +6,13 @@
   Zarr dataset, a Dask or NumPy array) as data for the data objectives, which then read it
   a chunk of samples at a time (`ChunkedData`);
 * `rssm.data.engine`: the one incremental oracle of the data objectives (`DataOracle`,
-  formerly `ChunkedOracle`), chunk by chunk on the run's worker threads;
+  formerly `ChunkedOracle`), chunk by chunk on the run's worker threads; its chunks'
+  arrays and fused task are `rssm.data.chunkset.ChunkSet` (shared with the Dask actors),
+  and a state kept on disk lives in an unlinked file (`rssm.data.statefile`);
 * `rssm.data.io` reads data files (.npy, .npz, .csv, HDF5, Zarr) for ``rssm solve --data``;
 * `rssm.data.distributed` runs the oracle data-parallel on a ``dask.distributed`` cluster
-  when the data is a Dask array (optional extra ``rssm[dask]``).
+  when the data is a Dask array (optional extra ``rssm[dask]``); `rssm.data.dask_files`
+  makes Dask arrays over ``.npy`` files that the workers read themselves.
 
 See docs/data.md.
 """

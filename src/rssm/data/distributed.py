@@ -6,13 +6,14 @@ When a data problem's samples are a Dask array and a ``distributed.Client`` is a
 * the array is persisted on the cluster, cut along the samples only, in the partition of
   its `rssm.data.ChunkedData` (the Dask array's own chunks);
 * on every worker that holds chunks, one Dask actor (`ChunkActor`) keeps those chunks and
-  their state in a `rssm.data.engine.ChunkSet`, the same per-chunk code as in memory;
+  their state in a `rssm.data.chunkset.ChunkSet`, the same per-chunk code as in memory;
 * an iteration sends each actor, in **one** message, the columns X_C the previous step
   changed and the columns C' of this step; the actor updates its chunks and returns each
   chunk's n x |C'| partial product (and, when asked, its share of the cost); the client
   adds the chunks' partials in chunk order 0, 1, 2, ... So the result does not depend on
   which worker holds which chunk, and equals the in-process oracle's bit for bit when the
-  partitions are the same.
+  partitions and the layouts are the same. A trial cost (`DaskOracle.cost_at`) is one
+  round as well.
 
 Failures (docs/data.md, "When workers fail"): every round waits at most the data's
 ``timeout`` (default 60 s). A worker that does not answer in time (stopped, overloaded)
