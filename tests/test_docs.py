@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 OPTIONAL = ("torch", "jax", "dask", "distributed", "h5py", "zarr", "pymanopt", "geoopt",
-            "tqdm")
+            "tqdm", "sklearn", "skimage", "pandas")
 _FENCE = re.compile(r"^([ \t]*)```python[ \t]*\n(.*?)^\1```[ \t]*$", re.M | re.S)
 
 

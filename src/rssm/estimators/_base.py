@@ -1,0 +1,194 @@
+"""What the scikit-learn estimators share: the one call of `rssm.minimize`, the record of
+a run, input checks, and reading an array a chunk of samples at a time.
+
+Arrays come in scikit-learn's layout, one sample per row (n_samples x n_features).
+In-memory arrays go through scikit-learn's ``validate_data`` (``check_array``), which sets
+``n_features_in_`` and ``feature_names_in_``. Out-of-core arrays (`rssm.data.is_out_of_core`:
+a `numpy.memmap` such as ``np.load(path, mmap_mode="r")``, an h5py or Zarr dataset, a Dask
+array) are never read whole: their shape and dtype are checked here, their entries chunk by
+chunk, and the solver streams them through `rssm.data.samples`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+import rssm
+from rssm.data import ChunkedData, is_out_of_core
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _sk_validate_data
+except ImportError:  # pragma: no cover - scikit-learn 1.3 to 1.5
+    _sk_validate_data = None
+
+#: Bytes of float64 data per chunk when an estimator reads an array itself.
+CHUNK_BYTES = 32 * 2**20
+
+#: Solver settings every estimator exposes; None means rssm's default (not forwarded).
+SOLVER_PARAMS = ("method", "n_blocks", "stepsize", "max_iter", "tol")
+
+
+def _solve(problem: rssm.Problem, x0: np.ndarray | None, params: dict[str, Any]) -> rssm.Result:
+    """The estimators' only call of `rssm.minimize`.
+
+    ``params`` holds the settings the user set (keys of `SOLVER_PARAMS` and ``seed``); the
+    others are left to rssm's defaults. ``n_blocks`` goes into ``options`` and ``tol`` is
+    the convergence test's (`rssm.solvers.certificate`). With one column (p = 1) and no
+    ``method`` set, RSM is used: RSSM needs two blocks (on St(n, 1) RSM is what one block
+    would do).
+    """
+    kw = dict(params)
+    if problem.shape[1] < 2 and "method" not in kw:
+        kw["method"] = "rsm"
+    if "n_blocks" in kw:
+        kw["options"] = {"n_blocks": kw.pop("n_blocks")}
+    return rssm.minimize(problem, x0, **kw)
+
+
+def as_seed(random_state: Any) -> int | np.random.Generator | None:
+    """scikit-learn's ``random_state`` as an rssm seed: None and ints as they are, a
+    `numpy.random.Generator` as it is, a `numpy.random.RandomState` as one int drawn from
+    it (as scikit-learn estimators do)."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(
+            random_state, (bool, np.bool_)) and random_state >= 0:
+        return int(random_state)
+    raise ValueError(
+        "random_state must be None, a non-negative int, a numpy.random.RandomState or a "
+        f"numpy.random.Generator, got {random_state!r}")
+
+
+class SolverMixin:
+    """Runs the solver with the estimator's settings and records the run.
+
+    Attributes set by `_run`: ``result_`` (the `rssm.Result`), ``n_iter_``,
+    ``stop_reason_`` (the convergence word, `rssm.StopReason` value such as
+    ``"max_iter"``) and ``converged_`` (``result_.success``).
+    """
+
+    def _solver_params(self) -> dict[str, Any]:
+        params = {k: getattr(self, k) for k in SOLVER_PARAMS if getattr(self, k) is not None}
+        seed = as_seed(self.random_state)
+        if seed is not None:
+            params["seed"] = seed
+        return params
+
+    def _run(self, problem: rssm.Problem, x0: np.ndarray | None = None) -> rssm.Result:
+        res = _solve(problem, x0, self._solver_params())
+        self.result_ = res
+        self.n_iter_ = int(res.n_iter)
+        self.stop_reason_ = res.stop_reason.value
+        self.converged_ = bool(res.success)
+        if not res.success:
+            warnings.warn(
+                f"{type(self).__name__} did not converge: the solver stopped with "
+                f"{res.stop_reason.value!r} ({res.message}); raise max_iter or set tol",
+                ConvergenceWarning, stacklevel=3)
+        return res
+
+
+def check_X(est: Any, X: Any, *, reset: bool) -> Any:
+    """``X`` checked as scikit-learn does: a float64 array for in-memory input (via
+    ``validate_data``), the array itself, its shape and dtype checked, for out-of-core input.
+
+    Sets ``n_features_in_`` (and ``feature_names_in_``) when ``reset``; otherwise checks the
+    number of features against the fitted one.
+    """
+    name = type(est).__name__
+    if isinstance(X, ChunkedData):
+        raise TypeError(f"{name} takes the array itself (one sample per row), not "
+                        "rssm.data.samples(...): it streams out-of-core arrays on its own")
+    if not is_out_of_core(X):
+        kw = dict(reset=reset, dtype=np.float64)
+        if _sk_validate_data is not None:
+            return _sk_validate_data(est, X, **kw)
+        return est._validate_data(X, **kw)  # pragma: no cover - scikit-learn < 1.6
+    shape, dtype = tuple(X.shape), np.dtype(X.dtype)
+    if len(shape) != 2:
+        raise ValueError(f"Expected a 2D array (n_samples, n_features), got an array with "
+                         f"shape {shape}")
+    if dtype.kind not in "iuf":
+        raise ValueError(f"{name} needs real numbers (int or float dtypes), got dtype {dtype}")
+    if shape[0] < 1 or shape[1] < 1:
+        raise ValueError(f"Found array with shape {shape} while a minimum of 1 sample and 1 "
+                         f"feature is required by {name}.")
+    if reset:
+        est.n_features_in_ = shape[1]
+        if hasattr(est, "feature_names_in_"):
+            del est.feature_names_in_
+    elif shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {shape[1]} features, but {name} is expecting "
+                         f"{est.n_features_in_} features as input.")
+    return X
+
+
+def row_chunks(X: Any, rows: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
+    """(lo, hi, X[lo:hi] as float64) over X a chunk of samples at a time.
+
+    Out-of-core chunks are checked for NaN and infinite entries (in-memory arrays were
+    checked by `check_X`)."""
+    m, n = X.shape
+    lazy = is_out_of_core(X)
+    step = max(1, CHUNK_BYTES // (8 * n)) if rows is None else rows
+    for lo in range(0, m, step):
+        hi = min(m, lo + step)
+        blk = np.asarray(X[lo:hi], dtype=np.float64)
+        if lazy and not np.isfinite(blk).all():
+            bad = lo + int(np.argmin(np.isfinite(blk).all(axis=1)))
+            raise ValueError(f"X has NaN or infinite entries (the first in sample {bad}, "
+                             "counting from 0); all entries must be finite")
+        yield lo, hi, blk
+
+
+def map_rows(X: Any, fn: Callable[[np.ndarray], np.ndarray], width: int | None) -> np.ndarray:
+    """``fn`` applied to X a chunk of samples at a time; the results stacked into an
+    in-memory (n_samples,) array (``width`` None) or (n_samples, width) array."""
+    m = X.shape[0]
+    out = np.empty((m,) if width is None else (m, width))
+    for lo, hi, blk in row_chunks(X):
+        out[lo:hi] = fn(blk)
+    return out
+
+
+def flip_signs(rows: np.ndarray) -> np.ndarray:
+    """Rows multiplied by -1 where needed so that each row's entry of largest magnitude is
+    positive (a deterministic sign, as scikit-learn's PCA fixes its components')."""
+    if rows.size == 0:
+        return rows
+    idx = np.argmax(np.abs(rows), axis=1)
+    s = np.sign(rows[np.arange(rows.shape[0]), idx])
+    s[s == 0] = 1.0
+    return rows * s[:, None]
+
+
+def check_int(value: Any, name: str, lo: int, hi: int, est: str, extra: str = "") -> int:
+    """``value`` as an int in [lo, hi] or a one-line ValueError naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral,
+                                                                    np.integer)):
+        raise ValueError(f"{est}: {name} must be an int{extra}, got {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{est}: {name} must be an int in [{lo}, {hi}]{extra}, got {value}")
+    return int(value)
+
+
+def check_float(value: Any, name: str, est: str, *, lo: float = 0.0, hi: float = np.inf,
+                open_lo: bool = True, open_hi: bool = True) -> float:
+    """``value`` as a finite float in the given interval or a one-line ValueError."""
+    ok = isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(
+        value, (bool, np.bool_))
+    v = float(value) if ok else np.nan
+    inside = (lo < v if open_lo else lo <= v) and (v < hi if open_hi else v <= hi)
+    if not (ok and np.isfinite(v) and inside):
+        left, right = "(" if open_lo else "[", ")" if open_hi else "]"
+        raise ValueError(f"{est}: {name} must be a number in {left}{lo:g}, {hi:g}{right}, "
+                         f"got {value!r}")
+    return v

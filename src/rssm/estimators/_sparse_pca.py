@@ -1,0 +1,201 @@
+"""`OrthogonalSparsePCA`: sparse PCA with orthonormal loadings, in ManPG's form.
+
+    min_{V in St(n, r)} -tr(V^T Sigma V) + mu ||V||_1
+
+(Chen, Ma, So and Zhang, 2020; `rssm.problems.SparsePCA`), with Sigma the correlation
+matrix of the training data (ManPG's preprocessing: centred columns scaled to unit norm)
+or, with ``normalize=False``, its covariance matrix. The objective depends on the data
+only through Sigma = A^T A, so the solver gets A itself (m x n) when m <= n and otherwise
+an n x n square root of Sigma (the same objective, cheaper oracles); either way the data
+are read once or twice, a chunk of samples at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from rssm.estimators._base import (
+    SolverMixin,
+    check_float,
+    check_int,
+    check_X,
+    flip_signs,
+    map_rows,
+    row_chunks,
+)
+from rssm.problems import SparsePCA
+
+__all__ = ["OrthogonalSparsePCA"]
+
+
+class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SolverMixin,
+                          BaseEstimator):
+    """Sparse principal components with exactly orthonormal loadings (ManPG's form).
+
+    Minimizes -tr(V^T Sigma V) + mu ||V||_1 over V in St(n_features, n_components) with
+    RSSM or RSM (`rssm.problems.SparsePCA`). `sklearn.decomposition.SparsePCA` solves a
+    different problem (a sparse dictionary for the data, whose loadings need not be
+    orthogonal); here the loadings are orthonormal, so the scores X @ components_.T are
+    plain projections and `inverse_transform` is their transpose.
+
+    Parameters
+    ----------
+    n_components : int, default=None
+        Number of loading vectors r, 1 <= r <= n_features; None: n_features.
+    mu : float, default=0.2
+        Weight mu > 0 of the l1 penalty (rssm.problems.SparsePCA's default; with
+        ``normalize=True`` Sigma is a correlation matrix, trace n_features).
+    normalize : bool, default=True
+        True: Sigma is the correlation matrix (ManPG's preprocessing; ``scale_`` holds the
+        standard deviations). False: the covariance matrix (1/n_samples) A^T A of the
+        centred data, in the data's units.
+    zero_tol : float, default=1e-5
+        Loadings below this magnitude are set to exactly 0 in ``components_`` (a subgradient
+        method leaves them at the level of its last steps; `rssm.problems.SparsePCA` counts
+        them as zeros at the same tolerance). The rows stay orthonormal to about
+        ``zero_tol``.
+    method, n_blocks, stepsize, max_iter, tol : default=None
+        Solver settings passed to `rssm.minimize` when set (None: rssm's defaults).
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the solver's block pairs (the start is the PCA solution).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        Sparse orthonormal loadings (rows), ordered by the variance they explain; each row's
+        largest entry is positive.
+    explained_variance_ : ndarray of shape (n_components_,)
+        Adjusted variance of the components (Zou, Hastie and Tibshirani, 2006): the squared
+        diagonal of R in the QR factorization of the training scores, over n_samples - 1,
+        so that variance shared by correlated scores is counted once.
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        ``explained_variance_`` over the total variance of the (scaled) training data.
+    mean_, scale_ : ndarray of shape (n_features,)
+        Column means and, with ``normalize=True``, standard deviations (ones otherwise;
+        constant columns get 1).
+    n_components_ : int
+    result_ : rssm.Result
+        The solver's run; ``n_iter_``, ``stop_reason_`` and ``converged_`` summarize it.
+    n_features_in_, feature_names_in_
+        As in scikit-learn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from rssm.estimators import OrthogonalSparsePCA
+    >>> X = load_breast_cancer().data
+    >>> spca = OrthogonalSparsePCA(3, mu=0.5, max_iter=300, random_state=0).fit(X)
+    >>> spca.components_.shape
+    (3, 30)
+    >>> bool(np.abs(spca.components_ @ spca.components_.T - np.eye(3)).max() < 1e-4)
+    True
+    """
+
+    def __init__(self, n_components=None, *, mu=0.2, normalize=True, zero_tol=1e-5,
+                 method=None, n_blocks=None, stepsize=None, max_iter=None, tol=None,
+                 random_state=None):
+        self.n_components = n_components
+        self.mu = mu
+        self.normalize = normalize
+        self.zero_tol = zero_tol
+        self.method = method
+        self.n_blocks = n_blocks
+        self.stepsize = stepsize
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Fit the sparse loadings to X (n_samples, n_features); ``y`` is ignored.
+
+        X may be an in-memory array or an out-of-core one (a memory-mapped ``.npy`` file,
+        an h5py or Zarr dataset, a Dask array), which is read a chunk of samples at a time.
+        """
+        X = check_X(self, X, reset=True)
+        m, n = X.shape
+        name = type(self).__name__
+        r = n if self.n_components is None else check_int(
+            self.n_components, "n_components", 1, n, name, " (the number of loadings) or None")
+        mu = check_float(self.mu, "mu", name)
+        zero_tol = check_float(self.zero_tol, "zero_tol", name, open_lo=False)
+        if not isinstance(self.normalize, (bool, np.bool_)):
+            raise ValueError(f"{name}: normalize must be True or False, got {self.normalize!r}")
+
+        mean = np.zeros(n)
+        for _, _, blk in row_chunks(X):
+            mean += blk.sum(axis=0)
+        mean /= m
+        if m <= n:  # A itself is the smaller matrix: at most n x n entries
+            a = np.asarray(X, dtype=np.float64) - mean
+            gram = a.T @ a
+        else:
+            a = None
+            gram = np.zeros((n, n))
+            for _, _, blk in row_chunks(X):
+                c = blk - mean
+                gram += c.T @ c
+        std = np.sqrt(np.maximum(np.diag(gram), 0.0) / m)
+        scale = np.where(std > 0, std, 1.0) if self.normalize else np.ones(n)
+        # Sigma = D^-1 G D^-1 / m with D the scale: the correlation or covariance matrix.
+        d = 1.0 / (scale * np.sqrt(m))
+        sigma = gram * np.outer(d, d)
+        if a is not None:
+            data = a * d
+        else:
+            w, v = np.linalg.eigh(sigma)
+            data = np.sqrt(np.maximum(w, 0.0))[:, None] * v.T  # R^T R = Sigma
+        res = self._run(SparsePCA(data, r, mu))
+        v = res.x.copy()
+        v[np.abs(v) < zero_tol] = 0.0
+        var = np.einsum("ij,ik,kj->j", v, sigma, v)
+        order = np.argsort(-var, kind="stable")
+        self.components_ = flip_signs(v[:, order].T)
+        self.n_components_ = r
+        self.mean_, self.scale_ = mean, scale
+        # Adjusted variance: Z^T Z = m V^T Sigma V (Z the training scores); its Cholesky
+        # factor is the R of Z's QR factorization.
+        ztz = m * (self.components_ @ sigma @ self.components_.T)
+        dof = max(m - 1, 1)
+        self.explained_variance_ = _adjusted(ztz) / dof
+        self.explained_variance_ratio_ = self.explained_variance_ / max(
+            m * float(np.trace(sigma)) / dof, np.finfo(float).tiny)
+        return self
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.n_components_
+
+    def transform(self, X):
+        """Scores: ((X - mean_) / scale_) @ components_.T."""
+        check_is_fitted(self)
+        X = check_X(self, X, reset=False)
+        return map_rows(X, lambda b: ((b - self.mean_) / self.scale_) @ self.components_.T,
+                        self.n_components_)
+
+    def inverse_transform(self, X):
+        """Data from scores: (X @ components_) * scale_ + mean_."""
+        check_is_fitted(self)
+        z = check_array(X, dtype=np.float64)
+        if z.shape[1] != self.n_components_:
+            raise ValueError(f"X has {z.shape[1]} columns, but {type(self).__name__} has "
+                             f"n_components_ = {self.n_components_}")
+        return (z @ self.components_) * self.scale_ + self.mean_
+
+
+def _adjusted(ztz: np.ndarray) -> np.ndarray:
+    """diag(R)^2 for R^T R = ztz, by a pivot-free Cholesky that tolerates rank deficiency
+    (a column already explained by the previous ones gets 0)."""
+    k = ztz.shape[0]
+    out = np.zeros(k)
+    rem = ztz.astype(np.float64, copy=True)
+    for j in range(k):
+        piv = rem[j, j]
+        if piv <= 1e-13 * max(ztz[j, j], np.finfo(float).tiny):
+            continue
+        out[j] = piv
+        col = rem[j + 1:, j] / np.sqrt(piv)
+        rem[j + 1:, j + 1:] -= np.outer(col, col)
+    return out

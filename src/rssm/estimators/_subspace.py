@@ -1,0 +1,303 @@
+"""`RobustSubspace`: robust subspace recovery by dual principal component pursuit (DPCP).
+
+The estimator solves the DPCP problem of Section 5.1 (eq. ``eq-RSR``, eq. (29) of the
+paper; docs/paper-map.md),
+
+    min_{B in St(n', p)} (1/m) sum_j ||B^T y_j|| / ||y_j||,    p = n' - d',
+
+on the samples y_j scaled to unit norm (so that no sample weighs more than another, however
+large), with rssm's solvers. The minimizer B spans the orthogonal complement of the inliers'
+subspace; ``components_`` is an orthonormal basis of the subspace itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    OutlierMixin,
+    TransformerMixin,
+)
+from sklearn.utils.validation import check_array, check_is_fitted
+
+import rssm
+from rssm.data import is_out_of_core
+from rssm.estimators._base import (
+    SolverMixin,
+    check_float,
+    check_int,
+    check_X,
+    flip_signs,
+    map_rows,
+    row_chunks,
+)
+from rssm.problems import CompositeProblem, NormLoss
+
+__all__ = ["RobustSubspace", "auto_dimension"]
+
+#: Rows of the subsample that sets the shift and the lift of ``center=True``.
+SHIFT_SAMPLE = 10_000
+
+#: Quantiles of the "auto" outlier threshold (see `RobustSubspace`).
+AUTO_LOW, AUTO_HIGH = 0.25, 0.999
+
+
+def auto_dimension(eigenvalues: np.ndarray, smallest: int = 1) -> int:
+    """The k >= ``smallest`` that maximizes lambda_k / lambda_{k+1} (eigenvalues sorted in
+    decreasing order, floored at n eps lambda_1 so that exactly low-rank data has a finite
+    ratio), k <= len - 1."""
+    lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))[::-1]
+    floor = max(lam[0] * lam.size * np.finfo(float).eps, np.finfo(float).tiny)
+    lam = np.maximum(lam, floor)
+    ratio = lam[:-1] / lam[1:]
+    return smallest + int(np.argmax(ratio[smallest - 1:]))
+
+
+class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerMixin,
+                     SolverMixin, BaseEstimator):
+    """Robust subspace recovery and outlier detection by DPCP on the Stiefel manifold.
+
+    Fits a d-dimensional subspace to data in which inliers lie near the subspace and
+    outliers (up to well over half of the samples) anywhere, by dual principal component
+    pursuit (eq. ``eq-RSR``) solved with RSSM or RSM. As a transformer it projects onto the
+    subspace, like `sklearn.decomposition.PCA`; as an outlier detector it scores samples by
+    their distance to it, like `sklearn.covariance.EllipticEnvelope`.
+
+    Parameters
+    ----------
+    n_components : int or "auto", default="auto"
+        Subspace dimension d, 1 <= d <= n_features - 1. ``"auto"``: the d that maximizes
+        the eigenvalue ratio lambda_d / lambda_{d+1} of the scatter matrix of the samples
+        scaled to unit norm (the matrix the DPCP start is computed from). Each sample weighs
+        at most 1/m there, so inliers spread over a d-dimensional subspace give d large
+        eigenvalues and outliers in general position a flat rest; the largest ratio marks
+        the edge. It misjudges inliers whose own spectrum has a larger gap than the
+        inlier/outlier edge (pass an int then).
+    center : bool, default=False
+        False: a linear subspace through 0, the paper's model. True: an affine subspace,
+        fitted in homogeneous coordinates: the samples, shifted by their coordinatewise
+        median, get a constant extra coordinate c (the median distance to the shift), which
+        turns a d-dimensional affine subspace into a (d+1)-dimensional linear one that DPCP
+        recovers. Centring by the mean, as PCA does, would let the outliers move the
+        subspace; the median shift only conditions the lift (any shift gives the same
+        model). ``mean_`` is then the point of the subspace nearest to the shift.
+    contamination : "auto" or float in (0, 1), default="auto"
+        Sets ``offset_``, the threshold of `predict`. A float: the fraction of training
+        samples declared outliers (``offset_`` is that percentile of the training scores).
+        ``"auto"``: a sample is an outlier when its distance to the subspace exceeds
+        t = q * sqrt(F^-1(0.999) / F^-1(0.25)), with q the 0.25-quantile of the training
+        distances and F the chi-square distribution with n_features - d degrees of freedom:
+        for inliers with isotropic Gaussian noise of scale sigma the squared distance is
+        sigma^2 chi-square(n_features - d), so t is their 0.999-quantile, with sigma
+        estimated from the lower quartile, which stays among the inliers while more than a
+        quarter of the samples are inliers.
+    method, n_blocks, stepsize, max_iter, tol : default=None
+        Solver settings passed to `rssm.minimize` when set (None: rssm's defaults).
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the solver's randomness (the block pairs of RSSM).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        Orthonormal basis of the subspace (rows), ordered by the scatter of the unit-norm
+        samples along them; each row's largest entry is positive.
+    normal_components_ : ndarray of shape (n_features - n_components_, n_features)
+        Orthonormal basis of its orthogonal complement (the DPCP solution).
+    n_components_ : int
+        The subspace dimension d.
+    mean_ : ndarray of shape (n_features,)
+        A point of the (affine) subspace; zeros when ``center=False``.
+    offset_ : float
+        ``decision_function = score_samples - offset_``.
+    result_ : rssm.Result
+        The solver's run; ``n_iter_``, ``stop_reason_`` and ``converged_`` summarize it.
+    n_features_in_, feature_names_in_
+        As in scikit-learn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rssm.estimators import RobustSubspace
+    >>> rng = np.random.default_rng(0)
+    >>> inliers = rng.standard_normal((300, 3)) @ rng.standard_normal((3, 20))
+    >>> X = np.vstack([inliers, rng.standard_normal((200, 20))])  # 40% outliers
+    >>> est = RobustSubspace(n_components=3, contamination=0.4, max_iter=100,
+    ...                      random_state=0).fit(X)
+    >>> est.components_.shape, int((est.predict(X) == -1).sum())
+    ((3, 20), 200)
+    """
+
+    def __init__(self, n_components="auto", *, center=False, contamination="auto",
+                 method=None, n_blocks=None, stepsize=None, max_iter=None, tol=None,
+                 random_state=None):
+        self.n_components = n_components
+        self.center = center
+        self.contamination = contamination
+        self.method = method
+        self.n_blocks = n_blocks
+        self.stepsize = stepsize
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    # -- fit --------------------------------------------------------------------------------
+    def _check_params(self, n: int) -> None:
+        name = type(self).__name__
+        if n < 2:
+            raise ValueError(f"{name} needs n_features >= 2 (a subspace of dimension 1 <= d <= "
+                             f"n_features - 1), got n_features = {n}")
+        if not isinstance(self.center, (bool, np.bool_)):
+            raise ValueError(f"{name}: center must be True or False, got {self.center!r}")
+        if not (isinstance(self.contamination, str) and self.contamination == "auto"):
+            if isinstance(self.contamination, str):
+                raise ValueError(f"{name}: contamination must be 'auto' or a number in (0, 1), "
+                                 f"got {self.contamination!r}")
+            check_float(self.contamination, "contamination", name, lo=0.0, hi=1.0)
+        if not (isinstance(self.n_components, str) and self.n_components == "auto"):
+            check_int(self.n_components, "n_components", 1, n - 1, name,
+                      " (the subspace dimension) or 'auto'")
+
+    def fit(self, X, y=None):
+        """Fit the subspace to X (n_samples, n_features); ``y`` is ignored.
+
+        X may be an in-memory array or an out-of-core one (a memory-mapped ``.npy`` file,
+        an h5py or Zarr dataset, a Dask array), which is streamed, never read whole.
+        """
+        X = check_X(self, X, reset=True)
+        m, n = X.shape
+        self._check_params(n)
+        center = bool(self.center)
+        shift, lift = np.zeros(n), 0.0
+        if center:
+            sub = np.asarray(X[:: max(1, math.ceil(m / SHIFT_SAMPLE))], dtype=np.float64)
+            shift = np.median(sub, axis=0)
+            lift = float(np.median(np.linalg.norm(sub - shift, axis=1))) or 1.0
+
+        # One pass: the weights 1/(m ||y_j||) and the scatter of the unit-norm samples.
+        nl = n + center
+        weights = np.empty(m)
+        scatter = np.zeros((nl, nl))
+        for lo, hi, blk in row_chunks(X):
+            y = _lifted(blk, shift, lift) if center else blk
+            norms = np.linalg.norm(y, axis=1)
+            inv = np.zeros_like(norms)
+            np.divide(1.0, norms, out=inv, where=norms > 0)
+            weights[lo:hi] = inv / m
+            yn = y * inv[:, None]
+            scatter += yn.T @ yn
+        evals, evecs = np.linalg.eigh(scatter)
+        if isinstance(self.n_components, str):
+            d = auto_dimension(evals, 1 + center) - center
+        else:
+            d = int(self.n_components)
+        p = n - d
+        # DPCP's spectral start (the bottom-p eigenvectors), as `DPCP.initial_point`.
+        x0 = np.ascontiguousarray(evecs[:, :p])
+        problem = CompositeProblem(self._problem_data(X, shift, lift), p, NormLoss.norm(),
+                                   sample_weights=weights, name="dpcp")
+        b = self._run(problem, x0).x
+
+        if center:  # {y : B_top^T y + lift b_last = 0}: normals U, nearest point y0
+            u, s, vt = np.linalg.svd(b[:n], full_matrices=False)
+            sinv = np.zeros_like(s)
+            np.divide(1.0, s, out=sinv, where=s > s[0] * 1e-12)
+            normal = u
+            self.mean_ = shift - lift * (u @ (sinv * (vt @ b[n])))
+        else:
+            normal = np.linalg.qr(b)[0]
+            self.mean_ = np.zeros(n)
+        q = np.linalg.qr(normal, mode="complete")[0]
+        comp = q[:, p:]
+        # Order the basis by the scatter of the unit-norm samples along it (y0 and the lift
+        # are orthogonal to it, so the scatter of the lifted samples gives it).
+        compl = np.vstack([comp, np.zeros((1, d))]) if center else comp
+        _, w = np.linalg.eigh(compl.T @ scatter @ compl)
+        self.components_ = flip_signs((comp @ w[:, ::-1]).T)
+        self.normal_components_ = flip_signs(normal.T)
+        self.n_components_ = d
+
+        dist = map_rows(X, self._dist_and_norm, 2)
+        self.offset_ = self._offset(dist[:, 0], dist[:, 1], p)
+        return self
+
+    def _problem_data(self, X, shift: np.ndarray, lift: float):
+        """The samples as the problem takes them (n' x m in memory, or streamed)."""
+        if not is_out_of_core(X):
+            y = np.asarray(X, dtype=np.float64).T
+            return np.vstack([y - shift[:, None], np.full((1, y.shape[1]), lift)]) \
+                if self.center else y
+        if not self.center:
+            return rssm.data.samples(X, check_finite=False)
+        try:
+            import dask.array as da
+        except ImportError:
+            raise ImportError(
+                "RobustSubspace(center=True) on out-of-core data lifts it lazily with Dask: "
+                "pip install 'rssm[dask]', or pass center=False or an in-memory array"
+            ) from None
+        src = X if type(X).__module__.split(".")[0] == "dask" else da.from_array(
+            X, chunks=(max(1, (32 * 2**20) // (8 * X.shape[1])), X.shape[1]))
+        ones = da.full((X.shape[0], 1), lift, chunks=(src.chunks[0], 1))
+        return rssm.data.samples(da.concatenate([src - shift, ones], axis=1),
+                                 check_finite=False)
+
+    def _dist_and_norm(self, blk: np.ndarray) -> np.ndarray:
+        c = blk - self.mean_
+        return np.column_stack([np.linalg.norm(c @ self.normal_components_.T, axis=1),
+                                np.linalg.norm(c, axis=1)])
+
+    def _offset(self, dist: np.ndarray, norms: np.ndarray, k: int) -> float:
+        if not isinstance(self.contamination, str):
+            return float(np.percentile(-dist, 100.0 * float(self.contamination)))
+        from scipy.stats import chi2
+
+        t = float(np.quantile(dist, AUTO_LOW)) * math.sqrt(
+            chi2.ppf(AUTO_HIGH, k) / chi2.ppf(AUTO_LOW, k))
+        # A floor at the rounding level of the data: an exactly fitted subspace leaves
+        # distances of ~1e-16 ||x||, which are no evidence of anything.
+        return -max(t, 1e-8 * float(np.median(norms)))
+
+    # -- transform and outlier scores ---------------------------------------------------------
+    @property
+    def _n_features_out(self) -> int:
+        return self.n_components_
+
+    def transform(self, X):
+        """Coordinates of X in the subspace: (X - mean_) @ components_.T."""
+        check_is_fitted(self)
+        X = check_X(self, X, reset=False)
+        return map_rows(X, lambda b: (b - self.mean_) @ self.components_.T,
+                        self.n_components_)
+
+    def inverse_transform(self, X):
+        """The points of the subspace with coordinates X: X @ components_ + mean_."""
+        check_is_fitted(self)
+        z = check_array(X, dtype=np.float64)
+        if z.shape[1] != self.n_components_:
+            raise ValueError(f"X has {z.shape[1]} columns, but {type(self).__name__} has "
+                             f"n_components_ = {self.n_components_}")
+        return z @ self.components_ + self.mean_
+
+    def score_samples(self, X):
+        """Minus the Euclidean distance of each sample to the (affine) subspace: higher is
+        more normal, as for scikit-learn's outlier detectors."""
+        check_is_fitted(self)
+        X = check_X(self, X, reset=False)
+        return map_rows(X, lambda b: -np.linalg.norm(
+            (b - self.mean_) @ self.normal_components_.T, axis=1), None)
+
+    def decision_function(self, X):
+        """``score_samples(X) - offset_``: negative for outliers."""
+        return self.score_samples(X) - self.offset_
+
+    def predict(self, X):
+        """+1 for inliers, -1 for outliers (``decision_function(X) < 0``)."""
+        return np.where(self.decision_function(X) >= 0, 1, -1)
+
+
+def _lifted(blk: np.ndarray, shift: np.ndarray, lift: float) -> np.ndarray:
+    """[blk - shift, lift]: the samples in homogeneous coordinates."""
+    return np.concatenate([blk - shift, np.full((blk.shape[0], 1), lift)], axis=1)

@@ -1,0 +1,371 @@
+"""rssm.estimators: what each estimator recovers, its attributes, transforms, outlier
+scores, solver settings and errors (issue #21). The scikit-learn conformance checks,
+pipelines, search, cloning and pickling are in test_estimator_checks.py."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+from sklearn.exceptions import ConvergenceWarning, NotFittedError  # noqa: E402
+from sklearn.metrics import roc_auc_score  # noqa: E402
+
+import rssm  # noqa: E402
+from rssm.estimators import (  # noqa: E402
+    OrthogonalDictionaryLearning,
+    OrthogonalSparsePCA,
+    RobustSubspace,
+    auto_dimension,
+)
+from rssm.problems import dictionary_error, signed_permutation_distance, subspace_distance  # noqa: E402
+from rssm.stepsizes import Geometric  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+#: A step rule for the (scale-free: unit-norm samples, weights 1/m) DPCP objective of
+#: RobustSubspace. rssm's default rule can leave an optimum it has reached and return the
+#: last iterate (#18, item 1; `test_robust_subspace_with_defaults` pins a case), so the
+#: tests of what the estimator recovers fix the rule.
+DPCP_STEP = Geometric(0.1, 0.9)
+
+
+def subspace_data(n=20, d=3, m_in=300, m_out=200, noise=1e-3, seed=0, offset=0.0):
+    """Inliers near a d-dim subspace S (+ offset), Gaussian outliers; labels +1 / -1."""
+    rng = np.random.default_rng(seed)
+    s = np.linalg.qr(rng.standard_normal((n, d)))[0]
+    inl = rng.standard_normal((m_in, d)) @ s.T + noise * rng.standard_normal((m_in, n))
+    x = np.vstack([inl, rng.standard_normal((m_out, n))]) + offset
+    y = np.r_[np.ones(m_in, dtype=int), -np.ones(m_out, dtype=int)]
+    perm = rng.permutation(len(x))
+    return x[perm], y[perm], s
+
+
+def odl_data(n=12, m=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    codes = rng.standard_normal((n, m)) * (rng.random((n, m)) < 0.2)
+    return (q @ codes).T, q
+
+
+def spca_data(seed=0):
+    """A planted sparse PCA instance, scaled so that its covariance is A^T A."""
+    prob = rssm.problems.SparsePCA.synthetic(n=40, r=3, m=120, support=6, theta=4.0,
+                                             seed=seed)
+    a = prob.yt.T
+    step = Geometric(1.0 / np.linalg.norm(a, 2) ** 2, 0.99)  # the problem's reference rule
+    return a * np.sqrt(a.shape[0]), prob.loadings, step
+
+
+# -- RobustSubspace ----------------------------------------------------------------------
+@pytest.mark.parametrize("center", [False, True])
+def test_robust_subspace_recovers_the_subspace_and_the_outliers(center):
+    x, y, s = subspace_data()
+    est = RobustSubspace(n_components=3, center=center, stepsize=DPCP_STEP,
+                         random_state=0).fit(x)
+    # the principal angles to the truth are at the noise level; PCA's are not
+    assert subspace_distance(s, est.normal_components_.T) < 5e-3
+    from sklearn.decomposition import PCA
+
+    pca = PCA(3).fit(x)
+    q = np.linalg.qr(pca.components_.T, mode="complete")[0][:, 3:]
+    assert subspace_distance(s, q) > 0.2
+    comp = est.components_
+    assert comp.shape == (3, 20)
+    np.testing.assert_allclose(comp @ comp.T, np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(comp @ est.normal_components_.T, 0.0, atol=1e-12)
+    assert roc_auc_score(y, est.score_samples(x)) > 0.999
+    assert np.mean(est.predict(x) == y) > 0.99
+    if center:  # mean_ lies on the (here linear) subspace
+        assert np.linalg.norm(est.mean_ - s @ (s.T @ est.mean_)) < 1e-2
+
+
+def test_robust_subspace_center_fits_an_affine_subspace():
+    offset = np.linspace(-3.0, 5.0, 20)
+    x, y, s = subspace_data(offset=offset, seed=1)
+    lin = RobustSubspace(n_components=3, stepsize=DPCP_STEP, random_state=0).fit(x)
+    aff = RobustSubspace(n_components=3, center=True, stepsize=DPCP_STEP,
+                         random_state=0).fit(x)
+    assert subspace_distance(s, aff.normal_components_.T) < 5e-3
+    assert subspace_distance(s, lin.normal_components_.T) > 0.1
+    r = aff.mean_ - offset  # a point of the affine subspace offset + span S
+    assert np.linalg.norm(r - s @ (s.T @ r)) < 1e-2
+    assert np.mean(aff.predict(x) == y) > 0.99
+
+
+def test_robust_subspace_with_defaults():
+    x, _, s = subspace_data()
+    est = RobustSubspace(n_components=3, center=True, random_state=0).fit(x)
+    assert est.result_.trace["cost"].min() < 0.3272  # the optimum was reached ...
+    assert subspace_distance(s, est.normal_components_.T) < 5e-3  # ... and returned
+
+
+@pytest.mark.parametrize("frac", [0.0, 0.3, 0.6])
+def test_auto_dimension_finds_d_up_to_sixty_percent_outliers(frac):
+    m_out = int(round(600 * frac))
+    x, _, _ = subspace_data(n=15, d=4, m_in=600 - m_out, m_out=m_out, seed=2)
+    est = RobustSubspace(random_state=0, max_iter=20).fit(x)
+    assert est.n_components_ == 4
+    assert est.components_.shape == (4, 15)
+
+
+def test_auto_dimension_rule():
+    assert auto_dimension(np.array([5.0, 4.0, 1.0, 0.9])) == 2
+    assert auto_dimension(np.array([3.0, 2.0, 0.0, 0.0])) == 2  # exact rank: floored, finite
+    assert auto_dimension(np.array([9.0, 1.0, 0.9, 0.1]), smallest=2) == 3
+
+
+def test_contamination_fraction_sets_the_threshold():
+    x, y, _ = subspace_data()
+    est = RobustSubspace(n_components=3, contamination=0.4, random_state=0).fit(x)
+    pred = est.predict(x)
+    assert np.sum(pred == -1) == 200  # 40% of 500
+    np.testing.assert_allclose(est.decision_function(x), est.score_samples(x) - est.offset_)
+    np.testing.assert_array_equal(est.fit_predict(x), pred)
+
+
+def test_auto_threshold_formula():
+    x, _, _ = subspace_data(n=10, d=2)
+    est = RobustSubspace(n_components=2, random_state=0).fit(x)
+    from scipy.stats import chi2
+
+    dist = -est.score_samples(x)
+    t = np.quantile(dist, 0.25) * np.sqrt(chi2.ppf(0.999, 8) / chi2.ppf(0.25, 8))
+    assert est.offset_ == pytest.approx(-t, rel=1e-12)
+
+
+def test_transform_and_inverse_transform():
+    x, y, _ = subspace_data(seed=3)
+    est = RobustSubspace(n_components=3, center=True, stepsize=DPCP_STEP,
+                         random_state=0).fit(x)
+    z = est.transform(x)
+    assert z.shape == (500, 3)
+    back = est.inverse_transform(z)
+    inl = y == 1
+    assert np.abs(back[inl] - x[inl]).max() < 2e-2  # noise 1e-3 per entry
+    np.testing.assert_allclose(est.transform(back), z, atol=1e-10)
+    # distance = norm of the part of x - mean_ off the subspace
+    res = x - est.mean_ - (z @ est.components_)
+    np.testing.assert_allclose(-est.score_samples(x), np.linalg.norm(res, axis=1), atol=1e-10)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_components=20), r"n_components must be an int in \[1, 19\]"),
+    (dict(n_components=0), r"n_components must be an int in \[1, 19\]"),
+    (dict(n_components="all"), r"n_components must be an int"),
+    (dict(contamination=0.0), r"contamination must be a number in \(0, 1\)"),
+    (dict(contamination="some"), r"contamination must be 'auto' or a number"),
+    (dict(center="yes"), r"center must be True or False"),
+    (dict(random_state=-1), r"random_state must be None, a non-negative int"),
+    (dict(method="newton"), r"method must be one of"),
+])
+def test_robust_subspace_bad_parameters_one_line(kwargs, match):
+    x, _, _ = subspace_data()
+    with pytest.raises(ValueError, match=match) as info:
+        RobustSubspace(**kwargs).fit(x)
+    assert "\n" not in str(info.value)
+
+
+def test_not_fitted_and_wrong_width():
+    x, _, _ = subspace_data()
+    for est in (RobustSubspace(), OrthogonalDictionaryLearning(), OrthogonalSparsePCA()):
+        with pytest.raises(NotFittedError):
+            est.transform(x)
+    est = RobustSubspace(n_components=3, max_iter=10).fit(x)
+    with pytest.raises(ValueError, match="X has 5 features, but RobustSubspace is expecting 20"):
+        est.predict(x[:, :5])
+    with pytest.raises(ValueError, match="X has 2 columns, but RobustSubspace has n_compon"):
+        est.inverse_transform(np.ones((4, 2)))
+    with pytest.raises(ValueError, match="n_features >= 2"):
+        RobustSubspace().fit(x[:, :1])
+
+
+# -- OrthogonalDictionaryLearning ----------------------------------------------------------
+def test_odl_recovers_a_planted_orthogonal_dictionary():
+    x, q = odl_data()
+    est = OrthogonalDictionaryLearning(random_state=0).fit(x)
+    assert dictionary_error(est.components_.T, q) < 1e-8
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(12), atol=1e-12)
+    assert est.objective_ == pytest.approx(np.abs(x @ est.components_.T).sum(), rel=1e-9)
+    codes = est.transform(x)
+    np.testing.assert_allclose(est.inverse_transform(codes), x, atol=1e-10)
+    energy = (codes**2).sum(axis=0)
+    assert np.all(np.diff(energy) <= 1e-9 * energy[0])  # atoms ordered by energy
+    assert np.mean(np.abs(codes) < 1e-8) > 0.75  # 80% of the planted codes are 0
+
+
+def test_odl_transform_algorithms():
+    x, _ = odl_data()
+    est = OrthogonalDictionaryLearning(transform_algorithm="threshold", transform_alpha=0.5,
+                                       random_state=0, max_iter=200).fit(x)
+    c = x @ est.components_.T
+    np.testing.assert_allclose(est.transform(x), np.sign(c) * np.maximum(np.abs(c) - 0.5, 0))
+    est.set_params(transform_algorithm="omp", transform_n_nonzero_coefs=3)
+    z = est.transform(x)
+    assert np.all(np.count_nonzero(z, axis=1) <= 3)
+    kept = np.sort(np.abs(c), axis=1)[:, -3:]
+    np.testing.assert_allclose(np.sort(np.abs(z), axis=1)[:, -3:], kept)
+    est.set_params(transform_algorithm="lasso")
+    with pytest.raises(ValueError, match="transform_algorithm must be None, 'threshold' or 'omp'"):
+        est.transform(x)
+
+
+def test_odl_dict_init_is_the_start():
+    x, q = odl_data()
+    est = OrthogonalDictionaryLearning(dict_init=q.T, max_iter=1, random_state=0).fit(x)
+    np.testing.assert_allclose(est.result_.trace["cost"][0], np.abs(x @ q).sum(), rtol=1e-12)
+    assert dictionary_error(est.components_.T, q) < 1e-3  # one step away from the start
+    with pytest.raises(ValueError, match="dict_init must have orthonormal rows"):
+        OrthogonalDictionaryLearning(dict_init=2 * q.T).fit(x)
+    with pytest.raises(ValueError, match=r"dict_init must have shape \(n_components, n_feat"):
+        OrthogonalDictionaryLearning(n_components=3, dict_init=q.T).fit(x)
+
+
+def test_odl_partial_dictionary_and_bad_n_components():
+    x, _ = odl_data()
+    est = OrthogonalDictionaryLearning(n_components=4, random_state=0, max_iter=100).fit(x)
+    assert est.components_.shape == (4, 12) and est.transform(x).shape == (1500, 4)
+    with pytest.raises(ValueError, match=r"n_components must be an int in \[1, 12\]"):
+        OrthogonalDictionaryLearning(n_components=13).fit(x)
+
+
+# -- OrthogonalSparsePCA -------------------------------------------------------------------
+def test_sparse_pca_recovers_planted_loadings():
+    a, v, step = spca_data()
+    est = OrthogonalSparsePCA(3, normalize=False, stepsize=step, random_state=0).fit(a)
+    assert signed_permutation_distance(est.components_.T, v) < 1e-3
+    np.testing.assert_array_equal(np.count_nonzero(est.components_, axis=1), [6, 6, 6])
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(3), atol=1e-9)
+    # adjusted variance (Zou et al.): QR of the training scores, computed directly here
+    z = est.transform(a)
+    r = np.linalg.qr(z, mode="r")
+    np.testing.assert_allclose(est.explained_variance_, np.diag(r) ** 2 / (len(a) - 1),
+                               rtol=1e-8)
+    total = np.var(a, axis=0, ddof=1).sum()
+    np.testing.assert_allclose(est.explained_variance_ratio_,
+                               est.explained_variance_ / total, rtol=1e-12)
+    assert np.all(np.diff(est.explained_variance_) <= 1e-9)
+
+
+@pytest.mark.xfail(strict=True, reason="#18: sparse_pca does not converge with rssm's "
+                   "default step rule today; remove this mark when the defaults are fixed")
+def test_sparse_pca_recovers_planted_loadings_with_defaults():
+    a, v, _ = spca_data()
+    est = OrthogonalSparsePCA(3, normalize=False, random_state=0).fit(a)
+    assert signed_permutation_distance(est.components_.T, v) < 1e-3
+
+
+def test_sparse_pca_normalize_and_transforms():
+    a, _, step = spca_data()
+    rng = np.random.default_rng(0)
+    scaled = a * rng.uniform(0.5, 20.0, a.shape[1]) + rng.uniform(-5, 5, a.shape[1])
+    est = OrthogonalSparsePCA(3, stepsize=step, max_iter=300, random_state=0).fit(scaled)
+    np.testing.assert_allclose(est.mean_, scaled.mean(axis=0), atol=1e-10)
+    np.testing.assert_allclose(est.scale_, scaled.std(axis=0), rtol=1e-10)
+    z = est.transform(scaled)
+    np.testing.assert_allclose(z, ((scaled - est.mean_) / est.scale_) @ est.components_.T)
+    back = est.inverse_transform(z)
+    np.testing.assert_allclose(est.transform(back), z, atol=1e-8)
+    # wide data (m <= n): A itself goes to the solver; same objective as the square root
+    wide = OrthogonalSparsePCA(2, max_iter=50, random_state=0).fit(scaled[:30])
+    assert wide.components_.shape == (2, 40)
+    with pytest.raises(ValueError, match=r"mu must be a number in \(0, inf\)"):
+        OrthogonalSparsePCA(mu=0).fit(a)
+
+
+# -- solver settings, record of the run, warnings ------------------------------------------
+def test_only_the_settings_the_user_set_are_forwarded(monkeypatch):
+    seen = []
+    real = rssm.minimize
+
+    def spy(problem, x0=None, **kw):
+        seen.append(kw)
+        return real(problem, x0, **kw)
+
+    monkeypatch.setattr(rssm, "minimize", spy)
+    x, _, _ = subspace_data(n=6, d=2)
+    RobustSubspace(n_components=2).fit(x)
+    OrthogonalDictionaryLearning(random_state=3, max_iter=5).fit(x)
+    OrthogonalSparsePCA(2, method="rsm", stepsize=0.01, tol=1e-3, n_blocks=2).fit(x)
+    assert seen == [{}, {"seed": 3, "max_iter": 5},
+                    {"method": "rsm", "options": {"n_blocks": 2}, "stepsize": 0.01, "tol": 1e-3}]
+
+
+def test_run_record_and_convergence_warning():
+    x, _, _ = subspace_data(n=8, d=2)
+    est = RobustSubspace(n_components=2, method="rssm", n_blocks=3, max_iter=7, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="RobustSubspace did not converge: the solver "
+                      "stopped with 'max_iter'"):
+        est.fit(x)
+    assert est.n_iter_ == 7 and est.result_.n_iter == 7
+    assert est.stop_reason_ == "max_iter" and est.converged_ is False
+    assert est.result_.method == "rssm" and est.result_.n_blocks == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est.set_params(max_iter=None).fit(x)   # rssm's budget: the convergence test holds
+    assert est.converged_ is True and est.stop_reason_ == "converged"
+
+
+def test_one_column_uses_rsm():
+    x, _, _ = subspace_data(n=4, d=3)
+    est = RobustSubspace(n_components=3, random_state=0, max_iter=20).fit(x)
+    assert est.result_.method == "rsm" and est.normal_components_.shape == (1, 4)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RobustSubspace(n_components=3, stepsize=1e-3, max_iter=150),
+    lambda: RobustSubspace(n_components=3, center=True, stepsize=1e-3, max_iter=150),
+    lambda: OrthogonalDictionaryLearning(stepsize=1e-3, max_iter=150),
+    lambda: OrthogonalSparsePCA(3, stepsize=1e-3, max_iter=150),
+], ids=["subspace", "subspace-center", "odl", "sparse_pca"])
+def test_out_of_core_inputs_match_in_memory(make, tmp_path):
+    """A memory-mapped .npy file and a Dask array give the in-memory result (same seed and
+    a constant step, so the runs differ only in the order of floating-point sums)."""
+    da = pytest.importorskip("dask.array")
+    x, _, _ = subspace_data(n=12, d=3, m_in=400, m_out=200, seed=5)
+    np.save(tmp_path / "x.npy", x)
+    ref = make().set_params(random_state=0).fit(x)
+    for data in (np.load(tmp_path / "x.npy", mmap_mode="r"), da.from_array(x, chunks=(128, 12))):
+        est = make().set_params(random_state=0).fit(data)
+        np.testing.assert_allclose(est.components_, ref.components_, atol=1e-7)
+        out = est.transform(data)
+        assert isinstance(out, np.ndarray)
+        np.testing.assert_allclose(out, ref.transform(x), atol=1e-6)
+    if isinstance(ref, RobustSubspace):
+        np.testing.assert_allclose(est.score_samples(data), ref.score_samples(x), atol=1e-6)
+
+
+def test_out_of_core_nan_is_refused(tmp_path):
+    x, _, _ = subspace_data(n=6, d=2)
+    x[7, 2] = np.nan
+    np.save(tmp_path / "x.npy", x)
+    mm = np.load(tmp_path / "x.npy", mmap_mode="r")
+    for est in (RobustSubspace(), OrthogonalSparsePCA()):
+        with pytest.raises(ValueError, match="NaN or infinite entries") as info:
+            est.fit(mm)
+        assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("mod", ["_subspace", "_dictionary", "_sparse_pca"])
+def test_docstring_examples(mod):
+    import doctest
+    import importlib
+
+    module = importlib.import_module(f"rssm.estimators.{mod}")
+    res = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0
+
+
+def test_import_rssm_does_not_import_sklearn():
+    import subprocess
+    import sys
+
+    code = ("import sys, rssm, rssm.problems, rssm.data, rssm.stiefel; "
+            "assert 'sklearn' not in sys.modules, 'sklearn imported'")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.join(os.path.dirname(__file__), "..", "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
