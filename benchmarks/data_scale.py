@@ -5,8 +5,9 @@ Run ``python -m benchmarks.data_scale`` (``--quick``: m up to 2e5, one round). S
 paper's DPCP (n = 100, p = 90, m = 5000) and a sweep up to m = 2e6 (1.6 GB of data,
 written once to ``--data-dir``, by default /tmp/rssm-data-bench, never into the repo).
 
-Every measurement runs in a fresh child process with one BLAS thread, so its peak memory
-is its own: ``heap`` is the tracemalloc peak (NumPy's and Python's allocations: the
+Every measurement runs in a fresh child process with one BLAS thread (and, in memory and
+for memmaps, the default ``threads="auto"``: the chunks on as many workers as cores), so
+its peak memory is its own: ``heap`` is the tracemalloc peak (NumPy's and Python's allocations: the
 O(n p + chunk) claim), ``rss`` the peak resident set (VmHWM, which also counts pages of
 memory-mapped files); for Dask, ``worker_rss`` is the largest worker's VmHWM. The
 per-iteration time is the solver's time over the steps (recording and setup excluded);
@@ -96,12 +97,15 @@ def child(variant: str, path: str, m: int, method: str, iters: int) -> dict:
         from distributed import Client, LocalCluster
 
         from rssm.data.distributed import from_npy
+        from rssm.data.store import default_chunk_size
 
         workers = int(variant[-1])
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None)
         client = Client(cluster)
-        prob = DPCP(samples(from_npy(path)[:m], check_finite=False), P)
+        # chunks of the in-memory partition of m samples (the same bits as in memory)
+        arr = from_npy(path, chunk_size=default_chunk_size(m, N))[:m]
+        prob = DPCP(samples(arr, check_finite=False), P)
     try:
         res = rssm.minimize(prob, x0, method=method, n_blocks=BLOCKS, max_iter=iters,
                             record_every=iters, seed=1)
@@ -117,7 +121,7 @@ def child(variant: str, path: str, m: int, method: str, iters: int) -> dict:
     return dict(variant=variant, method=method, m=m, iters=iters,
                 per_iter_s=res.time / iters, setup_s=wall - res.time,
                 heap_mb=heap / 2**20, rss_mb=_vmhwm(), worker_rss_mb=worker_rss,
-                cost=res.fun)
+                cost=res.fun, chunks=len(prob.data.bounds), threads=res.threads)
 
 
 def _spawn(variant: str, path: Path, m: int, method: str, iters: int) -> dict:
@@ -156,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.summarize:
         with open(args.summarize, newline="") as fh:
             rows = [{k: (v if k in ("section", "variant", "method") else
-                         int(v) if k in ("m", "iters") else float(v)) for k, v in r.items()}
+                         int(v) if k in ("m", "iters", "chunks") else float(v))
+                         for k, v in r.items()}
                     for r in csv.DictReader(fh)]
         summarize(rows, Path(args.out), Path(args.summarize).stem)
         return 0
@@ -177,12 +182,14 @@ def main(argv: list[str] | None = None) -> int:
         r["section"] = section
         rows.append(r)
         print(f"{section:6s} {r['variant']:12s} {r['method']:5s} m={r['m']:>8d} "
+              f"{r['chunks']:3d} chunks  cost {r['cost']:.17g}  "
               f"{r['per_iter_s'] * 1e3:10.2f} ms/iter  setup {r['setup_s']:6.2f} s  "
               f"heap {r['heap_mb']:8.1f} MB  rss {r['rss_mb']:8.1f} MB  "
               f"worker rss {r['worker_rss_mb']:8.1f} MB", flush=True)
 
-    print("machine: 2 shared cores (other jobs running), 24 GB RAM; 1 BLAS thread per "
-          "process", flush=True)
+    print(f"machine: {os.cpu_count()} logical CPUs, load average {os.getloadavg()}; "
+          "1 BLAS thread per process, the client's chunk workers: threads='auto'",
+          flush=True)
     # 1. the paper's size: overhead of each path, round-robin rounds
     for _ in range(rounds):
         for method in ("rssm", "rsm"):
@@ -197,8 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = "data_scale_quick" if args.quick else "data_scale"
+    print(f"load average at the end {os.getloadavg()}", flush=True)
     cols = ["section", "variant", "method", "m", "iters", "per_iter_s", "setup_s", "heap_mb",
-            "rss_mb", "worker_rss_mb", "cost"]
+            "rss_mb", "worker_rss_mb", "cost", "chunks"]
     with open(out / f"{name}.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, cols)
         w.writeheader()
@@ -246,8 +254,8 @@ def summarize(rows: list[dict], out: Path, name: str) -> None:
             ax.loglog(ms, series[v][1], "o-", label=v)
     ax.set_xlabel("samples m (n = 100, p = 90)")
     ax.set_ylabel("seconds per RSSM iteration (l = 5)")
-    ax.set_title("DPCP per-iteration time (2 shared cores, 1 BLAS thread/process)",
-                  fontsize=9)
+    ax.set_title(f"DPCP per-iteration time ({os.cpu_count()} logical CPUs, 1 BLAS "
+                 "thread/process)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()

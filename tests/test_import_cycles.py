@@ -112,10 +112,10 @@ def test_no_import_cycles(base, package):
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-#: Dependency cycles through lazy (function-level) imports that another branch removes:
-#: rssm.data.chunked and rssm.data.distributed import each other (issue 19, the data side).
+#: Dependency cycles through lazy (function-level) imports that another branch removes.
 #: Drop an entry when its cycle is gone; the test fails on an entry that no longer applies.
-KNOWN_LAZY = [{"rssm.data.chunked", "rssm.data.distributed"}]
+#: (rssm.data.chunked <-> rssm.data.distributed is gone: issue 19's storage protocol.)
+KNOWN_LAZY: list[set[str]] = []
 
 
 def test_no_dependency_cycles_through_lazy_imports():

@@ -1,46 +1,55 @@
-"""Data matrices read a chunk of samples at a time, and the oracle that streams them.
+"""Data matrices read a chunk of samples at a time (memory-mapped, HDF5, Zarr, Dask).
 
-The data objectives (`rssm.problems.DPCP`, `rssm.problems.ODL`, every
-`rssm.problems.CompositeProblem`) are sums over samples: the row of Z = Y^T X of a sample,
-its weight and its share of the cost depend on that sample alone. So the p x m cache
-Z^T = X^T Yt of `rssm.problems._data.DataOracle` splits into column chunks, one per chunk
-of samples, and
+`ChunkedData` is the out-of-core store of the data objectives (`rssm.data.store` has the
+protocol): it reads chunk i of its fixed partition when the oracle
+(`rssm.data.engine.DataOracle`) works on it, and never holds the whole matrix. `samples`
+marks an m x n array with one sample per row; `as_data_matrix` turns a problem's data
+argument into a `ChunkedData` when it is out of core.
 
-* a partial subgradient Yt W^T (eq. ``eq-partialRiemsubgrad``'s Euclidean part) is the sum
-  over chunks of Yt_k W_k^T (n x |C| each);
-* the cost is the sum of the chunks' costs;
-* updating the cache after the columns C changed touches each chunk's rows C alone.
-
-`ChunkedOracle` keeps one in-memory oracle of the problem per chunk (the problem's own
-incremental oracle, built on the chunk by ``problem._sample_slice``), hands it its chunk of
-data only while it works, and sums the n x |C| results. Its per-sample state (the cache
-rows Z^T_k, the per-block norms of DPCP and of norm losses) lives either in memory
-(``cache="memory"``, p x m floats in all) or in a temporary file (``cache="disk"``) that is
-read into one chunk-sized work area before a chunk is used and written back after an
-update, so that with data on disk the resident memory is O(n p + chunk) (docs/data.md has
-the measurements).
+The partition is `rssm.data.store.default_chunk_size` (as in memory, so the same data in
+memory and on disk give the same bits), a Dask array's own chunks along the samples (so
+the local and the distributed oracles share it), a multiple of an HDF5/Zarr dataset's
+storage chunks when the data spans several default chunks, or ``chunk_size``.
 """
 
 from __future__ import annotations
 
-import math
+import mmap
 import os
-import tempfile
-import weakref
 from typing import Any
 
 import numpy as np
 
-from rssm.blocks import ColumnSet, Partition
-from rssm.problem import Oracle
+from rssm.data.store import (
+    DEFAULT_CHUNK_BYTES,
+    STALLED_TIMEOUT,
+    DataError,
+    SampleStore,
+    chunk_bounds,
+    default_chunk_size,
+    one_blas_thread,
+)
 
-__all__ = ["ChunkedData", "samples", "is_out_of_core", "as_data_matrix", "ChunkedOracle",
+# (ChunkedOracle, the former name of rssm.data.engine.DataOracle, is served by __getattr__.)
+__all__ = ["ChunkedData", "samples", "is_out_of_core", "as_data_matrix", "as_rows_matrix",
            "make_data_oracle", "DEFAULT_CHUNK_BYTES"]
 
-#: Default size of one chunk of samples, in bytes of float64 data.
-DEFAULT_CHUNK_BYTES = 64 * 2**20
-
 _LAZY_MODULES = ("h5py", "zarr", "dask")
+
+
+def __getattr__(name: str):
+    # The oracle moved to rssm.data.engine (one oracle for every store); the old name is
+    # kept. Imported on first use: this module does not need the engine.
+    if name == "ChunkedOracle":
+        from rssm.data.engine import DataOracle
+
+        return DataOracle
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def make_data_oracle(problem, x: np.ndarray, partition):
+    """The oracle of a data problem: ``problem.make_oracle(x, partition)`` (kept name)."""
+    return problem.make_oracle(x, partition)
 
 
 def _lazy_kind(value: Any) -> str | None:
@@ -57,7 +66,23 @@ def is_out_of_core(value: Any) -> bool:
     return isinstance(value, (ChunkedData, np.memmap)) or _lazy_kind(value) is not None
 
 
-class ChunkedData:
+def _mapped_extent(arr: np.memmap) -> tuple[str, int] | None:
+    """(file, size it must have) for a memory-mapped array: the file offset just past the
+    last byte the array can touch. None when NumPy does not say (then nothing is checked)."""
+    mp, fname = getattr(arr, "_mmap", None), getattr(arr, "filename", None)
+    if mp is None or fname is None or arr.size == 0:
+        return None
+    try:
+        base = np.frombuffer(mp, dtype=np.uint8).ctypes.data
+    except (TypeError, ValueError):
+        return None
+    start = int(arr.offset) - int(arr.offset) % mmap.ALLOCATIONGRANULARITY
+    top = arr.ctypes.data + arr.itemsize + sum(
+        max(0, (s - 1) * st) for s, st in zip(arr.shape, arr.strides, strict=True))
+    return str(fname), start + (top - base)
+
+
+class ChunkedData(SampleStore):
     """A data matrix read a chunk of samples at a time.
 
     Parameters
@@ -71,19 +96,23 @@ class ChunkedData:
         (samples as columns). Either way no transposed copy is made: a chunk is read in the
         file's own layout and handed to the oracles as a transposed view.
     chunk_size : int, optional
-        Samples per chunk. Default: as many as fill `DEFAULT_CHUNK_BYTES` (64 MiB) of
-        float64 data, or the chunking of an h5py/Zarr/Dask source along the samples when it
-        is a multiple of that.
+        Samples per chunk. Default: `rssm.data.store.default_chunk_size` (at most 16
+        chunks unless a chunk would exceed 64 MiB), a Dask array's own chunks along the
+        samples, or for an h5py/Zarr dataset spanning several chunks a multiple of its
+        storage chunks.
     check_finite : bool
         Read the data once and refuse NaN or infinite entries (naming how many samples have
         them and the first one). Default True.
     cache : {"auto", "memory", "disk"}
-        Where `ChunkedOracle` keeps the per-sample state (the p x m cache Z^T and the
-        per-block norms): "memory", or a temporary file in ``cache_dir`` ("disk"), which
-        bounds the resident memory by O(n p + chunk). "auto" (default): "disk" for data
-        on disk (memmap, HDF5, Zarr), "memory" otherwise.
+        Where the oracle keeps the per-sample state (the p x m cache Z^T and the loss's
+        per-sample statistics): "memory", or an unlinked temporary file in ``cache_dir``
+        ("disk"), which bounds the resident memory by O(n p + workers x chunk). "auto"
+        (default): "disk" for data on disk (memmap, HDF5, Zarr), "memory" otherwise.
     cache_dir : str, optional
         Folder of the temporary cache file (default: the system's temporary folder).
+    timeout : float
+        For a Dask array on a cluster: seconds a round of requests to the workers may take
+        before the run ends with `rssm.data.store.DataError` (default 60).
     name : str
         Argument name used in error messages.
 
@@ -91,13 +120,13 @@ class ChunkedData:
     ----------
     n, m : int
         Dimension and number of samples.
-    bounds : list of (int, int)
+    bounds : tuple of (int, int)
         Sample ranges [lo, hi) of the chunks.
     """
 
     def __init__(self, source: Any, *, rows_are_samples: bool, chunk_size: int | None = None,
                  check_finite: bool = True, cache: str = "auto", cache_dir: str | None = None,
-                 name: str = "data"):
+                 timeout: float = 60.0, name: str = "data"):
         if cache not in ("auto", "memory", "disk"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'disk', got {cache!r}")
         if isinstance(source, ChunkedData):
@@ -113,68 +142,112 @@ class ChunkedData:
                             f"{dtype}")
         if len(shape) != 2:
             raise ValueError(f"{name} must be 2-D, got an array with shape {tuple(shape)}")
+        if any(isinstance(s, float) and s != s for s in shape):
+            raise ValueError(
+                f"{name} is a Dask array with unknown chunk sizes (shape {tuple(shape)}); "
+                "call its .compute_chunk_sizes() first: the oracle needs the samples of "
+                "each chunk")
         if 0 in shape:
             raise ValueError(f"{name} must not be empty, got shape {tuple(shape)}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                or not timeout > 0:
+            raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         self.source = source
         self.rows_are_samples = bool(rows_are_samples)
         self.name = name
+        self.timeout = float(timeout)
         self.m, self.n = (int(shape[0]), int(shape[1])) if rows_are_samples else (
             int(shape[1]), int(shape[0]))
         self.kind = _lazy_kind(source) or ("memmap" if isinstance(source, np.memmap)
                                            else "numpy")
+        # Dask computes a chunk in its own thread pool: one read at a time.
+        self.concurrent_reads = self.kind != "dask"
         if cache == "auto":
             cache = "disk" if self.kind in ("memmap", "h5py", "zarr") else "memory"
         self.cache, self.cache_dir = cache, cache_dir
-        if chunk_size is None:
-            chunk_size = max(1, DEFAULT_CHUNK_BYTES // (8 * self.n))
-            native = self._native_chunk()
-            if native:
-                chunk_size = max(native, (chunk_size // native) * native)
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
-                or chunk_size < 1:
-            raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-        k = min(int(chunk_size), self.m)
-        self.chunk_size = k
-        self.bounds = [(lo, min(lo + k, self.m)) for lo in range(0, self.m, k)]
+        self.bounds = self._partition(chunk_size)
+        self.chunk_size = max(hi - lo for lo, hi in self.bounds)
+        self._extent = _mapped_extent(source) if self.kind == "memmap" else None
         if check_finite:
             self.check_finite()
 
-    def _native_chunk(self) -> int | None:
-        chunks = getattr(self.source, "chunks", None)
-        if not chunks:
-            return None
+    def _partition(self, chunk_size: int | None) -> tuple[tuple[int, int], ...]:
+        if chunk_size is not None:
+            if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
+                    or chunk_size < 1:
+                raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+            return chunk_bounds(self.m, min(int(chunk_size), self.m))
         ax = 0 if self.rows_are_samples else 1
-        c = chunks[ax]
-        if isinstance(c, tuple):  # dask: a tuple of chunk sizes per axis
-            c = c[0] if c else None
-        return int(c) if c else None
+        chunks = getattr(self.source, "chunks", None)
+        if self.kind == "dask" and chunks:
+            out, lo = [], 0
+            for s in chunks[ax]:
+                out.append((lo, lo + int(s)))
+                lo += int(s)
+            return tuple(out)
+        k = default_chunk_size(self.m, self.n)
+        native = chunks[ax] if chunks else None
+        if native and k < self.m:
+            k = max(int(native), (k // int(native)) * int(native))
+        return chunk_bounds(self.m, min(k, self.m))
 
     def __repr__(self) -> str:
         layout = "rows" if self.rows_are_samples else "columns"
+        c = len(self.bounds)
+        sizes = {hi - lo for lo, hi in self.bounds[:-1]} or {self.chunk_size}
+        size = f"{self.chunk_size}" if len(sizes) == 1 else f"up to {self.chunk_size}"
         return (f"ChunkedData({self.kind}, n={self.n}, m={self.m}, samples as {layout}, "
-                f"{len(self.bounds)} chunks of {self.chunk_size})")
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """(n, m): the layout of the problems' constructors."""
-        return (self.n, self.m)
+                f"{c} chunk{'s' if c > 1 else ''} of {size})")
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         """Samples lo..hi-1 as an n x (hi - lo) float64 array (a transposed view when the
-        source has samples as rows; no copy of a float64 memmap or NumPy source)."""
+        source has samples as rows; no copy of a float64 memmap or NumPy source).
+
+        For a memmap the file's size is checked first: a file truncated during a run
+        raises `rssm.data.store.DataError` instead of killing the process with SIGBUS
+        (docs/data.md says what this covers)."""
+        if self._extent is not None:
+            self._check_file()
         src = self.source
         blk = src[lo:hi] if self.rows_are_samples else src[:, lo:hi]
         if self.kind == "dask":
-            blk = blk.compute()
+            blk = self._compute(blk, lo, hi)
         arr = np.asarray(blk)
         if arr.dtype != np.float64:
             arr = arr.astype(np.float64)
         return arr.T if self.rows_are_samples else arr
 
-    def chunks(self):
-        """Iterate over (lo, hi, chunk) with chunk = `read(lo, hi)`."""
-        for lo, hi in self.bounds:
-            yield lo, hi, self.read(lo, hi)
+    def _compute(self, blk, lo: int, hi: int):
+        """A Dask chunk: on the running cluster within the timeout (`DataError` after it),
+        else with Dask's local scheduler."""
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ImportError, ValueError):
+            client = None
+        if client is None or getattr(client, "status", None) != "running":
+            return blk.compute()
+        limit = min(self.timeout, STALLED_TIMEOUT) if self.stalled else self.timeout
+        fut = client.compute(blk)
+        try:
+            return fut.result(timeout=limit)
+        except TimeoutError:
+            self.stalled = True
+            raise DataError(f"the Dask cluster did not return samples {lo}..{hi - 1} within "
+                            f"{limit:g} s (a worker stopped or hung?)") from None
+
+    def _check_file(self) -> None:
+        path, need = self._extent
+        try:
+            size = os.stat(path).st_size
+        except OSError as exc:
+            raise DataError(f"the data file {path} can no longer be read: {exc}") from None
+        if size < need:
+            raise DataError(
+                f"the data file {path} shrank to {size} bytes during the run (its samples "
+                f"need {need}); reading it would crash the process (SIGBUS), so the run "
+                "stops here")
 
     def _dask_rows(self):
         """The Dask source as m x n (a lazy transpose when needed)."""
@@ -207,28 +280,46 @@ class ChunkedData:
                 f"sample {first}, counting from 0); all entries must be finite")
 
     def gram(self) -> np.ndarray:
-        """Yt Yt^T (n x n), summed over chunks."""
-        if self.kind == "dask":
-            a = self._dask_rows()
-            return np.asarray((a.T @ a).compute(), dtype=np.float64)
-        g = np.zeros((self.n, self.n))
-        for _, _, blk in self.chunks():
-            g += blk @ blk.T
+        """Yt Yt^T (n x n): the chunks' grams added in chunk order (for a Dask array the
+        chunks' grams are computed on the cluster, and added here)."""
+        if self.kind != "dask":
+            return super().gram()
+        import dask
+
+        rows = self.rows_are_samples
+        parts = []
+        for lo, hi in self.bounds:
+            blk = self.source[lo:hi] if rows else self.source[:, lo:hi]
+            parts.append(dask.delayed(_chunk_gram, pure=True)(blk, rows))
+        grams = dask.compute(*parts)
+        g = np.array(grams[0], dtype=np.float64)
+        for part in grams[1:]:
+            np.add(g, part, out=g)
         return g
 
 
+def _chunk_gram(blk: np.ndarray, rows: bool) -> np.ndarray:
+    """One chunk's gram on one BLAS thread (run on a Dask worker)."""
+    arr = np.asarray(blk, dtype=np.float64)
+    arr = arr.T if rows else arr
+    with one_blas_thread():
+        return arr @ arr.T
+
+
 def samples(source: Any, *, chunk_size: int | None = None, check_finite: bool = True,
-            cache: str = "auto", cache_dir: str | None = None) -> ChunkedData:
+            cache: str = "auto", cache_dir: str | None = None,
+            timeout: float = 60.0) -> ChunkedData:
     """Mark an m x n array with **one sample per row** (the layout of files) as data for
-    `rssm.problems.DPCP`, `rssm.problems.ODL` or `rssm.problems.CompositeProblem`, which
-    otherwise take samples as columns. Nothing is read or copied except by the finiteness
-    check; the problems stream the array a chunk at a time.
+    the data objectives (`rssm.problems.DPCP`, `rssm.problems.ODL`,
+    `rssm.problems.CompositeProblem`, ...), which otherwise take samples as columns.
+    Nothing is read or copied except by the finiteness check; the problems stream the
+    array a chunk at a time.
 
     Parameters
     ----------
     source : array-like
         numpy.memmap, h5py/Zarr dataset, Dask or NumPy array of shape (m, n).
-    chunk_size, check_finite, cache, cache_dir
+    chunk_size, check_finite, cache, cache_dir, timeout
         See `ChunkedData`.
 
     Examples
@@ -240,13 +331,29 @@ def samples(source: Any, *, chunk_size: int | None = None, check_finite: bool = 
     ((6, 4), 500)
     """
     return ChunkedData(source, rows_are_samples=True, chunk_size=chunk_size,
-                       check_finite=check_finite, cache=cache, cache_dir=cache_dir, name="data")
+                       check_finite=check_finite, cache=cache, cache_dir=cache_dir,
+                       timeout=timeout, name="data")
+
+
+def as_rows_matrix(value: Any, name: str):
+    """An m x n argument with **one sample per row** (``a`` of `rssm.problems.SparsePCA`,
+    `rssm.problems.L1Procrustes`, ...) as a problem's n x m data argument: a `ChunkedData`
+    as it is, other out-of-core arrays wrapped by `samples`, an in-memory array checked and
+    transposed (a view)."""
+    from rssm._validation import as_float_matrix
+
+    if isinstance(value, ChunkedData):
+        return value
+    if is_out_of_core(value):
+        return ChunkedData(value, rows_are_samples=True, name=name)
+    return as_float_matrix(value, name).T
 
 
 def as_data_matrix(value: Any, name: str):
     """A problem's data argument (n x m, samples as columns): out-of-core arrays become a
     `ChunkedData` (nothing read into memory); anything else goes through
-    `rssm._validation.as_float_matrix` (a float64 copy in memory, as before)."""
+    `rssm._validation.as_float_matrix` (a float64 C-order copy in memory: samples as
+    columns, whatever the layout of ``value``)."""
     from rssm._validation import as_float_matrix
 
     if isinstance(value, ChunkedData):
@@ -254,226 +361,3 @@ def as_data_matrix(value: Any, name: str):
     if is_out_of_core(value):
         return ChunkedData(value, rows_are_samples=False, name=name)
     return as_float_matrix(value, name, copy=True)
-
-
-# -- problem-level oracles on chunked data ----------------------------------------------------
-def _penalty(problem) -> float:
-    return float(getattr(problem, "l1_penalty", 0.0) or 0.0)
-
-
-def make_data_oracle(problem, x: np.ndarray, partition: Partition | None) -> Oracle:
-    """The oracle of a data problem with out-of-core data: `rssm.data.distributed.DaskOracle`
-    for a Dask array when a ``dask.distributed`` client is running, else `ChunkedOracle`."""
-    data = problem._data
-    if data.kind == "dask":
-        from rssm.data.distributed import DaskOracle, active_client
-
-        client = active_client()
-        if client is not None:
-            return DaskOracle(problem, x, partition, client)
-    return ChunkedOracle(problem, x, partition)
-
-
-def chunked_cost(problem, x: np.ndarray) -> float:
-    """f(X) of a data problem whose data is a `ChunkedData`: the sum of its chunks'."""
-    data = problem._data
-    total = math.fsum(problem._sample_slice(blk, lo, hi).cost(x)
-                      for lo, hi, blk in data.chunks())
-    mu = _penalty(problem)
-    return total + mu * float(np.abs(x).sum()) if mu else total
-
-
-def chunked_subgradient(problem, x: np.ndarray) -> np.ndarray:
-    """A subgradient of a data problem whose data is a `ChunkedData` (sum over chunks)."""
-    g = np.zeros(problem.shape)
-    for lo, hi, blk in problem._data.chunks():
-        g += problem._sample_slice(blk, lo, hi).subgradient(x)
-    mu = _penalty(problem)
-    if mu:
-        g += mu * np.sign(x)
-    return g
-
-
-# -- the streaming oracle -------------------------------------------------------------------
-class _StateFile:
-    """A temporary file holding the per-sample state of every chunk; one chunk's state is
-    read into shared work buffers before use and written back after an update."""
-
-    def __init__(self, directory: str | None):
-        fd, self.path = tempfile.mkstemp(prefix="rssm-cache-", suffix=".bin", dir=directory)
-        self.fd = fd
-        self.size = 0
-        self.work: dict[str, np.ndarray] = {}
-        # The file is deleted when the oracle goes away (or the interpreter exits).
-        self._fin = weakref.finalize(self, _StateFile._remove, fd, self.path)
-
-    @staticmethod
-    def _remove(fd: int, path: str) -> None:
-        try:
-            os.close(fd)
-        finally:
-            if os.path.exists(path):
-                os.unlink(path)
-
-    def close(self) -> None:
-        self._fin()
-
-    def reserve(self, nbytes: int) -> int:
-        off = self.size
-        self.size += nbytes
-        os.ftruncate(self.fd, self.size)
-        return off
-
-    def buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        """A C-contiguous view of the shared work buffer ``name`` with ``shape``."""
-        size = int(np.prod(shape))
-        buf = self.work.get(name)
-        if buf is None or buf.size < size:
-            buf = np.empty(size)
-            self.work[name] = buf
-        return buf[:size].reshape(shape)
-
-    def write(self, arr: np.ndarray, off: int) -> None:
-        mv = memoryview(np.ascontiguousarray(arr)).cast("B")
-        done = 0
-        while done < len(mv):
-            done += os.pwrite(self.fd, mv[done:], off + done)
-
-    def read(self, out: np.ndarray, off: int) -> None:
-        mv = memoryview(out).cast("B")
-        done = 0
-        while done < len(mv):
-            got = os.preadv(self.fd, [mv[done:]], off + done)
-            if got <= 0:
-                raise OSError(f"short read from the cache file {self.path}")
-            done += got
-
-
-_NOT_STATE = frozenset({"yt", "_w", "x", "bt", "cw"})
-
-
-class ChunkedOracle(Oracle):
-    """Incremental oracle of a data problem whose data is a `ChunkedData`.
-
-    Holds one in-memory oracle per chunk of samples (built by the problem itself on the
-    chunk) and streams the chunks of data through them: every ``partial_subgradient``,
-    ``subgradient``, ``update`` and ``refresh`` reads the data once; ``cost`` reads only
-    the state. The results are the sums over chunks, so the iterates equal those of the
-    in-memory oracle up to the order of the floating-point sums.
-
-    Parameters
-    ----------
-    problem : Problem
-        A data problem (``problem._data`` is a `ChunkedData`).
-    x : ndarray
-        The solver's iterate (shared, never copied).
-    partition : Partition or None
-        RSSM's column partition (None for RSM).
-
-    The state's place ("memory" or "disk") is the data's ``cache`` (see `ChunkedData`).
-    """
-
-    def __init__(self, problem, x: np.ndarray, partition: Partition | None):
-        super().__init__(problem, x, partition)
-        data: ChunkedData = problem._data
-        cache, cache_dir = data.cache, data.cache_dir
-        self.data = data
-        self.n, self.m, self.p = data.n, data.m, x.shape[1]
-        self.mu = _penalty(problem)
-        self.cache = cache
-        self._file = _StateFile(cache_dir) if cache == "disk" else None
-        self._scratch = np.empty(self.p * data.chunk_size)
-        self.subs: list[Oracle] = []
-        self._state: list[dict[str, tuple[int, tuple[int, ...]]]] = []
-        for lo, hi, blk in data.chunks():
-            sub = problem._sample_slice(blk, lo, hi).make_oracle(x, partition)
-            k = hi - lo
-            # One scratch buffer for every chunk's weights (p x k): the chunks run one at a
-            # time, so p x m of scratch would be wasted memory.
-            sub._w = self._scratch[: self.p * k].reshape(self.p, k)
-            sub.yt = None
-            self.subs.append(sub)
-            self._state.append(self._spill(sub, k) if self._file is not None else {})
-
-    # -- state on disk ----------------------------------------------------------------------
-    def _spill(self, sub, k: int) -> dict:
-        """Move the chunk's per-sample arrays to the state file; leave shared work views."""
-        where = {}
-        for name, val in list(vars(sub).items()):
-            if name in _NOT_STATE or not isinstance(val, np.ndarray) or val.ndim == 0 \
-                    or val.shape[-1] != k or val.dtype != np.float64:
-                continue
-            off = self._file.reserve(val.nbytes)
-            self._file.write(val, off)
-            where[name] = (off, val.shape)
-            setattr(sub, name, self._file.buffer(name, val.shape))
-        return where
-
-    def _load(self, i: int) -> None:
-        for name, (off, shape) in self._state[i].items():
-            buf = self._file.buffer(name, shape)
-            self._file.read(buf, off)
-            setattr(self.subs[i], name, buf)
-
-    def _store(self, i: int) -> None:
-        sub = self.subs[i]
-        for name, (off, shape) in self._state[i].items():
-            self._file.write(getattr(sub, name), off)
-            setattr(sub, name, self._file.buffer(name, shape))
-
-    def close(self) -> None:
-        """Delete the state file (``cache="disk"``); the oracle is unusable afterwards."""
-        if self._file is not None:
-            self._file.close()
-
-    # -- passes over the data ---------------------------------------------------------------
-    def _pass(self, method: str, *args, write: bool = False, data: bool = True):
-        out = []
-        disk = self._file is not None
-        for i, (lo, hi) in enumerate(self.data.bounds):
-            sub = self.subs[i]
-            if disk:
-                self._load(i)
-            if data:
-                sub.yt = self.data.read(lo, hi)
-            try:
-                out.append(getattr(sub, method)(*args))
-            finally:
-                sub.yt = None
-            if disk and write:
-                self._store(i)
-        return out
-
-    def partial_subgradient(self, cols: ColumnSet) -> np.ndarray:
-        parts = self._pass("partial_subgradient", cols)
-        g = parts[0].copy() if len(parts) == 1 else np.add.reduce(parts)
-        if self.mu:
-            g += self.mu * np.sign(self.x[:, cols.selector])
-        return g
-
-    def subgradient(self) -> np.ndarray:
-        parts = self._pass("subgradient")
-        g = parts[0].copy() if len(parts) == 1 else np.add.reduce(parts)
-        if self.mu:
-            g += self.mu * np.sign(self.x)
-        return g
-
-    def update(self, cols: ColumnSet | None) -> None:
-        self._pass("update", cols, write=True)
-
-    def refresh(self) -> None:
-        self._pass("refresh", write=True)
-
-    def cost(self) -> float:
-        total = math.fsum(self._pass("cost", data=False))
-        return total + self.mu * float(np.abs(self.x).sum()) if self.mu else total
-
-    # -- flop model: the chunks' sums --------------------------------------------------------
-    def flops_partial(self, c: int) -> float:
-        return sum(s.flops_partial(c) for s in self.subs) + (2.0 * self.n * c if self.mu else 0)
-
-    def flops_subgradient(self) -> float:
-        return self.flops_partial(self.p)
-
-    def flops_update(self, c: int) -> float:
-        return sum(s.flops_update(c) for s in self.subs)

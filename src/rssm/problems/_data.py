@@ -1,130 +1,164 @@
-"""Incremental oracle for data objectives f(X) = sum_j h(y_j^T X).
+"""The family of data objectives f(X) = s sum_j c_j h(X^T y_j - b_j) + mu ||X||_1.
 
-The cache is Z^T = X^T Yt (p x m, one row per column of X, so a block's rows are a
-contiguous slab). After RSSM changes the columns C, only the rows Z^T[C] are recomputed
-from the new columns (2 m n |C| flops); nothing is accumulated, so the cache cannot drift
-from a from-scratch computation beyond one rounding of each entry.
+`DataProblem` is the base of `rssm.problems.DPCP`, `rssm.problems.ODL` and every
+`rssm.problems.CompositeProblem` (l1 Procrustes, sparse PCA, planted sparse bases). A
+member declares
+
+* its samples: a store (`rssm.data.store`: in memory, memory-mapped / HDF5 / Zarr chunks,
+  or a Dask array), built from the constructor's data argument by `_set_data`;
+* its loss h (`rssm.problems.losses`), the factor s, the penalty mu;
+* its per-sample inputs: ``bt`` (the offsets b_j, p x m) and ``cw`` (the weights c_j),
+  each an array in memory or read from a store at each pass;
+
+and inherits the rest: ``cost`` and ``subgradient`` from scratch a chunk at a time,
+``make_oracle`` (the one incremental oracle, `rssm.data.engine.DataOracle`, or its
+data-parallel form on a Dask cluster, `rssm.data.distributed.DaskOracle`) and the flop
+model. A new loss is a new `EntrywiseLoss`/`NormLoss`; a new storage kind is a new store.
 """
 
 from __future__ import annotations
 
-import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from rssm.blocks import ColumnSet, Partition
+from rssm.blocks import Partition
+from rssm.data.chunked import ChunkedData, as_data_matrix
+from rssm.data.engine import DataOracle, one_pass
+from rssm.data.store import DataError, InMemory, SampleStore, warn_if_transposed
 from rssm.problem import Oracle, Problem
+from rssm.problems.losses import EntrywiseLoss, NormLoss, make_kernel
+
+__all__ = ["DataProblem", "DataOracle", "SampleModel"]
 
 
-class DataOracle(Oracle, abc.ABC):
-    """Base of the oracles of `DPCP` and `ODL`.
+@dataclass
+class SampleModel:
+    """What the chunk engine needs of a data problem, besides X.
 
-    Subclasses implement `_weights(rows, out)`: the derivative of h with respect to the
-    entries of Z for the given rows of Z^T (written into ``out``, shape (|rows|, m)),
-    and may extend `_after_update`.
+    Attributes
+    ----------
+    store : SampleStore
+        The samples.
+    kernel : EntrywiseKernel or NormKernel
+        The loss on a chunk, bound to the partition.
+    inputs : dict
+        Per-sample inputs in memory, sample axis last (None when absent).
+    readers : dict
+        Per-sample inputs read at each pass: name -> ``reader(lo, hi)``.
+    mu, scale : float
+        The l1 penalty and the factor s of the sum.
     """
 
-    cheap_cost = True
+    store: SampleStore
+    kernel: Any
+    inputs: dict = field(default_factory=dict)
+    readers: dict[str, Callable] = field(default_factory=dict)
+    mu: float = 0.0
+    scale: float = 1.0
 
-    def __init__(
-        self, problem: Problem, x: np.ndarray, partition: Partition | None, yt: np.ndarray
-    ):
-        super().__init__(problem, x, partition)
-        self.yt = yt  # n x m, C order
-        n, m = yt.shape
-        p = x.shape[1]
-        self.n, self.m, self.p = n, m, p
-        self.zt = np.empty((p, m))
-        self._w = np.empty((p, m))
-        # Per-row cost contributions of entrywise objectives, recomputed lazily: rows of Z^T
-        # that changed since the last `cost` call are marked stale (see `_row_cost`).
-        self._row_cost = np.zeros(p)
-        self._stale = np.ones(p, dtype=bool)
-        self.refresh()
 
-    # Z^T rows for column runs -------------------------------------------------------------
-    def _recompute_rows(self, run: slice) -> None:
-        np.matmul(self.x[:, run].T, self.yt, out=self.zt[run])
+class DataProblem(Problem):
+    """Base of the data objectives (see the module docstring).
 
-    def refresh(self) -> None:
-        np.matmul(self.x.T, self.yt, out=self.zt)
-        self._stale[:] = True
-        self._after_update(None)
+    Subclasses call `_set_data` in their constructor and set ``loss``; they may override
+    `_scale` (s), `_inputs`/`_readers` (per-sample inputs) and the flop model.
+    """
 
-    def update(self, cols: ColumnSet | None) -> None:
-        if cols is None:
-            self._stale[:] = True
+    #: The row loss h.
+    loss: EntrywiseLoss | NormLoss
+    #: mu of mu ||X||_1.
+    l1_penalty: float = 0.0
+
+    def _set_data(self, value, name: str, *, layout_check: str | None = None):
+        """Keep the data argument (an n x m array as float64, a `ChunkedData` for
+        out-of-core arrays, or a store as it is) and its store; set m. With ``layout_check`` (the
+        problem's name), warn when m < n (`rssm.data.store.warn_if_transposed`)."""
+        if isinstance(value, InMemory):
+            arr = value.yt
+            self._store = value
+        elif isinstance(value, SampleStore):
+            arr = self._store = value
         else:
-            self._stale[cols.index] = True
-        if cols is None:
-            np.matmul(self.x.T, self.yt, out=self.zt)
-        elif len(cols.runs) == 1:
-            self._recompute_rows(cols.runs[0])
-        else:
-            # Several runs (a pair of non-adjacent blocks): one GEMM over all of C into the
-            # scratch rows of the weight buffer, then row copies. One GEMM streams Yt once;
-            # one GEMM per run would stream (and pack) it once per run.
-            c = cols.size
-            buf = self._w[:c]
-            np.matmul(self.x[:, cols.index].T, self.yt, out=buf)
-            off = 0
-            for run in cols.runs:
-                k = run.stop - run.start
-                self.zt[run] = buf[off : off + k]
-                off += k
-        self._after_update(cols)
+            arr = as_data_matrix(value, name)
+            self._store = arr if isinstance(arr, ChunkedData) else InMemory(arr)
+        n, m = self._store.shape
+        self.m = m
+        if layout_check is not None:
+            warn_if_transposed(n, m, layout_check, name, stacklevel=4)
+        return arr
 
-    def _after_update(self, cols: ColumnSet | None) -> None:
-        """Hook for per-block statistics after Z^T rows changed."""
+    @property
+    def data(self) -> SampleStore:
+        """The samples as a store (`rssm.data.store`): their chunks and where they are."""
+        return self._store
 
-    def _row_values(self, rows: np.ndarray) -> np.ndarray:
-        """The cost's contributions of the given rows of Z^T (one number per row), for
-        objectives that are sums over the columns of X; others override `cost`."""
-        raise NotImplementedError
+    def _top_sq_singular(self) -> float:
+        """||Yt||_2^2 (the largest eigenvalue of Yt Yt^T for out-of-core data)."""
+        if isinstance(self._store, InMemory):
+            return float(np.linalg.norm(self._store.yt, 2)) ** 2
+        return float(np.linalg.eigvalsh(self._store.gram())[-1])
 
-    def _cached_cost(self) -> float:
-        """Sum of the per-row contributions, recomputing only the rows of Z^T that changed
-        since the last call: O(m |C|) after an RSSM step, O(p) when nothing changed. Each
-        row's value is recomputed from scratch, so nothing drifts."""
-        stale = np.flatnonzero(self._stale)
-        if stale.size:
-            self._row_cost[stale] = self._row_values(stale)
-            self._stale[stale] = False
-        return float(self._row_cost.sum())
+    # -- what the engine needs --------------------------------------------------------------
+    def _scale(self) -> float:
+        return 1.0
 
-    @abc.abstractmethod
-    def _weights(self, rows: slice, out: np.ndarray) -> None:
-        """Write dh/dZ for the rows ``rows`` of Z^T into ``out``."""
+    def _inputs(self) -> dict:
+        return {}
 
-    # oracles --------------------------------------------------------------------------------
-    def partial_subgradient(self, cols: ColumnSet) -> np.ndarray:
-        c = cols.size
-        w = self._w[:c]
-        off = 0
-        for run in cols.runs:
-            k = run.stop - run.start
-            self._weights(run, w[off : off + k])
-            off += k
-        # G_C = Yt W^T  (n x c), computed as (W Yt^T)^T: one GEMM of 2 m n c flops.
-        return (w @ self.yt.T).T
+    def _readers(self) -> dict:
+        return {}
 
-    def subgradient(self) -> np.ndarray:
-        w = self._w
-        self._weights(slice(0, self.p), w)
-        return (w @ self.yt.T).T
+    def sample_model(self, partition: Partition | None) -> SampleModel:
+        """The loss kernel for ``partition``, the store, the inputs, mu and s."""
+        return SampleModel(self._store, make_kernel(self.loss, self.shape[1], partition,
+                                                    self._scale()),
+                           self._inputs(), self._readers(), float(self.l1_penalty or 0.0),
+                           self._scale())
 
-    # flop model -------------------------------------------------------------------------
-    def flops_partial(self, c: int) -> float:
-        return 2.0 * self.m * self.n * c + self._weight_flops(c)
+    # -- oracles --------------------------------------------------------------------------
+    def cost(self, x) -> float:
+        return self._pass(x, False)[0]
 
-    def flops_subgradient(self) -> float:
-        return self.flops_partial(self.p)
+    def subgradient(self, x) -> np.ndarray:
+        return self._pass(x, True)[1]
 
-    def flops_update(self, c: int) -> float:
-        return 2.0 * self.m * self.n * c + self._stat_flops(c)
+    def _pass(self, x, grad: bool):
+        x = np.asarray(x, dtype=np.float64)
+        try:
+            return one_pass(self.sample_model(None), x, grad)
+        except DataError as exc:   # the data went away: say at which point
+            if exc.x is None:
+                exc.x = x.copy()
+            raise
+
+    def make_oracle(self, x, partition: Partition | None) -> Oracle:
+        if isinstance(self._store, ChunkedData) and self._store.kind == "dask":
+            from rssm.data.distributed import DaskOracle, active_client
+
+            client = active_client()
+            if client is not None:
+                return DaskOracle(self, x, partition, client)
+        return DataOracle(self, x, partition)
+
+    # -- flop model (per call, all m samples) ---------------------------------------------
+    def _has(self, name: str) -> bool:
+        return self._inputs().get(name) is not None or name in self._readers()
 
     def _weight_flops(self, c: int) -> float:
-        return float(self.m * c)
+        """Flops of the weights of c rows of Z^T (and the penalty's sign term)."""
+        per = self._has("bt") + (1.0 if isinstance(self.loss, NormLoss) else self.loss.flops)
+        per += self._has("cw")
+        return float(self.m * c * per) + (2.0 * self.shape[0] * c if self.l1_penalty else 0.0)
 
-    def _stat_flops(self, c: int) -> float:
-        return 0.0
+    def _stat_flops(self, c: int, n_blocks: int) -> float:
+        """Flops of the statistics after c rows of Z^T changed (l = ``n_blocks``)."""
+        if not isinstance(self.loss, NormLoss):
+            return 0.0
+        return 2.0 * self.m * c + (n_blocks + self.loss.flops + 2.0) * self.m
+
+    def subgradient_flops(self) -> float:
+        n, p = self.shape
+        return 4.0 * self.m * n * p + 3.0 * self.m * p + (2.0 * n * p if self.l1_penalty else 0.0)

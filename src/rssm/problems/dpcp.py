@@ -13,8 +13,6 @@ Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-RSR`` = eq. (2
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from rssm import stiefel
@@ -24,19 +22,18 @@ from rssm._validation import (
     check_memory,
     make_rng,
 )
-from rssm.blocks import ColumnSet, Partition
-from rssm.data.chunked import (
-    ChunkedData,
-    as_data_matrix,
-    chunked_cost,
-    chunked_subgradient,
-    make_data_oracle,
-)
-from rssm.problem import Problem, start_rng
-from rssm.problems._data import DataOracle
+from rssm.data.chunked import ChunkedData, as_data_matrix
+from rssm.data.engine import DataOracle
+from rssm.data.store import one_blas_thread
+from rssm.problem import start_rng
+from rssm.problems._data import DataProblem
+from rssm.problems.losses import NormLoss
 from rssm.stepsizes import PaperSchedule
 
 __all__ = ["DPCP", "subspace_distance"]
+
+#: The oracle of DPCP: the one data oracle (kept under its former name).
+_DPCPOracle = DataOracle
 
 
 def subspace_distance(s: np.ndarray, x: np.ndarray) -> float:
@@ -56,59 +53,7 @@ def subspace_distance(s: np.ndarray, x: np.ndarray) -> float:
     return float(np.sqrt(np.sum(2.0 * sv**2 / (1.0 + np.sqrt(1.0 - sv**2)))))
 
 
-class _DPCPOracle(DataOracle):
-    """Incremental DPCP oracle.
-
-    Besides Z^T = X^T Yt it keeps, for every block b, the squared norms of the rows of Z
-    restricted to the columns of b (an l x m array). The squared row norms are their sum
-    over blocks, recomputed after each update in m l flops; when a block changes its entry
-    is recomputed from its new Z^T rows, never updated by differences, so no rounding error
-    accumulates however long the run.
-    """
-
-    def __init__(self, problem: DPCP, x: np.ndarray, partition: Partition | None):
-        self._part = partition
-        nb = partition.n_blocks if partition is not None else 1
-        self._block_runs = (
-            [partition.columns(b).runs for b in range(nb)] if partition is not None
-            else [(slice(0, x.shape[1]),)]
-        )
-        self.bn = np.empty((nb, problem.yt.shape[1]))
-        self.inv_norm = np.empty(problem.yt.shape[1])
-        # The 1/m of f: problem.m is the number of all samples, also when this oracle
-        # serves one chunk of them (rssm.data.chunked).
-        self.m_total = problem.m
-        super().__init__(problem, x, partition, problem.yt)
-
-    def _block_norms(self, b: int) -> None:
-        row = self.bn[b]
-        row.fill(0.0)
-        for run in self._block_runs[b]:
-            z = self.zt[run]
-            row += np.einsum("ij,ij->j", z, z)
-
-    def _after_update(self, cols: ColumnSet | None) -> None:
-        blocks = range(self.bn.shape[0]) if cols is None or self._part is None else cols.blocks
-        for b in blocks:
-            self._block_norms(b)
-        r = self.bn.sum(axis=0) if self.bn.shape[0] > 1 else self.bn[0].copy()
-        np.sqrt(r, out=r)
-        self._norm = r
-        # 1/||z_j||, and 0 where z_j = 0: 0 lies in the subdifferential of ||.|| at 0.
-        np.divide(1.0 / self.m_total, r, out=self.inv_norm, where=r > 0)
-        self.inv_norm[r <= 0] = 0.0
-
-    def _weights(self, rows: slice, out: np.ndarray) -> None:
-        np.multiply(self.zt[rows], self.inv_norm, out=out)
-
-    def cost(self) -> float:
-        return float(self._norm.sum() / self.m_total)
-
-    def _stat_flops(self, c: int) -> float:
-        return 2.0 * self.m * c + 2.0 * self.m * self.bn.shape[0]
-
-
-class DPCP(Problem):
+class DPCP(DataProblem):
     """DPCP objective f(X) = (1/m) sum_j ||yt_j^T X|| on St(n, p) (eq. ``eq-RSR``).
 
     Parameters
@@ -134,11 +79,11 @@ class DPCP(Problem):
     name = "dpcp"
 
     def __init__(self, yt, p: int, subspace=None):
-        self.yt = as_data_matrix(yt, "yt")
-        n, m = self.yt.shape
+        self.yt = self._set_data(yt, "yt", layout_check="DPCP")
+        n, m = self._store.shape
         self.p = as_int(p, "p", minimum=1, maximum=n)
         self.shape = (n, self.p)
-        self.m = m
+        self.loss = NormLoss.norm()
         self.subspace = None
         if subspace is not None:
             s = stiefel.as_point(subspace, "subspace", (n, None))
@@ -197,37 +142,12 @@ class DPCP(Problem):
         prob.n_inliers, prob.n_outliers = n_in, n_out
         return prob
 
-    # -- samples (out-of-core and distributed data) ---------------------------------------
-    @property
-    def _data(self):
-        return self.yt
+    # -- the loss: h = ||.||, s = 1/m (eq. ``eq-RSR``); oracles from `DataProblem` ----------
+    def _scale(self) -> float:
+        return 1.0 / self.m
 
-    def _sample_slice(self, yt: np.ndarray, lo: int, hi: int) -> DPCP:
-        """This problem on the samples lo..hi-1 (``yt`` = their columns), with the 1/m of
-        the whole: the chunks' costs and subgradients sum to the problem's."""
-        part = copy.copy(self)
-        part.yt = yt
-        return part
-
-    # -- oracles --------------------------------------------------------------------------
-    def cost(self, x) -> float:
-        if isinstance(self.yt, ChunkedData):
-            return chunked_cost(self, x)
-        return float(np.linalg.norm(self.yt.T @ x, axis=1).sum() / self.m)
-
-    def subgradient(self, x) -> np.ndarray:
-        if isinstance(self.yt, ChunkedData):
-            return chunked_subgradient(self, x)
-        z = self.yt.T @ x
-        r = np.linalg.norm(z, axis=1)
-        w = np.zeros_like(r)
-        np.divide(1.0 / self.m, r, out=w, where=r > 0)
-        return self.yt @ (z * w[:, None])
-
-    def make_oracle(self, x, partition):
-        if isinstance(self.yt, ChunkedData):
-            return make_data_oracle(self, x, partition)
-        return _DPCPOracle(self, x, partition)
+    def _stat_flops(self, c: int, n_blocks: int) -> float:
+        return 2.0 * self.m * c + 2.0 * self.m * n_blocks
 
     def subgradient_flops(self) -> float:
         n, p = self.shape
@@ -253,8 +173,11 @@ class DPCP(Problem):
         start_rng(rng)
         n, p = self.shape
         # eigh of the n x n scatter matrix: O(m n^2 + n^3) once, before the solver starts.
-        gram = self.yt.gram() if isinstance(self.yt, ChunkedData) else self.yt @ self.yt.T
-        w, v = np.linalg.eigh(gram)
+        # One BLAS thread: the same start on every machine (and for every store of the
+        # same partition: the gram is summed chunk by chunk).
+        gram = self._store.gram()
+        with one_blas_thread():
+            w, v = np.linalg.eigh(gram)
         return np.ascontiguousarray(v[:, :p])
 
     def reference_stepsize(self):

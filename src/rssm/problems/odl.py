@@ -6,8 +6,6 @@ where Y = X* S with X* orthogonal and S sparse.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from rssm import stiefel
@@ -18,16 +16,9 @@ from rssm._validation import (
     check_memory,
     make_rng,
 )
-from rssm.blocks import Partition
-from rssm.data.chunked import (
-    ChunkedData,
-    as_data_matrix,
-    chunked_cost,
-    chunked_subgradient,
-    make_data_oracle,
-)
-from rssm.problem import Problem
-from rssm.problems._data import DataOracle
+from rssm.data.engine import DataOracle
+from rssm.problems._data import DataProblem
+from rssm.problems.losses import EntrywiseLoss
 from rssm.stepsizes import PaperSchedule
 
 __all__ = ["ODL", "dictionary_error"]
@@ -48,20 +39,11 @@ def dictionary_error(x: np.ndarray, x_star: np.ndarray) -> float:
     return float(0.5 * np.sum(diff * diff))
 
 
-class _ODLOracle(DataOracle):
-    """Incremental ODL oracle: sign(Z) for the requested rows of Z^T."""
-
-    def _weights(self, rows: slice, out: np.ndarray) -> None:
-        np.sign(self.zt[rows], out=out)
-
-    def _row_values(self, rows: np.ndarray) -> np.ndarray:
-        return np.abs(self.zt[rows]).sum(axis=1)
-
-    def cost(self) -> float:
-        return self._cached_cost()
+#: The oracle of ODL: the one data oracle (kept under its former name).
+_ODLOracle = DataOracle
 
 
-class ODL(Problem):
+class ODL(DataProblem):
     """ODL objective f(X) = ||Y^T X||_1 on St(n, p) (Section 5.2; p = n in the paper).
 
     Parameters
@@ -77,11 +59,11 @@ class ODL(Problem):
     name = "odl"
 
     def __init__(self, y, p: int | None = None, dictionary=None):
-        self.y = as_data_matrix(y, "y")
-        n, m = self.y.shape
+        self.y = self._set_data(y, "y", layout_check="ODL")
+        n, _ = self._store.shape
         self.p = n if p is None else as_int(p, "p", minimum=1, maximum=n)
         self.shape = (n, self.p)
-        self.m = m
+        self.loss = EntrywiseLoss.l1()
         self.dictionary = stiefel.as_point(dictionary, "dictionary", (n, n))
 
     @classmethod
@@ -112,32 +94,7 @@ class ODL(Problem):
         prob.theta = theta
         return prob
 
-    # -- samples (out-of-core and distributed data) ---------------------------------------
-    @property
-    def _data(self):
-        return self.y
-
-    def _sample_slice(self, y: np.ndarray, lo: int, hi: int) -> ODL:
-        """This problem on the samples lo..hi-1 (``y`` = their columns)."""
-        part = copy.copy(self)
-        part.y = y
-        return part
-
-    def cost(self, x) -> float:
-        if isinstance(self.y, ChunkedData):
-            return chunked_cost(self, x)
-        return float(np.abs(self.y.T @ x).sum())
-
-    def subgradient(self, x) -> np.ndarray:
-        if isinstance(self.y, ChunkedData):
-            return chunked_subgradient(self, x)
-        return self.y @ np.sign(self.y.T @ x)
-
-    def make_oracle(self, x, partition: Partition | None):
-        if isinstance(self.y, ChunkedData):
-            return make_data_oracle(self, x, partition)
-        return _ODLOracle(self, x, partition, self.y)
-
+    # -- the loss: h = ||.||_1 (Section 5.2); oracles from `DataProblem` ---------------------
     def subgradient_flops(self) -> float:
         n, p = self.shape
         return 4.0 * self.m * n * p + self.m * p

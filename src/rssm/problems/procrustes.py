@@ -15,6 +15,8 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm.data.chunked import ChunkedData, as_rows_matrix, is_out_of_core
+from rssm.data.store import InMemory
 from rssm.problem import start_rng
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss
 from rssm.stepsizes import Geometric
@@ -28,9 +30,11 @@ class L1Procrustes(CompositeProblem):
     Parameters
     ----------
     a : array_like, shape (m, n)
-        Design matrix.
+        Design matrix (its rows are the samples).
     b : array_like, shape (m, p)
-        Targets.
+        Targets. Either or both may be out of core (a `numpy.memmap`, h5py/Zarr dataset,
+        Dask array or `rssm.data.samples` of one): they are read a chunk of rows at a time
+        (docs/data.md).
     x_true : array_like, shape (n, p), optional
         Ground truth X* on St(n, p) (enables `error`).
     """
@@ -38,14 +42,22 @@ class L1Procrustes(CompositeProblem):
     name = "l1_procrustes"
 
     def __init__(self, a, b, x_true=None):
-        a = as_float_matrix(a, "a")
-        m, n = a.shape
-        b = as_float_matrix(b, "b", shape=(m, None))
-        if b.shape[1] > n:
+        a = as_rows_matrix(a, "a")
+        n, m = a.shape
+        if is_out_of_core(b):
+            b = b if isinstance(b, ChunkedData) else ChunkedData(b, rows_are_samples=True,
+                                                                 name="b")
+            if b.m != m:
+                raise ValueError(f"b has {b.m} rows; it must have m = {m}, as a")
+            pb = b.n
+        else:
+            b = as_float_matrix(b, "b", shape=(m, None))
+            pb = b.shape[1]
+        if pb > n:
             raise ValueError(
-                f"b must have at most n = {n} columns (X is n x p, p <= n), got {b.shape[1]}"
+                f"b must have at most n = {n} columns (X is n x p, p <= n), got {pb}"
             )
-        super().__init__(a.T, b.shape[1], EntrywiseLoss.l1(), offset=b, name="l1_procrustes")
+        super().__init__(a, pb, EntrywiseLoss.l1(), offset=b, name="l1_procrustes")
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod
@@ -113,12 +125,18 @@ class L1Procrustes(CompositeProblem):
         errors pull it further from X*; RSSM then corrects it. ``rng`` (None, an int seed
         or a Generator) is checked and not used."""
         start_rng(rng)
-        return stiefel.polar(self.yt @ self.bt.T)
+        if isinstance(self._store, InMemory) and self.bt is not None:
+            return stiefel.polar(self.yt @ self.bt.T)
+        cross = np.zeros(self.shape)
+        for lo, hi, blk in self._store.chunks():
+            bt = self.bt[:, lo:hi] if self.bt is not None else self._offset_store.read(lo, hi)
+            cross += blk @ bt.T
+        return stiefel.polar(cross)
 
     def reference_stepsize(self):
         """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.95 per epoch): linear convergence on this
         sharp problem (1/||A||_2^2 is the inverse curvature scale of ||A X - B||^2)."""
-        return Geometric(1.0 / float(np.linalg.norm(self.yt, 2)) ** 2, 0.95)
+        return Geometric(1.0 / self._top_sq_singular(), 0.95)
 
     def __repr__(self) -> str:
         n, p = self.shape

@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm._validation import as_int, as_positive_float, make_rng
+from rssm.data.chunked import as_rows_matrix
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
 from rssm.stepsizes import Geometric
 
@@ -34,7 +35,9 @@ class PlantedSparseBasis(CompositeProblem):
     ----------
     q : array_like, shape (m, n)
         Basis of the subspace, as columns (orthonormal for the ground truth to be exact;
-        any full-rank basis is accepted).
+        any full-rank basis is accepted). Its rows are the samples; out-of-core arrays (a
+        `numpy.memmap`, h5py/Zarr dataset, Dask array or `rssm.data.samples` of one) are
+        read a chunk of rows at a time (docs/data.md).
     p : int
         Number of sparse directions sought.
     x_true : array_like, shape (n, p), optional
@@ -44,8 +47,7 @@ class PlantedSparseBasis(CompositeProblem):
     name = "sparse_basis"
 
     def __init__(self, q, p: int, x_true=None):
-        q = as_float_matrix(q, "q")
-        super().__init__(q.T, p, EntrywiseLoss.l1(), name="sparse_basis")
+        super().__init__(as_rows_matrix(q, "q"), p, EntrywiseLoss.l1(), name="sparse_basis")
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod
@@ -128,7 +130,7 @@ class PlantedSparseBasis(CompositeProblem):
         1 iteration of 10, so that pair's share of the step length ran out first. With
         beta = 0.95, one start in eight stalled.
         """
-        return Geometric(0.6 / float(np.linalg.norm(self.yt, 2)) ** 2, 0.98)
+        return Geometric(0.6 / self._top_sq_singular(), 0.98)
 
     def __repr__(self) -> str:
         n, p = self.shape

@@ -14,6 +14,8 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm.data.chunked import ChunkedData, as_rows_matrix, is_out_of_core
+from rssm.data.store import InMemory, Standardized, one_blas_thread
 from rssm.problem import start_rng
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
 from rssm.stepsizes import Geometric
@@ -31,6 +33,8 @@ class SparsePCA(CompositeProblem):
     ----------
     a : array_like, shape (m, n)
         Data matrix, samples as rows (used as given; `from_data` centres and normalizes).
+        Out-of-core arrays (a `numpy.memmap`, an h5py or Zarr dataset, a Dask array, or
+        `rssm.data.samples` of one) are read a chunk of samples at a time (docs/data.md).
     r : int
         Number of loading vectors.
     mu : float
@@ -48,17 +52,21 @@ class SparsePCA(CompositeProblem):
     name = "sparse_pca"
 
     def __init__(self, a, r: int, mu: float = 0.2, loadings=None):
-        arr = as_float_matrix(a, "a")
+        data = a if isinstance(a, (Standardized, InMemory)) else as_rows_matrix(a, "a")
         mu = as_positive_float(mu, "mu")
-        super().__init__(arr.T, r, EntrywiseLoss.neg_square(), l1_penalty=mu, name="sparse_pca")
+        super().__init__(data, r, EntrywiseLoss.neg_square(), l1_penalty=mu, name="sparse_pca")
         self.mu = mu
-        self._total_var = float(np.sum(arr * arr))
+        self._total_var = self._store.sum_squares()
         self.loadings = stiefel.as_point(loadings, "loadings", self.shape)
 
     @classmethod
     def from_data(cls, a, r: int, mu: float = 0.2, normalize: bool = True) -> SparsePCA:
         """ManPG's preprocessing: centre every column of ``a`` (m x n) and, when
         ``normalize``, scale it to unit Euclidean norm (constant columns are left at 0)."""
+        if is_out_of_core(a):
+            data = a if isinstance(a, ChunkedData) else ChunkedData(a, rows_are_samples=True,
+                                                                    name="a")
+            return cls(_standardized(data, normalize), r, mu)
         arr = as_float_matrix(a, "a", copy=True)
         arr -= arr.mean(axis=0)
         if normalize:
@@ -150,8 +158,12 @@ class SparsePCA(CompositeProblem):
 
     def explained_variance(self, x) -> float:
         """||A X||_F^2 / ||A||_F^2: the fraction of the total variance the loadings explain."""
-        z = self.yt.T @ x
-        return float(np.sum(z * z) / self._total_var)
+        x = np.asarray(x, dtype=np.float64)
+        total = 0.0
+        for _, _, blk in self._store.chunks():
+            z = blk.T @ x
+            total += float(np.vdot(z, z))
+        return total / self._total_var
 
     @staticmethod
     def sparsity(x, tol: float = ZERO_TOL) -> float:
@@ -177,8 +189,15 @@ class SparsePCA(CompositeProblem):
         most m right singular vectors; the start is completed by right singular vectors of
         the null space of A (the full SVD, deterministic), so it is still on St(n, r)."""
         start_rng(rng)
+        if not isinstance(self._store, InMemory):
+            # out of core: the top-r eigenvectors of A^T A (its right singular vectors)
+            gram = self._store.gram()
+            with one_blas_thread():
+                _, v = np.linalg.eigh(gram)
+            return np.ascontiguousarray(v[:, ::-1][:, : self.p])
         a = self.yt.T
-        _, _, vt = np.linalg.svd(a, full_matrices=self.p > min(a.shape))
+        with one_blas_thread():
+            _, _, vt = np.linalg.svd(a, full_matrices=self.p > min(a.shape))
         return np.ascontiguousarray(vt[: self.p].T)
 
     def reference_stepsize(self):
@@ -188,9 +207,26 @@ class SparsePCA(CompositeProblem):
         geometrically decaying step converges linearly; 1/||A||_2^2 is the inverse
         curvature scale of the quadratic term.
         """
-        top = float(np.linalg.norm(self.yt, 2)) ** 2
-        return Geometric(1.0 / top, 0.99)
+        return Geometric(1.0 / self._top_sq_singular(), 0.99)
 
     def __repr__(self) -> str:
         n, p = self.shape
         return f"SparsePCA(n={n}, r={p}, m={self.m}, mu={self.mu:g}, ground_truth={self.has_error})"
+
+
+def _standardized(data: ChunkedData, normalize: bool):
+    """``data`` (m x n, out of core) with centred (and scaled) features: a lazy Dask array
+    for Dask data (the oracle stays on the cluster), else a `Standardized` store."""
+    if data.kind != "dask":
+        return Standardized(data, normalize)
+    import dask
+
+    src = data.source if data.rows_are_samples else data.source.T
+    src = src.astype(np.float64)
+    mean = src.mean(axis=0)
+    cen = src - mean
+    if normalize:
+        nrm = dask.compute((cen * cen).sum(axis=0) ** 0.5)[0]
+        cen = cen / np.where(nrm > 0, nrm, 1.0)
+    return ChunkedData(cen, rows_are_samples=True, check_finite=False, timeout=data.timeout,
+                       name="a")

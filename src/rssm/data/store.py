@@ -1,0 +1,249 @@
+"""The storage protocol of the data objectives: samples in a fixed partition of chunks.
+
+Every data objective (`rssm.problems.DPCP`, `rssm.problems.ODL`, every
+`rssm.problems.CompositeProblem`) is a sum over samples, so its oracle works chunk by
+chunk: the cache Z^T = X^T Yt, the per-sample statistics and the partial products of a
+chunk depend on that chunk's samples alone (`rssm.data.engine`). A *store* says where the
+samples are and how they are cut:
+
+* ``n``, ``m``: features and samples; ``bounds``: the chunks, as sample ranges [lo, hi);
+* ``read(lo, hi)``: samples lo..hi-1 as an n x (hi - lo) float64 array (a view where the
+  storage allows one);
+* ``cache``: where the oracle keeps the per-sample state ("memory" or "disk");
+* ``kind``: "memory", "numpy", "memmap", "h5py", "zarr" or "dask".
+
+`InMemory` holds a NumPy array; `rssm.data.chunked.ChunkedData` reads memory-mapped,
+HDF5, Zarr and Dask arrays. Both cut the samples by `default_chunk_size` unless told
+otherwise, a rule that depends on the data's size (m, n) alone, never on the number of
+threads: a run's bits then do not depend on how many workers compute its chunks, and an
+in-memory and an out-of-core run of the same data share their partition.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SampleStore", "InMemory", "Standardized", "DataError", "LayoutWarning",
+           "default_chunk_size", "chunk_bounds", "as_store", "warn_if_transposed",
+           "DEFAULT_CHUNK_BYTES", "MIN_CHUNK_SAMPLES", "MIN_CHUNK_ENTRIES", "MAX_CHUNKS",
+           "STALLED_TIMEOUT"]
+
+#: Largest chunk of the default partition, in bytes of float64 data (64 MiB).
+DEFAULT_CHUNK_BYTES = 64 * 2**20
+#: Smallest chunk of the default partition, in samples ...
+MIN_CHUNK_SAMPLES = 1024
+#: ... and in entries (samples x features): a chunk must carry enough work to be worth a
+#: task (a task costs ~20-50 us to dispatch; 2^16 entries are ~0.1 ms of GEMM at |C| = 8).
+MIN_CHUNK_ENTRIES = 2**16
+#: Most chunks of the default partition, unless `DEFAULT_CHUNK_BYTES` needs more.
+MAX_CHUNKS = 16
+#: Seconds a read of remote chunks waits once the store is marked ``stalled``.
+STALLED_TIMEOUT = 2.0
+
+
+def default_chunk_size(m: int, n: int) -> int:
+    """Samples per chunk of the default partition of m samples in R^n.
+
+    As many chunks as fit ``max(MIN_CHUNK_SAMPLES, MIN_CHUNK_ENTRIES / n)`` samples each,
+    at most `MAX_CHUNKS`, and at least as many as keep a chunk within
+    `DEFAULT_CHUNK_BYTES`; the samples are then split evenly. One chunk for small m
+    (paper DPCP, n = 100, m = 5000: 4 chunks of 1250; m = 2e6: 24 chunks of 64 MiB).
+    A function of (m, n) alone: never of the machine or the thread count.
+    """
+    m, n = int(m), int(n)
+    k_min = max(MIN_CHUNK_SAMPLES, -(-MIN_CHUNK_ENTRIES // n))
+    count = min(MAX_CHUNKS, max(1, m // k_min))
+    k_cap = max(1, DEFAULT_CHUNK_BYTES // (8 * n))
+    count = max(count, -(-m // k_cap))
+    return max(1, -(-m // count))
+
+
+def chunk_bounds(m: int, k: int) -> tuple[tuple[int, int], ...]:
+    """[lo, hi) ranges of consecutive chunks of k samples (the last may be shorter)."""
+    return tuple((lo, min(lo + k, m)) for lo in range(0, m, k))
+
+
+_CONTROLLER = None
+
+
+def one_blas_thread():
+    """A context that limits NumPy's BLAS (and the pools loaded with it) to one thread, for
+    products whose bits must not depend on the machine's thread count. The threadpoolctl
+    controller is made once (a fresh one costs ~0.4 ms; a limit with it ~6 us)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1)
+
+
+class DataError(RuntimeError):
+    """The data or the workers that hold it became unavailable during a run (a data file
+    truncated, a cache file that cannot be written, a Dask worker that does not answer or
+    a closed client).
+
+    Attributes
+    ----------
+    x : ndarray or None
+        A copy of the iterate when the oracle noticed (on St(n, p)): the run so far.
+    """
+
+    def __init__(self, message: str, x: np.ndarray | None = None):
+        super().__init__(message)
+        self.x = x
+
+
+class LayoutWarning(UserWarning):
+    """The data's shape suggests that samples and features were swapped."""
+
+
+def warn_if_transposed(n: int, m: int, what: str, arg: str, stacklevel: int = 3) -> None:
+    """Warn (`LayoutWarning`) when a data matrix of n features and m samples has fewer
+    samples than features, m < n: for DPCP and ODL such data determine nothing (with
+    m <= n - p a DPCP X orthogonal to every sample has f = 0), and the usual cause is a
+    matrix with samples as rows passed where samples are columns."""
+    if m < n:
+        warnings.warn(
+            f"{what}: {arg} is {n} x {m}, read as {m} samples in R^{n}; fewer samples than "
+            f"features usually means samples as rows were passed where {what} takes them "
+            f"as columns: pass {arg}.T, or rssm.data.samples(array) for an m x n array "
+            "with one sample per row",
+            LayoutWarning, stacklevel=stacklevel)
+
+
+class SampleStore:
+    """Base of the stores: m samples in R^n, cut into the chunks ``bounds``.
+
+    Subclasses set ``n``, ``m``, ``bounds``, ``kind``, ``cache``, ``cache_dir`` and
+    implement `read`. ``concurrent_reads`` says whether `read` may run in several
+    threads at once (the oracle serializes reads otherwise).
+    """
+
+    n: int
+    m: int
+    bounds: tuple[tuple[int, int], ...]
+    kind: str = "memory"
+    cache: str = "memory"
+    cache_dir: str | None = None
+    concurrent_reads: bool = True
+    #: Seconds a remote chunk (a Dask worker) may take to answer (`rssm.data.distributed`).
+    timeout: float = 60.0
+    #: Set by an oracle whose workers did not answer (or a Ctrl-C while waiting for them):
+    #: later reads of remote chunks wait at most `STALLED_TIMEOUT` seconds.
+    stalled: bool = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, m): features and samples (the problems' layout, samples as columns)."""
+        return (self.n, self.m)
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """Samples lo..hi-1 as an n x (hi - lo) float64 array."""
+        raise NotImplementedError
+
+    def chunks(self):
+        """Iterate over (lo, hi, chunk) with chunk = `read(lo, hi)`."""
+        for lo, hi in self.bounds:
+            yield lo, hi, self.read(lo, hi)
+
+    def gram(self) -> np.ndarray:
+        """Yt Yt^T (n x n): the chunks' grams, each on one BLAS thread, added in chunk order
+        (so every store with the same partition gives the same bits, on any machine)."""
+        g = None
+        with one_blas_thread():
+            for _, _, blk in self.chunks():
+                part = blk @ blk.T
+                g = part if g is None else np.add(g, part, out=g)
+        return g
+
+    def sum_squares(self) -> float:
+        """||Yt||_F^2, summed over the chunks in order."""
+        total = 0.0
+        for _, _, blk in self.chunks():
+            total += float(np.vdot(blk, blk))
+        return total
+
+
+class InMemory(SampleStore):
+    """A NumPy array held in memory (n x m float64, samples as columns; not copied).
+
+    Parameters
+    ----------
+    yt : ndarray, shape (n, m)
+        The samples as columns (float64).
+    chunk_size : int, optional
+        Samples per chunk; default `default_chunk_size`.
+    """
+
+    kind = "memory"
+
+    def __init__(self, yt: np.ndarray, chunk_size: int | None = None):
+        if not isinstance(yt, np.ndarray) or yt.ndim != 2 or yt.dtype != np.float64:
+            raise TypeError("InMemory needs a 2-D float64 NumPy array (n x m)")
+        self.yt = yt
+        self.n, self.m = (int(s) for s in yt.shape)
+        k = default_chunk_size(self.m, self.n) if chunk_size is None else int(chunk_size)
+        self.chunk_size = min(max(1, k), self.m)
+        self.bounds = chunk_bounds(self.m, self.chunk_size)
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        return self.yt[:, lo:hi]
+
+    def __repr__(self) -> str:
+        c = len(self.bounds)
+        return (f"InMemory(n={self.n}, m={self.m}, {c} chunk{'s' if c > 1 else ''} of "
+                f"{self.chunk_size})")
+
+
+class Standardized(SampleStore):
+    """Another store's samples with every feature centred (mean 0 over the samples) and,
+    with ``normalize``, scaled to unit Euclidean norm (constant features left at 0), on
+    read: ManPG's preprocessing of sparse PCA, without a copy of the data. Two passes over
+    the data at construction (the mean, then the norms of the centred features).
+
+    Parameters
+    ----------
+    base : SampleStore
+        The samples.
+    normalize : bool
+        Scale the centred features to unit norm.
+    """
+
+    def __init__(self, base: SampleStore, normalize: bool = True):
+        self.base = base
+        self.n, self.m, self.bounds = base.n, base.m, base.bounds
+        self.kind, self.cache, self.cache_dir = base.kind, base.cache, base.cache_dir
+        self.concurrent_reads, self.timeout = base.concurrent_reads, base.timeout
+        total = np.zeros(self.n)
+        for _, _, blk in base.chunks():
+            total += blk.sum(axis=1)
+        self.mean = total / self.m
+        self.scale = None
+        if normalize:
+            sq = np.zeros(self.n)
+            for _, _, blk in base.chunks():
+                c = blk - self.mean[:, None]
+                sq += np.einsum("ij,ij->i", c, c)
+            nrm = np.sqrt(sq)
+            self.scale = np.where(nrm > 0, nrm, 1.0)
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        out = np.subtract(self.base.read(lo, hi), self.mean[:, None])
+        if self.scale is not None:
+            out /= self.scale[:, None]
+        return out
+
+    def __repr__(self) -> str:
+        what = "centred and scaled" if self.scale is not None else "centred"
+        return f"Standardized({self.base!r}, {what})"
+
+
+def as_store(value: Any) -> SampleStore:
+    """``value`` as a store: a store as it is, a 2-D float64 array as `InMemory`."""
+    if isinstance(value, SampleStore):
+        return value
+    return InMemory(value)

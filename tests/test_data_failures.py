@@ -1,0 +1,233 @@
+"""Issue 19's data defects (1, 4, 5, 8, 9 without a cluster): each test fails on the code
+before the storage protocol (main 345b821)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm.data import ChunkedData, LayoutWarning, samples
+from rssm.problems import DPCP, ODL, L1Procrustes, PlantedSparseBasis, SparsePCA
+from rssm.stepsizes import Constant
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+# -- defect 1: a chunk of exactly p samples with the cache on disk ----------------------------
+def test_disk_cache_with_a_chunk_of_p_samples_gives_the_right_cost(tmp_path):
+    """ODL, n = p = 8, m = 108 in chunks of 100: the last chunk holds p samples. The old
+    oracle moved every float64 attribute whose last axis had the chunk's length to the
+    cache file, the per-column row costs (shape (p,)) included, and never wrote them back:
+    the cost was 641.1 for a true 665.1. The state is now declared, never guessed."""
+    prob = ODL.synthetic(n=8, m=108, seed=4)
+    np.save(tmp_path / "y.npy", np.ascontiguousarray(prob.y.T))
+    mm = np.load(tmp_path / "y.npy", mmap_mode="r")
+    big = ODL(samples(mm, chunk_size=100, cache="disk"), dictionary=prob.dictionary)
+    assert big.data.bounds == ((0, 100), (100, 108))
+    x0 = prob.initial_point(3)
+    kw = dict(options={"n_blocks": 4}, stepsize=Constant(1e-3), max_iter=30, seed=0, record=1)
+    r_big = rssm.minimize(big, x0, **kw)
+    r_mem = rssm.minimize(prob, x0, **kw)
+    assert r_big.fun == pytest.approx(prob.cost(r_big.x), rel=1e-12)
+    np.testing.assert_allclose(r_big.trace["cost"], r_mem.trace["cost"], rtol=1e-12)
+    np.testing.assert_allclose(r_big.x, r_mem.x, rtol=0, atol=1e-12)
+
+
+# -- defect 4: no cache file left behind ------------------------------------------------------
+_HOLD = """
+import sys, time, numpy as np, rssm
+from rssm.data import samples
+a = np.random.default_rng(0).standard_normal((3000, 10))
+prob = rssm.problems.DPCP(samples(a, chunk_size=500, cache="disk", cache_dir=sys.argv[1]), p=6)
+oracle = prob.make_oracle(prob.initial_point(), None)
+print("READY", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+def test_cache_file_is_not_left_behind_when_the_process_is_killed(tmp_path, sig):
+    """The disk cache (1.5 GB at m = 2e6) used to stay in the temporary folder after
+    SIGTERM, SIGHUP, kill -9 or a crash: it is now unlinked as soon as it is open."""
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path)],
+                            stdout=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert proc.stdout.readline().strip() == "READY"
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -sig
+    assert os.listdir(tmp_path) == []
+
+
+# -- defect 5: a memory-mapped file truncated during a run ---------------------------------------
+_TRUNCATE = """
+import os, sys, numpy as np, rssm
+from rssm.data import samples
+path = sys.argv[1]
+base = rssm.problems.DPCP.synthetic(n=20, d=3, n_inliers=400, n_outliers=600, seed=0)
+np.save(path, np.ascontiguousarray(base.yt.T))
+prob = rssm.problems.DPCP(samples(np.load(path, mmap_mode="r"), chunk_size=250,
+                                  cache="memory"), base.p)
+def cut(progress):
+    if progress.iteration == 4:
+        os.truncate(path, 1000)
+try:
+    rssm.minimize(prob, max_iter=50, record=2, callback=cut, stepsize=1e-3)
+    print("NO ERROR")
+except Exception as exc:
+    x = getattr(exc, "x", None)
+    feas = float(np.abs(x.T @ x - np.eye(x.shape[1])).max()) if x is not None else -1.0
+    print(type(exc).__name__, "|", exc, "|", feas)
+"""
+
+
+def test_truncated_memmap_raises_a_clear_error_not_sigbus(tmp_path):
+    """Truncating the .npy during a run killed Python with SIGBUS (exit 135, no message).
+    The file's size is checked before each chunk is read: the run now ends with a
+    DataError that says what happened and carries the iterate so far."""
+    out = subprocess.run([sys.executable, "-c", _TRUNCATE, str(tmp_path / "a.npy")],
+                         capture_output=True, text=True, env=_env(), timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    name, msg, feas = out.stdout.strip().splitlines()[-1].split(" | ")
+    assert name == "DataError"
+    assert "a.npy shrank to 1000 bytes during the run" in msg
+    assert 0.0 <= float(feas) < 1e-12
+
+
+# -- defect 8: samples and features swapped ---------------------------------------------------
+def test_swapped_layout_warns():
+    """DPCP(Y.T, p=25) with 1000 features and 30 samples ran silently (St(1000, 995)...).
+    Rule: a DPCP or ODL data matrix with fewer samples than features (m < n) warns."""
+    y = np.random.default_rng(0).standard_normal((30, 1000))   # 1000 samples in R^30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPCP(y, p=25)
+        ODL(y, p=5)
+    with pytest.warns(LayoutWarning, match=r"DPCP: yt is 1000 x 30, read as 30 samples in "
+                                           r"R\^1000.*pass yt\.T"):
+        DPCP(y.T, p=25)
+    with pytest.warns(LayoutWarning, match=r"ODL: y is 1000 x 30"):
+        ODL(y.T, p=5)
+
+
+# -- defect 9 (no cluster): a Dask array's partition, unknown chunk sizes -----------------------
+def test_dask_array_partition_and_unknown_chunk_sizes():
+    da = pytest.importorskip("dask.array")
+    a = np.random.default_rng(1).standard_normal((1000, 12))
+    arr = da.from_array(a, chunks=(250, 12))
+    data = samples(arr)
+    assert repr(data) == "ChunkedData(dask, n=12, m=1000, samples as rows, 4 chunks of 250)"
+    assert data.bounds == ((0, 250), (250, 500), (500, 750), (750, 1000))
+    masked = arr[arr[:, 0] > 0]
+    with pytest.raises(ValueError, match=r"^data is a Dask array with unknown chunk sizes "
+                                         r"\(shape \(nan, 12\)\); call its "
+                                         r"\.compute_chunk_sizes\(\) first"):
+        samples(masked)
+    with pytest.raises(ValueError, match=r"^yt is a Dask array with unknown chunk sizes"):
+        DPCP(masked.T, p=3)
+
+
+# -- sparse PCA, planted sparse bases and l1 Procrustes out of core ----------------------------
+def _triple(which: str, tmp_path):
+    """(in-memory problem, the same on a memmap of its rows, the same on a NumPy array of
+    its rows through `samples`, a start)."""
+    def rows_of(arr, name):
+        rows = np.ascontiguousarray(arr.T)
+        np.save(tmp_path / name, rows)
+        return np.load(tmp_path / name, mmap_mode="r"), samples(rows)
+
+    if which == "sparse_pca":
+        prob = SparsePCA.synthetic(n=30, r=3, m=900, support=5, seed=2)
+        mm, rows = rows_of(prob.yt, "a.npy")
+        big, ref = SparsePCA(mm, 3, prob.mu), SparsePCA(rows, 3, prob.mu)
+    elif which == "sparse_basis":
+        prob = PlantedSparseBasis.synthetic(n=12, p=3, m=1500, seed=1)
+        mm, rows = rows_of(prob.yt, "q.npy")
+        big, ref = PlantedSparseBasis(samples(mm), 3), PlantedSparseBasis(rows, 3)
+    else:
+        prob = L1Procrustes.synthetic(m=1200, n=15, p=4, seed=3)
+        mm, rows = rows_of(prob.yt, "a.npy")
+        mb, brows = rows_of(prob.bt, "b.npy")
+        big, ref = L1Procrustes(mm, mb), L1Procrustes(rows, brows)
+    return prob, big, ref, prob.initial_point(0)
+
+
+@pytest.mark.parametrize("which", ["sparse_pca", "sparse_basis", "l1_procrustes"])
+def test_builtins_read_out_of_core_data(tmp_path, which):
+    """They read their data into memory before: now a memmap (or `samples` of one) is
+    streamed through the same store as DPCP's. Its oracles agree with in memory to
+    rounding, and its runs equal, bit for bit, those on the same rows held in memory
+    (the same partition and layout)."""
+    prob, big, ref, x0 = _triple(which, tmp_path)
+    assert isinstance(big.data, ChunkedData) and big.data.kind == "memmap"
+    assert big.shape == prob.shape and big.m == prob.m
+    assert big.cost(x0) == pytest.approx(prob.cost(x0), rel=1e-12)
+    np.testing.assert_allclose(big.subgradient(x0), prob.subgradient(x0), rtol=1e-11,
+                               atol=1e-11)
+    ref_mu0, big_mu0 = prob.reference_stepsize().mu0, big.reference_stepsize().mu0
+    assert big_mu0 == pytest.approx(ref_mu0, rel=1e-10)
+    s0 = big.initial_point(0)
+    assert np.linalg.norm(s0 @ s0.T - x0 @ x0.T) < 1e-8    # the same span
+    rule = prob.reference_stepsize()
+    r1 = rssm.minimize(ref, x0, options={"n_blocks": 2}, stepsize=rule, max_iter=40, seed=1)
+    r2 = rssm.minimize(big, x0, options={"n_blocks": 2}, stepsize=rule, max_iter=40, seed=1)
+    assert big.data.bounds == ref.data.bounds == prob.data.bounds
+    np.testing.assert_array_equal(r2.x, r1.x)
+
+
+def test_sparse_pca_from_data_out_of_core_centres_without_a_copy(tmp_path):
+    a = np.random.default_rng(5).standard_normal((700, 16)) * np.arange(1, 17) + 3.0
+    np.save(tmp_path / "a.npy", a)
+    mem = SparsePCA.from_data(a, r=3, mu=0.1)
+    big = SparsePCA.from_data(np.load(tmp_path / "a.npy", mmap_mode="r"), r=3, mu=0.1)
+    assert "Standardized" in repr(big.data) and big.data.base.kind == "memmap"
+    x0 = mem.initial_point()
+    assert big.cost(x0) == pytest.approx(mem.cost(x0), rel=1e-12)
+    assert big.explained_variance(x0) == pytest.approx(mem.explained_variance(x0), rel=1e-12)
+    r1 = rssm.minimize(mem, x0, options={"n_blocks": 3}, max_iter=30, seed=0, stepsize=1e-3)
+    r2 = rssm.minimize(big, x0, options={"n_blocks": 3}, max_iter=30, seed=0, stepsize=1e-3)
+    np.testing.assert_allclose(r2.x, r1.x, rtol=0, atol=1e-10)
+
+
+_FULL = """
+import resource, signal, numpy as np, rssm
+from rssm.data import samples
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))   # a disk with 100 kB free
+a = np.random.default_rng(0).standard_normal((3000, 10))
+prob = rssm.problems.DPCP(samples(a, chunk_size=500, cache="disk"), p=6)
+try:
+    prob.make_oracle(prob.initial_point(), None)
+    print("NO ERROR")
+except Exception as exc:
+    print(type(exc).__name__, "|", exc)
+"""
+
+
+def test_cache_that_does_not_fit_is_refused_before_the_run():
+    """The state file gets its disk blocks when the oracle is built (posix_fallocate where
+    the system has it): too little space is a one-line DataError before the run, not a
+    failed write in the middle of it."""
+    out = subprocess.run([sys.executable, "-c", _FULL], capture_output=True, text=True,
+                         env=_env(), timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    name, msg = out.stdout.strip().splitlines()[-1].split(" | ")
+    assert name == "DataError"
+    assert msg.startswith("the cache file (0.2 MiB for the per-sample state) could not be made")
+    assert "cache='memory'" in msg
