@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             order = list(BLOCKS[seed % len(BLOCKS):] + BLOCKS[:seed % len(BLOCKS)])
             for l in order:
                 epoch = 1.0 if l is None else l / 2.0
-                kw = dict(method="rsm") if l is None else dict(method="rssm", options={"n_blocks": l})
+                kw = (dict(method="rsm") if l is None
+                      else dict(method="rssm", options={"n_blocks": l}))
                 t0 = time.perf_counter()
                 res = rssm.minimize(
                     prob, x0, stepsize=step(l), max_iter=int(MAX_EPOCHS * epoch),
