@@ -283,6 +283,10 @@ def test_solve_bar_on_a_terminal_unless_quiet(monkeypatch):
     off = cli._solve_progress(parser.parse_args(["solve", "dpcp", "--quiet"]))
     try:
         assert on.enabled and on.by_time and on.total == 3.0
-        assert not off.enabled and off.total == 1000  # the default iteration limit
+        # the default iteration limit: 1000 epochs of the default method
+        from rssm.solvers.options import DEFAULT_METHOD, default_budget
+
+        assert not off.enabled
+        assert off.total == default_budget(1 if DEFAULT_METHOD == "rsm" else 5)
     finally:
         on.close()

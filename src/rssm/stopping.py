@@ -63,6 +63,9 @@ class StopReason(str, enum.Enum):
     #: recent iterates lie in a ball of relative radius ``tol`` and recent subgradients
     #: cancel (or vanish) there.
     CONVERGED = "converged"
+    #: The data or the workers holding it became unavailable (`rssm.data.DataError`): the
+    #: run so far is returned.
+    DATA_ERROR = "data_error"
 
     def __str__(self) -> str:
         return self.value

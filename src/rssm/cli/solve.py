@@ -173,12 +173,13 @@ def progress(args):
     """A tqdm bar over the run's iterations (or solver time), fed at recording points by
     the callback; drawn only on a terminal and without --quiet."""
     from rssm.experiments.progress import SolveProgress
-    from rssm.solvers.options import default_budget
+    from rssm.solvers.options import DEFAULT_METHOD, DEFAULT_N_BLOCKS, default_budget
 
     max_iter = args.max_iter
     if max_iter is None and args.max_time is None:
         # minimize's budget: 1000 epochs of the method (l/2 RSSM iterations each)
-        ell = 1 if args.method == "rsm" else (args.blocks or 5)
+        method = args.method or DEFAULT_METHOD
+        ell = 1 if method == "rsm" else (args.blocks or DEFAULT_N_BLOCKS)
         max_iter = default_budget(ell)
     return SolveProgress(max_iter, args.max_time,
                          enabled=not args.quiet and sys.stderr.isatty())

@@ -21,6 +21,7 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import describe
+from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver
 from rssm.solvers.certificate import PROBE_LENGTHS, Certificate, GoldsteinTest, probe
 from rssm.solvers.record import Observer, Record, TraceRecorder
@@ -197,6 +198,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     message, converged = "", False
     fired: StoppingCriterion | None = None
     prog = None
+    dead = False           # the oracle can no longer be called (DataError)
     try:
         prog = _record(rec, st, None, observers)
         if not math.isfinite(prog.cost):
@@ -210,9 +212,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         while reason is None:
             k = st.k
             t0 = perf()
-            if track_best:
-                st.cost()
             d = solver.direction(st)
+            if track_best:
+                st.cost()      # f(X_k), after the direction: the data oracles compute both
+                #                in one pass over the chunks
             if not (math.isfinite(d.norm_sq) and math.isfinite(d.grad_sq)):
                 st.time += perf() - t0
                 raise _Halt(StopReason.NON_FINITE, f"iteration {k}: the subgradient is not "
@@ -270,20 +273,30 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 raise _still(solver, st, d, cert, stepsize, n_still)
     except _Halt as h:
         reason, message, converged = h.reason, h.message, h.converged
+    except DataError as exc:
+        # The data or its workers are gone: no further oracle call can succeed. Keep the
+        # best iterate seen (its cost is known), else the iterate the oracle had.
+        reason, message = StopReason.DATA_ERROR, f"iteration {st.k}: {exc}"
+        dead = True
     except KeyboardInterrupt:
         reason, message = StopReason.INTERRUPTED, f"interrupted by the user after {st.k} iterations"
         # The interrupt may have landed between a step's write to x and the cache update,
-        # or inside the copy of a new best point: rebuild both from scratch.
-        oracle.refresh()
-        st.fun_at = -1
-        st.best_fun = float(problem.cost(st.best_x)) if st.best_k >= 0 else math.inf
+        # or inside the copy of a new best point: rebuild both from scratch (a pure query
+        # of the oracle; with unreachable data it fails, and the run so far is kept as is).
+        try:
+            oracle.refresh()
+            st.fun_at = -1
+            if st.best_k >= 0:
+                st.best_fun = float(oracle.cost_at(None, slice(None), st.best_x))
+        except DataError:
+            dead = True
         if rec.last_iteration == st.k:
             rec.drop_last()
     if fired is not None:
         message = fired.message(prog)
         converged = fired.indicates_convergence
     return _finish(solver, st, rec, stop, cert, reason, message, converged, observers,
-                   stepsize, settings, tol)
+                   stepsize, settings, tol, dead)
 
 
 def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize, n_still: int) -> _Halt:
@@ -324,10 +337,12 @@ def _record(rec: TraceRecorder, st, certificate, observers) -> Progress:
 
 
 def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, stepsize,
-            settings, tol) -> Result:
+            settings, tol, dead=False) -> Result:
     if not message:
         message = str(reason)
-    if rec.last_iteration != st.k:
+    if dead:
+        converged = False
+    elif rec.last_iteration != st.k:
         # Ended between recording points: record the last iterate, and let callbacks see
         # that row too, except after a user interrupt (no user code runs after Ctrl-C).
         prog = _record(rec, st, None if cert is None else cert.last, observers)
