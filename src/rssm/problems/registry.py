@@ -140,10 +140,10 @@ DATA: dict[str, DataEntry] = {
         _sparse_pca, "SparsePCA.from_data(A, r=--r, mu=--mu): columns centred and scaled",
         (DataOption("r", int, "number of components r", default=5),
          DataOption("mu", float, "l1 weight mu", default=0.2)),
-        many_samples=False, arguments={"p": "r"}),
+        many_samples=False, arguments={"p": "r"}, streams=True),
     "sparse_basis": DataEntry(
         _sparse_basis, "PlantedSparseBasis(Q, p=--p): rows of Q span the subspace",
-        (DataOption("p", int, "number of sparse directions p", default=5),)),
+        (DataOption("p", int, "number of sparse directions p", default=5),), streams=True),
     "l1_procrustes": DataEntry(
         _l1_procrustes, "L1Procrustes(A, B): each row holds a_j (n numbers) then its target "
                         "b_j (the last --p numbers)",
