@@ -25,7 +25,8 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import as_float_matrix, as_int, as_positive_float
-from rssm.blocks import ColumnSet, Partition
+from rssm.blocks import Partition
+from rssm.oracle import GenericOracle, Oracle
 from rssm.stepsizes import as_stepsize
 
 __all__ = ["Problem", "Oracle", "GenericOracle", "FunctionProblem", "FullSubgradientWarning",
@@ -47,80 +48,6 @@ def start_rng(rng, name: str = "rng") -> np.random.Generator:
     if rng < 0:
         raise ValueError(f"{name} must be a non-negative int seed, got {rng}")
     return np.random.default_rng([int(rng), 1])
-
-
-class Oracle:
-    """Subgradient oracle bound to the solver's working iterate ``x`` (an n x p array that
-    the solver updates in place, calling `update` after each change).
-
-    Subclasses override the methods below; the base class is the generic fallback
-    (see `GenericOracle`).
-    """
-
-    #: True when `cost` is cheap next to an iteration (the data problems' caches), so the
-    #: loop evaluates f at every iterate to keep the best one.
-    cheap_cost = False
-
-    def __init__(self, problem: Problem, x: np.ndarray, partition: Partition | None):
-        self.problem = problem
-        self.x = x
-        self.partition = partition
-
-    # -- values -------------------------------------------------------------------------
-    def cost(self) -> float:
-        """f(X) at the current iterate."""
-        return float(self.problem.cost(self.x))
-
-    def subgradient(self) -> np.ndarray:
-        """A Euclidean subgradient of f at the current iterate (n x p)."""
-        return _checked(self.problem.subgradient(self.x), self.x.shape, "subgradient")
-
-    def partial_subgradient(self, cols: ColumnSet) -> np.ndarray:
-        """A partial Euclidean subgradient for the columns ``cols`` (n x |C|)."""
-        g = self.problem.partial_subgradient(self.x, cols.selector)
-        return _checked(g, (self.x.shape[0], cols.size), "partial_subgradient")
-
-    def cost_at(self, cols: ColumnSet | None, sel, values: np.ndarray) -> float:
-        """f at X with the columns ``cols`` (index ``sel``) replaced by ``values``; a pure
-        query (X and the caches are unchanged). The default evaluates the problem's cost
-        on a copy."""
-        x = self.x.copy()
-        x[:, sel] = values
-        return float(self.problem.cost(x))
-
-    def update(self, cols: ColumnSet | None) -> None:
-        """Tell the oracle that the columns ``cols`` of ``x`` changed (None: all)."""
-
-    def refresh(self) -> None:
-        """Recompute every cache from scratch."""
-
-    # -- flop model ---------------------------------------------------------------------
-    def flops_subgradient(self) -> float:
-        """Flops of one full subgradient at the current iterate (cache assumed current)."""
-        return float(self.problem.subgradient_flops())
-
-    def flops_partial(self, c: int) -> float:
-        """Flops of one partial subgradient on c columns."""
-        return float(self.problem.partial_subgradient_flops(c))
-
-    def flops_update(self, c: int) -> float:
-        """Flops of updating the cache after c columns changed."""
-        return 0.0
-
-
-def _checked(g, shape: tuple[int, int], what: str) -> np.ndarray:
-    """Refuse an oracle result of the wrong shape or kind (a user problem's bug) by name."""
-    g = np.asarray(g)
-    if g.shape != shape or g.dtype.kind not in "iuf":
-        raise ValueError(
-            f"the problem's {what} returned an array with shape {g.shape} and dtype {g.dtype}; "
-            f"expected real numbers with shape {shape}"
-        )
-    return g
-
-
-class GenericOracle(Oracle):
-    """Fallback oracle: full subgradient, sliced to the requested columns. No cache."""
 
 
 class Problem(abc.ABC):

@@ -11,12 +11,10 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from rssm._validation import as_int, as_positive_float
+from rssm.progress import Progress
 
 __all__ = [
     "StopReason",
@@ -73,51 +71,6 @@ class StopReason(str, enum.Enum):
 
 #: The reasons that mean a convergence criterion fired: `Result.success` is True for these.
 CONVERGED = frozenset({StopReason.TARGET_ERROR, StopReason.STATIONARY, StopReason.CONVERGED})
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A snapshot handed to stopping criteria and user callbacks.
-
-    Attributes
-    ----------
-    iteration : int
-        Iterations done.
-    time : float
-        Solver seconds so far (recording excluded).
-    flops : float
-        Flop-model count so far.
-    cost : float or None
-        f(X) at a recording point, else None.
-    error : float or None
-        Ground-truth error at a recording point when the problem has one, else None.
-    stationarity : float or None
-        At a recording point, ||P_T(G)||_F for the oracle's subgradient G at X (eq.
-        ``eq-Rsubdiff``; see `MinStationarity`), else None.
-    x : ndarray or None
-        At a recording point, a read-only copy of the iterate (a snapshot: storing it keeps
-        that iterate; the copy costs one n x p array per recording point, made outside the
-        timed region), else None.
-    step_norm : float or None
-        ||X_k - X_{k-1}||_F of the last step (None before the first). Only the columns
-        a step changed enter, so it costs O(n |C|) per RSSM iteration.
-    best_cost : float or None
-        The least f seen so far (over the iterates whose cost was evaluated).
-    certificate : Certificate or None
-        The convergence certificate's last value (`rssm.solvers.certificate`), when one
-        was evaluated at this iteration.
-    """
-
-    iteration: int
-    time: float
-    flops: float
-    cost: float | None = None
-    error: float | None = None
-    x: np.ndarray | None = None
-    stationarity: float | None = None
-    step_norm: float | None = None
-    best_cost: float | None = None
-    certificate: Any = None
 
 
 class StoppingCriterion(abc.ABC):

@@ -15,11 +15,6 @@ Either way an RSSM iteration costs O(m n |C|) flops, as for the built-in problem
 losses and their math on a chunk of samples live in `rssm.problems.losses` (re-exported
 here); the one incremental oracle of every data objective, DPCP and ODL included, is
 `rssm.data.engine.DataOracle` (`rssm.problems._data` has the family's base class).
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``prop-structural`` = Prop.
-3.3, ``eq-RSR`` = eq. (29) (table: docs/paper-map.md).
 """
 
 from __future__ import annotations

@@ -4,11 +4,6 @@ f(X) = (1/m) sum_j ||yt_j^T X||  over St(n, p), p = n - d   (eq. ``eq-RSR``)
 
 where the columns yt_j of Yt (n x m) are inliers in a d-dimensional subspace S and
 outliers. A minimizer spans S^perp.
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``eq-RSR`` = eq. (29)
-(table: docs/paper-map.md).
 """
 
 from __future__ import annotations

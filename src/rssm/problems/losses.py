@@ -22,11 +22,6 @@ last), its per-sample scratch and its per-column arrays, and implements
 A new loss of either family is a new `EntrywiseLoss` / `NormLoss`; a new family is a new
 kernel here. Each costs O(k |C|) on a chunk of k samples, so an RSSM iteration stays
 O(m n |C|) (Prop. ``prop-periteration``).
-
-Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
-J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
-Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``prop-structural`` = Prop.
-3.3, ``prop-periteration`` = Prop. 3.5, ``eq-RSR`` = eq. (29) (table: docs/paper-map.md).
 """
 
 from __future__ import annotations
