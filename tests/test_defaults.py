@@ -13,7 +13,7 @@ import pytest
 import rssm
 from rssm.problems import DPCP, ODL, CompositeProblem, NormLoss
 from rssm.problems.dpcp import subspace_distance
-from rssm.solvers import MAX_STEP
+from rssm.solvers import max_step
 from rssm.stepsizes import Constant, Geometric
 from rssm.stopping import StopReason
 
@@ -64,14 +64,16 @@ def test_the_best_iterate_is_returned_not_the_last(small_dpcp):
 
 @pytest.mark.parametrize("method", ["rsm", "rssm"])
 def test_no_step_is_longer_than_the_manifold_allows(small_dpcp, method):
-    """Constant(1e6): every step is clipped to ||gamma P(G_C)||_F = MAX_STEP (Lemma 3.2's
-    radius), the iterate stays feasible, and the clipping is counted."""
+    """Constant(1e6): every step is clipped to ||gamma P(G_C)||_F = 2 sqrt(|C|) (the
+    diameter of the moved columns), the iterate stays feasible, and the clipping is
+    counted."""
     steps = []
     res = rssm.minimize(small_dpcp, method=method, stepsize=Constant(1e6), max_iter=30,
                         record=1, tol=0, callback=lambda p: steps.append(p.step_norm))
     assert res.n_clipped == 30 and res.feasibility < 1e-13
     # a step moves X by at most the length of Xi - X_C = gamma P(G_C), projected
-    assert all(s is None or s <= 2 * MAX_STEP for s in steps)
+    p = small_dpcp.shape[1]
+    assert all(s is None or s <= max_step(p) for s in steps)
 
 
 def test_default_runs_converge_on_the_paper_problems_well_before_the_budget():

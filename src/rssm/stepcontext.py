@@ -51,7 +51,7 @@ class StepContext:
         Lemma ``lem-cindep``) for RSSM, ||grad f(X_k)||^2 itself for RSM. NaN outside a run.
     max_gamma : float
         The longest step the loop takes: gamma is clipped to this, which makes the step
-        ``gamma * direction_norm`` at most `rssm.solvers.MAX_STEP` long (see there).
+        ``gamma * direction_norm`` at most `rssm.solvers.max_step` long (see there).
     previous_gamma : float or None
         gamma_{k-1} (None at k = 0).
     previous_cost : float or None

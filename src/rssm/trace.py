@@ -90,7 +90,7 @@ class Result:
     n_cost : int
         Cost evaluations by the solver (rules, trials, best-point tracking).
     n_clipped : int
-        Steps shortened to the longest step the loop takes (`rssm.solvers.MAX_STEP`).
+        Steps shortened to the longest step the loop takes (`rssm.solvers.max_step`).
     """
 
     x: np.ndarray

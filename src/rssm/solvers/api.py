@@ -101,7 +101,7 @@ def minimize(
         offers); a number is a constant step; a spec such as ``"geometric:mu0=0.1,beta=0.9"``
         (`rssm.stepsizes.from_spec`). Default: the rule a custom problem was built with,
         else ``"auto"`` (`rssm.stepsizes.Auto`, no tuning). Steps are never longer than
-        `rssm.solvers.MAX_STEP`.
+        `rssm.solvers.max_step`.
     options : dict or RSSMOptions, optional
         Options of the method: for RSSM ``n_blocks`` (default ``min(5, p)``),
         ``partition``, ``selection`` (`RSSMOptions`).

@@ -111,7 +111,7 @@ class SolverState:
     n_cost : int
         Cost evaluations by the solver (trials included, recording excluded).
     n_clipped : int
-        Steps the loop shortened to `rssm.solvers.MAX_STEP`.
+        Steps the loop shortened to `rssm.solvers.max_step`.
     """
 
     x: np.ndarray
