@@ -11,7 +11,7 @@ Modules: `rssm.stepsizes.context` (`StepContext`), `.base` (`StepSize`, `StepSta
 
 from __future__ import annotations
 
-from rssm.stepsizes._common import MAX_STEP_LENGTH
+from rssm.stepsizes._common import max_gamma, max_step_length
 from rssm.stepsizes.adaptive import AdaptiveGeometric, Backtracking
 from rssm.stepsizes.auto import Auto, make_auto
 from rssm.stepsizes.base import StepSize, StepStall
@@ -37,5 +37,6 @@ __all__ = [
     "make_auto",
     "as_stepsize",
     "from_spec",
-    "MAX_STEP_LENGTH",
+    "max_step_length",
+    "max_gamma",
 ]

@@ -22,16 +22,6 @@ from rssm._validation import as_positive_float
 from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.context import StepContext
 
-#: Longest step an adaptive rule proposes: gamma_k ||P(G_C)||_F <= MAX_STEP_LENGTH.
-#: Lemma ``lem-projsubmfdblk`` (Lemma 3.2): a submanifold block (St(n, p) itself for
-#: RSM) is 1-proximally smooth, so the projection of X_C - gamma P(G_C) onto it is the
-#: unique nearest point when its distance to the block is < 1, which a step of length
-#: gamma ||P(G_C)||_F < 1 guarantees (the paper's gamma_k < 1/L gives the same, Section
-#: 3). Longer steps are still computed (the polar factor of X_C - gamma P(G_C) exists for
-#: any gamma), but they are no longer the nearest point, and a step longer than the
-#: diameter of St(n, |C|), 2 sqrt(|C|) in the Frobenius norm, cannot mean anything.
-MAX_STEP_LENGTH = 1.0
-
 
 def grad_sq(ctx: StepContext) -> float:
     """``ctx.grad_sq``, checked: finite and > 0, else `StepStall`."""
@@ -39,10 +29,6 @@ def grad_sq(ctx: StepContext) -> float:
     if not (math.isfinite(g2) and g2 > 0):
         raise StepStall(f"the step direction has squared norm {g2!r}; no step size helps")
     return g2
-
-
-# kept under its old name for the rules below
-_grad_sq = grad_sq
 
 
 class GradMean:
@@ -69,16 +55,37 @@ class GradMean:
         return math.fsum(buf) / len(buf)
 
 
-_GradMean = GradMean
+def max_step_length(ctx: StepContext) -> float:
+    """The longest step an adaptive rule proposes: 2 sqrt(|C|), the diameter of
+    St(n, |C|) in the Frobenius norm, |C| the number of columns a step moves (p for RSM;
+    for RSSM at most 2 ceil(p / l), the size of a block pair of the uniform partition).
+
+    Two columns of unit norm are at most 2 apart, so no step that moves |C| columns can
+    usefully be longer. This is not the bound of the paper's analysis: Lemma
+    ``lem-projsubmfdblk`` (Lemma 3.2) makes a submanifold block (St(n, p) itself for RSM)
+    1-proximally smooth, so the projection of X_C - gamma P(G_C) is the unique nearest
+    point when gamma ||P(G_C)||_F < 1, which the paper's gamma_k < 1/L guarantees. Longer
+    steps are still well defined here (the polar factor of X_C - gamma P(G_C) exists for
+    every gamma, the direction being tangent), and measured on ODL from a Haar start the
+    fastest geometric schedules take steps of length 10-100 in their first iterations:
+    capped at 1 none of those with beta <= 0.8 converged, capped at sqrt(|C|) or at the
+    diameter they did in the same number of iterations (docs/stepsizes.md).
+    """
+    shape = ctx.shape
+    if shape is None:
+        return 2.0
+    p = int(shape[1])
+    c = p if ctx.method != "rssm" else min(p, 2 * math.ceil(p / max(ctx.n_blocks, 1)))
+    return 2.0 * math.sqrt(c)
 
 
 def max_gamma(ctx: StepContext) -> float:
-    """The largest gamma whose step is at most `MAX_STEP_LENGTH` long:
-    MAX_STEP_LENGTH / ||P(G_C)||_F (inf when the direction is 0 or unknown)."""
+    """The largest gamma whose step is at most `max_step_length` long (inf when the
+    direction is 0 or unknown)."""
     d = ctx.direction_norm
     if not (math.isfinite(d) and d > 0):
         return math.inf
-    return MAX_STEP_LENGTH / d
+    return max_step_length(ctx) / d
 
 
 def capped(gamma: float, ctx: StepContext) -> float:
@@ -87,18 +94,17 @@ def capped(gamma: float, ctx: StepContext) -> float:
 
 
 def first_length(t0: float | None, ctx: StepContext) -> float:
-    """The first step's length: ``t0``, or `MAX_STEP_LENGTH` when None (the longest step
-    for which the projection is the nearest point; no unit of f enters)."""
-    return MAX_STEP_LENGTH if t0 is None else t0
+    """The first step's length: ``t0``, or sqrt(p) = ||X||_F when None (a step as long as
+    the iterate itself: the scale of St(n, p), which needs no knowledge of f)."""
+    if t0 is not None:
+        return t0
+    p = ctx.shape[1] if ctx.shape is not None else 1
+    return math.sqrt(p)
 
 
 def check_t0(value) -> float | None:
     """``t0`` checked: None or a number > 0."""
     return None if value is None else as_positive_float(value, "t0")
-
-
-_length = first_length
-_t0 = check_t0
 
 
 class _Adaptive(StepSize):

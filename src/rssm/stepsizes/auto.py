@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from rssm._validation import as_positive_float
-from rssm.stepsizes._common import _Adaptive, check_t0, first_length
+from rssm.stepsizes._common import _Adaptive, capped, check_t0, first_length
 from rssm.stepsizes.base import StepSize
 from rssm.stepsizes.context import StepContext
 
@@ -74,6 +74,7 @@ class Auto(_Adaptive):
             gamma = first_length(self.t0, ctx) / g
             d2 = ctx.direction_norm**2
             for _ in range(self.patience):
+                gamma = capped(gamma, ctx)
                 if ctx.trial(gamma) <= f - self.c * gamma * d2:
                     break
                 gamma *= 0.5
@@ -91,6 +92,8 @@ class Auto(_Adaptive):
                 if self._fails <= self.patience:
                     self._t *= self.shrink
             gamma = self._t / g
+        gamma = capped(gamma, ctx)
+        self._t = gamma * g
         self._f_prev = f
         return gamma
 

@@ -81,7 +81,7 @@ def _parse_string(spec: str) -> tuple[str, dict]:
     if sep and rest.strip():
         for item in rest.split(","):
             key, eq, val = item.partition("=")
-            if not eq or not key.strip():
+            if not eq or not key.strip() or "=" in val:
                 raise ValueError(
                     f"step-size spec {spec!r}: parameters must be written name=value, "
                     f"separated by commas (e.g. 'geometric:mu0=0.1,beta=0.9'), got {item!r}"
