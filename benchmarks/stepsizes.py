@@ -8,7 +8,8 @@
 For every problem, seed and method (RSM; RSSM with l = 3, 5, 10) it runs, from the same
 start X0:
 
-* ``auto`` (`rssm.stepsizes.Auto`, the default rule), and with ``--candidates`` the
+* ``auto`` (`rssm.stepsizes.Auto`, the default rule; for a problem with its own
+  `default_stepsize`, that rule, with Auto beside it), and with ``--candidates`` the
   rules of `benchmarks.stepsizes_variants.CANDIDATES` (the ones not kept);
 * the geometric grid gamma_k = mu0 beta^(k / epoch) (an epoch: l/2 RSSM iterations, one
   RSM iteration) with mu0 = t / ||grad f(X0)||, t in `LENGTHS` (the first step is t long:
@@ -25,8 +26,10 @@ start X0:
 *converted* time: iterations x t_iter + rejected trials x t_trial, where t_iter (one
 iteration that reads f(X_k)) and t_trial (a trial point that is not kept: a retraction and
 a cost evaluation, here with the cache update and its undo) are measured in the same
-process right before that instance's runs, best of 3 interleaved repetitions. Iteration
-and trial counts do not depend on the machine's load; the conversion only weighs them.
+process right before that instance's runs, best of 3 interleaved repetitions; the tables
+use the median of these over the seeds (`reconvert`). Iteration and trial counts do not
+depend on the machine's load; the conversion only weighs them. A ratio to the best grid
+point depends on the calibration only through t_trial / t_iter.
 Pymanopt's converted time is iterations x (subgradient + retraction) + cost evaluations x
 (cost + retraction), each measured the same way.
 
@@ -247,6 +250,7 @@ def run_pymanopt(prob, x0, epochs, max_time):
     import pymanopt
 
     from rssm import stiefel
+    from rssm.threads import RunThreads
 
     n, p = prob.shape
     man = pymanopt.manifolds.Stiefel(n, p)
@@ -269,12 +273,15 @@ def run_pymanopt(prob, x0, epochs, max_time):
     problem = pymanopt.Problem(man, cost, euclidean_gradient=egrad)
     opt = pymanopt.optimizers.SteepestDescent(max_iterations=epochs, max_time=max_time,
                                               max_cost_evaluations=10**7, verbosity=0)
-    t0[0] = time.perf_counter()
-    res = opt.run(problem, initial_point=x0.copy())
+    # the threads of an rssm run (BLAS at one thread, the data's chunk workers), so that
+    # both use the machine the same way
+    with RunThreads("auto"):
+        t0[0] = time.perf_counter()
+        res = opt.run(problem, initial_point=x0.copy())
+        t_sub = _best_of(lambda: prob.subgradient(x0))
+        t_cost = _best_of(lambda: prob.cost(x0))
+        t_retr = _best_of(lambda: stiefel.polar(x0 + 1e-3 * x0))
     arr = np.array(rows, dtype=np.float64).reshape(-1, 5)
-    t_sub = _best_of(lambda: prob.subgradient(x0))
-    t_cost = _best_of(lambda: prob.cost(x0))
-    t_retr = _best_of(lambda: stiefel.polar(x0 + 1e-3 * x0))
     run = dict(iteration=arr[:, 0].astype(int), error=arr[:, 1], cost=arr[:, 2],
                rejected=arr[:, 3], time=arr[:, 4], solver_time=float(arr[-1, 4]),
                n_iter=int(arr[-1, 0]), stop=str(res.stopping_criterion))
@@ -381,15 +388,19 @@ def main(argv=None) -> int:
                 if _method(key)[1] > prob.shape[1]:
                     continue            # more blocks than columns (sparse_basis: p = 5)
                 t_iter, t_trial = calibrate(prob, x0, key)
-                rules = {"auto": Auto()}
+                # "auto" is what the default call uses: Auto, or the problem's own rule
+                own = prob.default_stepsize()
+                rules = {"auto": Auto()} if own is None else {"problem default": own,
+                                                              "Auto": Auto()}
                 rules.update({c: make() for c, make in candidates.items()})
                 auto_work = math.inf
                 for label, rule in rules.items():
                     run = run_rule(prob, x0, key, rule, epochs, seed, exact=exact)
-                    runs.append(("auto" if label == "auto" else "candidate", label, key, run,
+                    default = label in ("auto", "problem default")
+                    runs.append(("auto" if default else "candidate", label, key, run,
                                  t_iter, t_trial))
                     hit = first_at(run, LEVELS[-1]) if exact else None
-                    if label == "auto" and hit is not None:
+                    if default and hit is not None:
                         auto_work = hit[0] + hit[1] * t_trial / t_iter
                 best = math.inf
                 for t, b in _grid_order(history, (name, key)) if not args.quick else [
@@ -480,10 +491,33 @@ def _ratios(vals):
                     for v in vals)
 
 
+def reconvert(rows):
+    """The rows with their converted times recomputed from the median t_iter and t_trial
+    over the seeds of each problem and method (Pymanopt's separately): one calibration
+    caught by a burst of load on a shared machine then does not move a ratio."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["problem"], r["method"], r["kind"] == "pymanopt"), []).append(r)
+    out = []
+    for sel in groups.values():
+        t_iter = _median([r["t_iter"] for r in sel])
+        t_trial = _median([r["t_trial"] for r in sel])
+        for r in sel:
+            r = dict(r, t_iter=t_iter, t_trial=t_trial)
+            for lv in LEVELS:
+                tag = f"{lv:g}"
+                if r[f"it_{tag}"] is not None:
+                    r[f"conv_{tag}"] = r[f"it_{tag}"] * t_iter + r[f"rej_{tag}"] * t_trial
+            out.append(r)
+    return out
+
+
 def tables(rows):
-    """The summary tables (markdown): auto against the best grid point and Pymanopt, then
-    the candidates."""
+    """The summary tables (markdown): the default rule (auto, or the problem's own) against
+    the best grid point and Pymanopt, then the candidates; converted times from the
+    median calibrations (`reconvert`)."""
     lv8, lv10 = (f"{lv:g}" for lv in LEVELS)
+    rows = reconvert(rows)
     names = list(dict.fromkeys(r["problem"] for r in rows))
     out = ["| problem | method | auto it 1e-8 / 1e-10 (rejected trials) | best grid it "
            "1e-8 / 1e-10 | seeds to 1e-10 auto / grid | auto/best time to 1e-10, per "
@@ -523,8 +557,9 @@ def tables(rows):
                 n_p = sum(r[f"it_{lv10}"] is not None for r in pym)
                 pm_txt = (f"{_fmt(med(pym, f'it_{lv10}'))} / "
                           f"{_fmt(med(pym, f'conv_{lv10}'), '.3g')} ({n_p} of {len(pym)})")
+            own = " (own rule)" if auto[0]["rule"] != "auto" else ""
             out.append(
-                f"| {name} | {key} | {_fmt(med(auto, f'it_{lv8}'))} / "
+                f"| {name}{own} | {key} | {_fmt(med(auto, f'it_{lv8}'))} / "
                 f"{_fmt(med(auto, f'it_{lv10}'))} ({_fmt(med(auto, f'rej_{lv10}'))}) | "
                 f"{_fmt(med(best, f'it_{lv8}'))} / {_fmt(med(best, f'it_{lv10}'))} | "
                 f"{n_a} / {n_b} of {len(seeds)} | {_ratios(rat)} | "

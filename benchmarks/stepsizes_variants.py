@@ -21,6 +21,11 @@ with Auto's Armijo search and is capped like it:
 * `Backtracking` and `PolyakLevel` of `rssm.stepsizes` (Armijo trials on every
   iteration; Polyak's step towards an adaptive target level).
 
+``python -m benchmarks.stepsizes_variants --caps`` runs the fastest geometric schedules of
+ODL (paper size, seed 1) with their steps capped at 1 (the radius of Lemma 3.2), at
+sqrt(|C|) and at the diameter 2 sqrt(|C|) of the columns moved, and without a cap: the
+measurement behind `rssm.stepsizes.max_step_length`.
+
 ``python -m benchmarks.stepsizes_variants`` runs the default rule with every method
 (RSM; RSSM with l = 2, 3, 5, 10) on the paper's DPCP and ODL and on l1 Procrustes,
 5 seeds, and prints the converted time (see `benchmarks.stepsizes`) to 1e-8 and 1e-10:
@@ -158,6 +163,46 @@ CANDIDATES = {
 }
 
 
+class Capped(StepSize):
+    """``rule`` with gamma ||P(G_C)||_F capped at ``length`` (None: no cap)."""
+
+    def __init__(self, rule, length):
+        self.rule, self.length = rule, length
+
+    def reset(self):
+        self.rule.reset()
+
+    def __call__(self, k, ctx):
+        gamma = self.rule(k, ctx)
+        return gamma if self.length is None else min(gamma, self.length / ctx.direction_norm)
+
+
+def caps(say) -> None:
+    """ODL (paper size, seed 1): iterations to 1e-10 of the fastest geometric schedules
+    under four caps of the step's length."""
+    import numpy as np
+
+    from benchmarks.stepsizes import _problems, first_at, run_rule
+    from rssm.stepsizes import Geometric
+
+    build, epochs, _ = _problems()["odl"]
+    prob, x0 = build(1)
+    g0 = float(np.linalg.norm(prob.riemannian_subgradient(x0)))
+    p = prob.shape[1]
+    say("| ODL seed 1 | schedule (t = first length) | no cap | cap 1 | cap sqrt(|C|) | "
+        "cap 2 sqrt(|C|) |")
+    say("|---|---|---|---|---|---|")
+    for key, t, beta in (("rsm", 100, 0.6), ("rsm", 30, 0.7), ("rsm", 10, 0.8),
+                         ("rssm-l3", 30, 0.8), ("rssm-l3", 100, 0.8)):
+        c = p if key == "rsm" else 2 * math.ceil(p / int(key[6:]))
+        cells = []
+        for length in (None, 1.0, math.sqrt(c), 2 * math.sqrt(c)):
+            run = run_rule(prob, x0, key, Capped(Geometric(t / g0, beta), length), epochs, 1)
+            hit = first_at(run, 1e-10)
+            cells.append(f"{hit[0]}" if hit else f"- ({run['error'][-1]:.1g})")
+        say(f"| {key} | t={t}, beta={beta} | " + " | ".join(cells) + " |")
+
+
 def main(argv=None) -> int:
     """The default method: auto with RSM and RSSM (l = 2, 3, 5, 10), converted time."""
     from benchmarks.stepsizes import _problems, calibrate, first_at, run_rule
@@ -168,9 +213,14 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--problems", nargs="*", default=["dpcp", "odl", "l1_procrustes"])
+    ap.add_argument("--caps", action="store_true",
+                    help="the cap study on ODL instead (iterations to 1e-10 under 4 caps)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                    "stepsizes"))
     args = ap.parse_args(argv)
+    if args.caps:
+        caps(print)
+        return 0
     probs = _problems()
     keys = ("rsm", "rssm-l2", "rssm-l3", "rssm-l5", "rssm-l10")
     os.makedirs(args.out, exist_ok=True)

@@ -11,6 +11,10 @@ from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.context import StepContext
 
 _SCALES = ("gap", "length")
+#: (grow, shrink) of the success rule when not given: on the factor kappa of the gap rule
+#: (RSM) and on the length itself (RSSM). Both settle at about one failure in five and
+#: in three steps, log(grow) / (log(grow) + log(1 / shrink)) = 0.21 and 0.37.
+_DEFAULTS = {"gap": (1.15, 0.6), "length": (1.5, 0.5)}
 
 
 class Auto(StepSize):
@@ -31,11 +35,12 @@ class Auto(StepSize):
       last positive value). On a sharp problem that converges linearly, D_k is a fixed
       multiple of the true gap, so the factor kappa_k that corrects it settles, while t_k
       shrinks as fast as f converges (a length rule that must learn the decay lags behind
-      it). kappa_k follows the success rule: times ``grow`` after a step that decreased f,
-      times ``shrink`` after one that did not. Until the best cost has decreased once,
-      the success rule acts on t_k itself.
-    * **RSSM** (``scale="length"``): the success rule on t_k itself. A block-pair step's
-      decrease is a noisy signal of the length, and measured on l1 Procrustes (l = 5),
+      it). kappa_k follows the success rule: times ``grow`` (1.15) after a step that
+      decreased f, times ``shrink`` (0.6) after one that did not. Until the best cost
+      has decreased once, the success rule acts on t_k itself.
+    * **RSSM** (``scale="length"``): the success rule on t_k itself (1.5 and 0.5). A
+      block-pair step's decrease is a noisy signal of the length, and measured on l1
+      Procrustes (l = 5),
       the planted sparse basis and ODL, scaling by the decrease of the best cost stalled
       runs that the plain rule finishes (docs/stepsizes.md, "the candidates").
     * **Hold**: after ``patience`` failures in a row, the factor is held until a step
@@ -53,9 +58,10 @@ class Auto(StepSize):
         Start of the first search, a length on St(n, p); default the diameter
         2 sqrt(|C|) of the columns a step moves.
     grow : float, optional
-        Factor >= 1 after a step that decreased f; default 1.2 for RSM, 1.5 for RSSM.
-    shrink : float
-        Factor in (0, 1) after a step that did not.
+        Factor >= 1 after a step that decreased f; default 1.15 on kappa (scale "gap"),
+        1.5 on the length (scale "length").
+    shrink : float, optional
+        Factor in (0, 1) after a step that did not; default 0.6 (gap), 0.5 (length).
     c : float
         Armijo constant of the first search, in (0, 1).
     patience : int
@@ -68,7 +74,7 @@ class Auto(StepSize):
     """
 
     def __init__(self, t0: float | None = None, grow: float | None = None,
-                 shrink: float = 0.5, c: float = 1e-4, patience: int = 8,
+                 shrink: float | None = None, c: float = 1e-4, patience: int = 8,
                  window: float = 4.0, scale: str | None = None):
         if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
             raise ValueError(f"patience must be an int >= 1, got {patience!r}")
@@ -77,7 +83,8 @@ class Auto(StepSize):
         self.grow = None if grow is None else as_positive_float(grow, "grow")
         if self.grow is not None and self.grow < 1:
             raise ValueError(f"grow must be >= 1, got {grow}")
-        self.shrink = as_positive_float(shrink, "shrink", upper=1.0, upper_inclusive=False)
+        self.shrink = None if shrink is None else as_positive_float(
+            shrink, "shrink", upper=1.0, upper_inclusive=False)
         self.c = as_positive_float(c, "c", upper=1.0, upper_inclusive=False)
         self.window = as_positive_float(window, "window")
         if scale is not None and scale not in _SCALES:
@@ -107,15 +114,16 @@ class Auto(StepSize):
             gamma *= 0.5
         return gamma * g
 
-    def _factor(self, f: float, ctx: StepContext) -> float:
-        grow = self.grow or (1.5 if ctx.method == "rssm" else 1.2)
+    def _factor(self, f: float, scale: str) -> float:
         if f < self._f_prev:
             self._fails = 0
-            return grow
+            return self.grow or _DEFAULTS[scale][0]
         self._fails += 1
         # After `patience` failures in a row no length helps (the subgradient is not a
         # descent direction, as at the exact zeros of an l1 term): hold until f decreases.
-        return self.shrink if self._fails <= self.patience else 1.0
+        if self._fails > self.patience:
+            return 1.0
+        return self.shrink or _DEFAULTS[scale][1]
 
     def _track_best(self, ctx: StepContext) -> None:
         """D_k: the decrease of f_best over the last `window` epochs, held when 0."""
@@ -140,7 +148,7 @@ class Auto(StepSize):
             self._started = True
             self._t = self._first(ctx, f, g)
         else:
-            factor = self._factor(f, ctx)
+            factor = self._factor(f, scale)
             gap = f - self._f_best + self._drop
             if scale == "gap" and self._drop > 0:
                 if self._kappa is None:
