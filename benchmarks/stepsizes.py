@@ -332,6 +332,9 @@ def main(argv=None) -> int:
     ap.add_argument("--candidates", action="store_true",
                     help="also run the candidates of benchmarks.stepsizes_variants")
     ap.add_argument("--no-pymanopt", action="store_true", help="skip Pymanopt")
+    ap.add_argument("--only", nargs="+", default=None, metavar="CANDIDATE",
+                    help="run only these candidates (no auto, grid or Pymanopt): rows to "
+                         "merge with an earlier run's CSV through --from-csv")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                    "stepsizes"))
     ap.add_argument("--from-csv", nargs="+", default=None, metavar="CSV",
@@ -360,9 +363,14 @@ def main(argv=None) -> int:
         ap.error(f"unknown problem(s) or method(s) {bad}; problems: {list(probs)}, "
                  f"methods: {list(METHODS)}")
     candidates = {}
-    if args.candidates or args.quick:
+    if args.candidates or args.quick or args.only:
         from benchmarks.stepsizes_variants import CANDIDATES
         candidates = CANDIDATES
+        if args.only:
+            unknown = [c for c in args.only if c not in CANDIDATES]
+            if unknown:
+                ap.error(f"unknown candidate(s) {unknown}; allowed: {list(CANDIDATES)}")
+            candidates = {c: CANDIDATES[c] for c in args.only}
     os.makedirs(args.out, exist_ok=True)
     log = open(os.path.join(args.out, "stepsizes.log"), "w")
 
@@ -392,6 +400,8 @@ def main(argv=None) -> int:
                 own = prob.default_stepsize()
                 rules = {"auto": Auto()} if own is None else {"problem default": own,
                                                               "Auto": Auto()}
+                if args.only:
+                    rules = {}
                 rules.update({c: make() for c, make in candidates.items()})
                 auto_work = math.inf
                 for label, rule in rules.items():
@@ -403,8 +413,13 @@ def main(argv=None) -> int:
                     if default and hit is not None:
                         auto_work = hit[0] + hit[1] * t_trial / t_iter
                 best = math.inf
-                for t, b in _grid_order(history, (name, key)) if not args.quick else [
-                        (t, b) for b in betas for t in lengths]:
+                if args.only:
+                    grid = []
+                elif args.quick:
+                    grid = [(t, b) for b in betas for t in lengths]
+                else:
+                    grid = _grid_order(history, (name, key))
+                for t, b in grid:
                     cap = min(best, 2.0 * auto_work) if exact else math.inf
                     run = run_rule(prob, x0, key, Geometric(t / g0, b), epochs, seed,
                                    None if math.isinf(cap) else math.ceil(cap), exact)
@@ -413,8 +428,8 @@ def main(argv=None) -> int:
                         best = hit[0]
                         history.setdefault((name, key), []).insert(0, (t, b))
                     runs.append(("grid", f"geometric(t={t:g},beta={b:g})", key, run,
-                                 t_iter, 0.0))
-            if "rsm" in methods and not args.no_pymanopt:
+                                 t_iter, t_trial))
+            if "rsm" in methods and not (args.no_pymanopt or args.only):
                 try:
                     pm, t_pm, t_eval = run_pymanopt(prob, x0, epochs, 60.0)
                     runs.append(("pymanopt", "SteepestDescent", "rsm", pm, t_pm, t_eval))
@@ -500,8 +515,11 @@ def reconvert(rows):
         groups.setdefault((r["problem"], r["method"], r["kind"] == "pymanopt"), []).append(r)
     out = []
     for sel in groups.values():
-        t_iter = _median([r["t_iter"] for r in sel])
-        t_trial = _median([r["t_trial"] for r in sel])
+        # one calibration per instance: the rows of the rules (grid rows of older runs
+        # carried t_trial = 0, as a schedule makes no trials)
+        cal = [r for r in sel if r["kind"] != "grid"] or sel
+        t_iter = _median([r["t_iter"] for r in cal])
+        t_trial = _median([r["t_trial"] for r in cal])
         for r in sel:
             r = dict(r, t_iter=t_iter, t_trial=t_trial)
             for lv in LEVELS:

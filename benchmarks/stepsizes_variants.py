@@ -7,8 +7,10 @@ Each reads only the `rssm.stepsizes.StepContext` API, sets a step *length* t (ga
 t / g, g^2 the averaged estimate of ||grad f||^2, as `rssm.stepsizes.Auto` does), starts
 with Auto's Armijo search and is capped like it:
 
-* ``success rule``: the previous default: t times 1.2 (RSM) or 1.5 (RSSM) after a step
-  that decreased f, times 0.5 after one that did not (`Auto(scale="length")`);
+* ``previous auto``: the default before issue 18: t times 1.2 (RSM) or 1.5 (RSSM) after
+  a step that decreased f, times 0.5 after one that did not;
+* ``success rule``: `Auto(scale="length")`, the same with 1.5 / 0.5 for RSM too (Auto's
+  RSSM rule used for RSM);
 * ``gap for RSSM too``: `Auto(scale="gap")`, the RSM rule of Auto used for RSSM as well;
 * ``learned decay``: the success rule plus a learned drift r, log t += u + r, where u is
   the success rule's step and r += 0.3 u (in [log 0.25, 0]): the integral term that lets
@@ -151,8 +153,25 @@ class Race(_Length):
         return gamma
 
 
+class PreviousAuto(Auto):
+    """The default before issue 18: the success rule on the length, 1.2 / 0.5 for RSM and
+    1.5 / 0.5 for RSSM (here with the exact mean, the first search from the diameter and
+    the cap)."""
+
+    def __init__(self):
+        super().__init__(scale="length")
+
+    def __call__(self, k, ctx):
+        self.grow = 1.5 if ctx.method == "rssm" else 1.2
+        return super().__call__(k, ctx)
+
+    def describe(self):
+        return {"rule": "PreviousAuto"}
+
+
 #: name -> factory of the candidates not kept (see the module docstring)
 CANDIDATES = {
+    "previous auto": PreviousAuto,
     "success rule": lambda: Auto(scale="length"),
     "gap for RSSM too": lambda: Auto(scale="gap"),
     "learned decay": LearnedDecay,
@@ -189,8 +208,8 @@ def caps(say) -> None:
     prob, x0 = build(1)
     g0 = float(np.linalg.norm(prob.riemannian_subgradient(x0)))
     p = prob.shape[1]
-    say("| ODL seed 1 | schedule (t = first length) | no cap | cap 1 | cap sqrt(|C|) | "
-        "cap 2 sqrt(|C|) |")
+    say("| ODL seed 1 | schedule (t = first length) | no cap | cap 1 | cap sqrt(\\|C\\|) | "
+        "cap 2 sqrt(\\|C\\|) |")
     say("|---|---|---|---|---|---|")
     for key, t, beta in (("rsm", 100, 0.6), ("rsm", 30, 0.7), ("rsm", 10, 0.8),
                          ("rssm-l3", 30, 0.8), ("rssm-l3", 100, 0.8)):
