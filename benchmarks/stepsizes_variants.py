@@ -198,7 +198,8 @@ class Capped(StepSize):
 
 def caps(say) -> None:
     """ODL (paper size, seed 1): iterations to 1e-10 of the fastest geometric schedules
-    under four caps of the step's length."""
+    under four caps of the step's length; then Auto on seeds 1-5 with its steps clipped
+    at 1 after it chose them (as a solver loop that clips would)."""
     import numpy as np
 
     from benchmarks.stepsizes import _problems, first_at, run_rule
@@ -220,6 +221,20 @@ def caps(say) -> None:
             hit = first_at(run, 1e-10)
             cells.append(f"{hit[0]}" if hit else f"- ({run['error'][-1]:.1g})")
         say(f"| {key} | t={t}, beta={beta} | " + " | ".join(cells) + " |")
+    say("")
+    say("| ODL, Auto clipped as a loop would clip it | seeds 1-5: iterations to 1e-10 "
+        "(final error) |")
+    say("|---|---|")
+    for key in ("rsm", "rssm-l3"):
+        for length in (None, 1.0):
+            cells = []
+            for seed in range(1, 6):
+                prob, x0 = build(seed)
+                run = run_rule(prob, x0, key, Capped(Auto(), length), epochs, seed)
+                hit = first_at(run, 1e-10)
+                cells.append(f"{hit[0]}" if hit else f"- ({run['error'][-1]:.1g})")
+            say(f"| {key}, {'no clip' if length is None else 'clip at 1'} | "
+                + " ".join(cells) + " |")
 
 
 def main(argv=None) -> int:
