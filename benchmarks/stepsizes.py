@@ -345,7 +345,7 @@ def main(argv=None) -> int:
         for path in args.from_csv:
             with open(path, newline="") as fh:
                 rows += [_typed(r) for r in csv.DictReader(fh)]
-        for line in tables(rows):
+        for line in tables(rows) + [""] + summary(rows):
             print(line)
         return 0
     import numpy as np
@@ -446,7 +446,7 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows(rows)
     say("")
-    for line in tables(rows):
+    for line in tables(rows) + [""] + summary(rows):
         say(line)
     say(f"\n# wall time {time.perf_counter() - wall0:.0f} s; rows in {path}")
     log.close()
@@ -594,6 +594,44 @@ def tables(rows):
         out += ["", "| problem | method | candidate | seeds to 1e-10 | median it to 1e-10 "
                 "(rejected trials) | time/best grid point, per seed |", "|" + "---|" * 6]
         out += cand_lines
+    return out
+
+
+def summary(rows):
+    """One line per rule (the default first; for problems with their own default rule,
+    the Auto row): per problem and method, seeds reaching 1e-10 of those run and the
+    median time ratio to the best grid point there ("<v" bounds count as v)."""
+    rows = reconvert(rows)
+    names = list(dict.fromkeys(r["problem"] for r in rows))
+    keys = [k for k in METHODS if any(r["method"] == k for r in rows)]
+    labels = ["auto"] + list(dict.fromkeys(r["rule"] for r in rows if r["kind"] == "candidate"
+                                           and r["rule"] != "Auto"))
+    cols = [(n, k) for n in names for k in keys
+            if any(r["problem"] == n and r["method"] == k and r["kind"] == "auto" for r in rows)]
+    out = ["| rule | " + " | ".join(f"{n} {k}" for n, k in cols) + " |",
+           "|" + "---|" * (1 + len(cols))]
+    for label in labels:
+        cells = []
+        for n, k in cols:
+            sel = [r for r in rows if r["problem"] == n and r["method"] == k]
+            vals, seen = [], 0
+            for s in sorted({r["seed"] for r in sel}):
+                here = [r for r in sel if r["seed"] == s]
+                a = next(r for r in here if r["kind"] == "auto")
+                if label == "auto":
+                    r = a if a["rule"] == "auto" else next(
+                        (x for x in here if x["rule"] == "Auto"), None)
+                else:
+                    r = next((x for x in here if x["rule"] == label), None)
+                if r is None:
+                    continue
+                seen += 1
+                v = ratio(r, _best_grid([x for x in here if x["kind"] == "grid"]), a)
+                if v is not None:
+                    vals.append(float(v[1:]) if isinstance(v, str) else v)
+            med = _median(vals)
+            cells.append("" if not seen else f"{len(vals)}/{seen} {_fmt(med, '.2f')}")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
     return out
 
 
