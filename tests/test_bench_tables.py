@@ -66,7 +66,10 @@ def test_tables_score_every_instance_against_its_best_grid_point(bench, tmp_path
         w.writeheader()
         w.writerows(rows)
     assert bench.main(["--from-csv", str(path)]) == 0
-    assert capsys.readouterr().out.splitlines() == lines
+    summary = bench.summary(rows)
+    assert capsys.readouterr().out.splitlines() == lines + [""] + summary
+    # per rule: seeds reaching 1e-10 and the median ratio, a "<v" bound counted as v
+    assert summary[2:] == ["| auto | 2/2 1.50 |", "| race | 2/2 1.50 |"], summary
 
 
 def test_the_best_grid_point_is_the_fewest_iterations_to_1e10(bench):
