@@ -107,8 +107,10 @@ def child(variant: str, path: str, m: int, method: str, iters: int) -> dict:
         arr = from_npy(path, chunk_size=default_chunk_size(m, N))[:m]
         prob = DPCP(samples(arr, check_finite=False), P)
     try:
-        res = rssm.minimize(prob, x0, method=method, n_blocks=BLOCKS, max_iter=iters,
-                            record_every=iters, seed=1)
+        res = rssm.minimize(
+            prob, x0, method=method, max_iter=iters, record=iters, seed=1,
+            options={"n_blocks": BLOCKS}
+        )
         wall = time.perf_counter() - t0
         if client is not None:
             hw = client.run(_vmhwm)

@@ -101,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
             for v in order:
                 _point_solvers_at(variants[v])
                 try:
-                    res = rssm.minimize(prob, x0, method=method, n_blocks=ell,
-                                        stepsize=PaperSchedule.dpcp(),
-                                        max_iter=max(10, int(iters * args.scale)), seed=0,
-                                        record_every=10**9, threads=None)
+                    res = rssm.minimize(
+                        prob, x0, method=method, stepsize=PaperSchedule.dpcp(),
+                        max_iter=max(10, int(iters * args.scale)), seed=0, record=10**9,
+                        threads=None, options={"n_blocks": ell}
+                    )
                 finally:
                     _point_solvers_at(after)
                 times[(label, v)].append(res.time / res.n_iter)

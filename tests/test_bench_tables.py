@@ -1,11 +1,11 @@
-"""The tables of ``python -m benchmarks.stepsizes --from-csv``: which grid point counts as
-tuned on each seed, and the per-seed counts and ratios docs/stepsizes.md quotes."""
+"""``python -m benchmarks.stepsizes``: which grid point counts as best on each instance, the
+converted times and ratios docs/stepsizes.md quotes, the CSV round trip, and the quick
+mode end to end."""
 
 from __future__ import annotations
 
 import csv
 import math
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def stepsizes_bench(monkeypatch):
+def bench(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))
     if not (ROOT / "benchmarks" / "stepsizes.py").exists():
         pytest.skip("benchmarks/ is not part of this checkout")
@@ -23,75 +23,75 @@ def stepsizes_bench(monkeypatch):
     return mod
 
 
-def _row(seed, kind, rule, t10, it10, method="rsm", err=1e-11):
-    inf = math.inf
-    return dict(problem="toy", seed=seed, method=method, kind=kind, rule=rule,
-                final_error=err, iterations=100, time=9.0,
-                **{"time_1e-08": t10 / 2 if t10 < inf else inf,
-                   "iter_1e-08": it10 // 2 if it10 >= 0 else -1,
-                   "time_1e-10": t10, "iter_1e-10": it10})
+def _row(seed, kind, rule, it10, rej10=0.0, t_iter=1e-3, t_trial=5e-4, method="rsm"):
+    row = dict(problem="toy", seed=seed, method=method, kind=kind, rule=rule, t_iter=t_iter,
+               t_trial=t_trial, final_error=1e-11 if it10 else 0.5, n_iter=100,
+               solver_time=0.1)
+    for lv, frac in (("1e-08", 0.8), ("1e-10", 1.0)):
+        it = None if it10 is None else int(it10 * frac)
+        rej = None if it10 is None else rej10
+        row.update({f"it_{lv}": it, f"rej_{lv}": rej, f"solver_{lv}": None,
+                    f"conv_{lv}": None if it is None else it * t_iter + rej * t_trial})
+    return row
 
 
-def test_from_csv_prints_per_seed_counts_and_ratios(stepsizes_bench, tmp_path, capsys):
-    inf = math.inf
+def test_tables_score_every_instance_against_its_best_grid_point(bench, tmp_path, capsys):
     rows = [
-        # seed 1: auto 1.0 s; grid points 4.0 and 2.0 s (tuned = 2.0); Pymanopt 0.5 s
-        _row(1, "auto", "Auto", 1.0, 50),
-        _row(1, "grid", "geometric(1,0.9)", 4.0, 200),
-        _row(1, "grid", "geometric(3,0.9)", 2.0, 100),
-        _row(1, "pymanopt", "SteepestDescent", 0.5, 10),
-        # seed 2: auto never reaches 1e-10; tuned 3.0 s; Pymanopt never
-        _row(2, "auto", "Auto", inf, -1, err=0.5),
-        _row(2, "grid", "geometric(1,0.9)", 3.0, 150),
-        _row(2, "grid", "geometric(3,0.9)", inf, -1, err=1e-3),
-        _row(2, "pymanopt", "SteepestDescent", inf, -1, err=2.0),
+        # seed 1: auto 50 its + 20 rejected trials = 60 its converted; best grid 40 its
+        _row(1, "auto", "auto", 50, rej10=20.0),
+        _row(1, "grid", "geometric(t=1,beta=0.5)", 80),
+        _row(1, "grid", "geometric(t=1,beta=0.8)", 40),
+        _row(1, "candidate", "race", 30, rej10=60.0),
+        _row(1, "pymanopt", "SteepestDescent", 10, rej10=30.0, t_iter=2e-3, t_trial=1e-3),
+        # seed 2: no grid point within 2 x auto (cut off there): auto more than 2x faster
+        _row(2, "auto", "auto", 30),
+        _row(2, "grid", "geometric(t=1,beta=0.5)", None),
+        _row(2, "candidate", "race", 45),
+        _row(2, "pymanopt", "SteepestDescent", None),
     ]
+    lines = bench.tables(rows)
+    main = [ln for ln in lines if ln.startswith("| toy | rsm | ") and "race" not in ln]
+    # auto: medians (upper) of 1e-8 its (40, 24) -> 40, 1e-10 (50, 30) -> 50, rejected (20, 0)
+    # ratio seed 1: (50e-3 + 20 * 5e-4) / 40e-3 = 1.5; seed 2: no grid point -> "<0.50"
+    # Pymanopt seed 1: 10 * 2e-3 + 30 * 1e-3 = 0.05 s; auto / Pymanopt = 0.06 / 0.05
+    assert main == ["| toy | rsm | 40 / 50 (20) | 32 / 40 | 2 / 1 of 2 | 1.50 <0.50 | 0.06 "
+                    "| 10 / 0.05 (1 of 2) | 1.20 |"], lines
+    cand = [ln for ln in lines if "| race |" in ln]
+    # race seed 1: (30e-3 + 60 * 5e-4) / 40e-3 = 1.5; seed 2: 45e-3 / (2 x 30e-3) -> "<0.75"
+    assert cand == ["| toy | rsm | race | 2 of 2 | 45 (60) | 1.50 <0.75 |"], lines
+    # the CSV round trip gives the same tables
     path = tmp_path / "stepsizes.csv"
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    assert stepsizes_bench.main(["--from-csv", str(path)]) == 0
-    out = capsys.readouterr().out
-    per_seed = [ln for ln in out.splitlines() if ln.startswith("| toy | rsm | 1 / 2 / 1 of 2")]
-    # auto/tuned 1.0 / 2.0 on seed 1 only; auto/Pymanopt 1.0 / 0.5
-    assert per_seed == ["| toy | rsm | 1 / 2 / 1 of 2 | 0.50 | 2.00 |"]
-    tuned = stepsizes_bench._tuned([stepsizes_bench._typed({k: str(v) for k, v in r.items()})
-                                    for r in rows], 2)
-    assert tuned["rule"] == "geometric(1,0.9)"
-    # the median table: medians over 2 seeds take the upper one (inf for auto)
-    med = [ln for ln in out.splitlines() if ln.startswith("| toy | rsm | ") and "of 2" not in ln]
-    # auto: iterations (25, -) / (50, -) -> upper median "-"; tuned: (50, 75) / (100, 150)
-    # -> 75 / 150 and 3.0 s; Pymanopt: (10, -) -> "-"
-    assert med == ["| toy | rsm | - / - | - | 75 / 150 | 3 | - | - / - |"], out
+    assert bench.main(["--from-csv", str(path)]) == 0
+    summary = bench.summary(rows)
+    assert capsys.readouterr().out.splitlines() == lines + [""] + summary
+    # per rule: seeds reaching 1e-10 and the median ratio, a "<v" bound counted as v
+    assert summary[2:] == ["| auto | 2/2 1.50 |", "| race | 2/2 1.50 |"], summary
 
 
-def test_stepsizes_variants_sufficient_decrease_is_stricter(stepsizes_bench):
-    """The sufficient-decrease variant starts like auto (the same first search) and then
-    decides differently: the variants table compares real alternatives."""
-    sys.modules.pop("benchmarks.stepsizes_variants", None)
-    import numpy as np
+def test_the_best_grid_point_is_the_fewest_iterations_to_1e10(bench):
+    rows = [_row(1, "grid", "a", 60), _row(1, "grid", "b", 40), _row(1, "grid", "c", None)]
+    assert bench._best_grid(rows)["rule"] == "b"
+    assert bench._best_grid([_row(1, "grid", "c", None)]) is None
+    assert bench.ratio(_row(1, "auto", "auto", None), rows[1], rows[1]) is None
 
-    import benchmarks.stepsizes_variants as var
-    import rssm
 
-    prob = rssm.problems.DPCP.synthetic(n=20, d=2, n_inliers=100, n_outliers=60, seed=0)
-    x0 = prob.initial_point(0)
-    lengths = {}
-    for name in ("auto (1.5 / 0.5)", "suff. decrease c=0.3"):
-        rule = var._variants()[name]()
-        seen = []
-
-        def spy(k, ctx, rule=rule, seen=seen):
-            g = rule(k, ctx)
-            seen.append(rule._t)
-            return g
-
-        rssm.minimize(
-            prob, x0, method="rssm", stepsize=spy, max_iter=30, seed=1, threads=None,
-            options={"n_blocks": 2}
-        )
-        lengths[name] = np.array(seen)
-    a, s = lengths["auto (1.5 / 0.5)"], lengths["suff. decrease c=0.3"]
-    assert a[0] == s[0]                      # the same first search
-    assert not np.array_equal(a, s)          # the stricter test changed some decision
+def test_quick_mode_runs_end_to_end(bench, tmp_path):
+    """``--quick`` on the smallest problem, RSM only: auto, the candidates and a 3 x 3
+    grid; the counts of trials are those of the rules (auto: its first search only)."""
+    assert bench.main(["--quick", "--problems", "l1_procrustes", "--methods", "rsm",
+                       "--no-pymanopt", "--out", str(tmp_path)]) == 0
+    with open(tmp_path / "stepsizes.csv", newline="") as fh:
+        rows = [bench._typed(r) for r in csv.DictReader(fh)]
+    kinds = {r["kind"] for r in rows}
+    assert kinds == {"auto", "candidate", "grid"}
+    assert len([r for r in rows if r["kind"] == "grid"]) == 9
+    auto = next(r for r in rows if r["kind"] == "auto")
+    assert auto["it_1e-10"] is not None and auto["rej_1e-10"] <= 8
+    race = next(r for r in rows if r["rule"] == "race")
+    assert race["rej_1e-10"] >= race["it_1e-10"] - 1     # one rejected trial per step
+    assert all(r["t_iter"] > 0 and math.isfinite(r["t_trial"]) for r in rows)
+    assert (tmp_path / "stepsizes.log").read_text().count("| l1_procrustes | rsm |") >= 8

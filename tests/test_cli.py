@@ -37,8 +37,10 @@ def test_solve_csv_matches_minimize(tmp_path, capsys):
     # the same run through the library: data seed 3, start from default_rng([3, 1])
     prob = DPCP.synthetic(n=20, d=3, n_inliers=120, n_outliers=80, seed=3)
     x0 = prob.initial_point(np.random.default_rng([3, 1]))
-    res = rssm.minimize(prob, x0, method="rssm", n_blocks=4, stepsize=Geometric(0.3, 0.9),
-                        max_iter=60, seed=3, record_every=7)
+    res = rssm.minimize(
+        prob, x0, method="rssm", stepsize=Geometric(0.3, 0.9), max_iter=60, seed=3, record=7,
+        options={"n_blocks": 4}
+    )
     np.testing.assert_allclose([float(r[4]) for r in rows[1:]], res.trace["error"],
                                rtol=1e-12, atol=0)
     np.testing.assert_allclose(float(rows[-1][3]), res.fun_last, rtol=1e-12)

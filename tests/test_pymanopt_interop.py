@@ -92,10 +92,14 @@ def test_from_pymanopt_matches_native_dpcp(dpcp, backend, request):
     np.testing.assert_allclose(prob.cost(x0), dpcp.cost(x0), rtol=1e-12)
     np.testing.assert_allclose(prob.subgradient(x0), dpcp.subgradient(x0), atol=1e-12)
     step = Geometric(0.1, 0.9)
-    native = rssm.minimize(dpcp, x0, n_blocks=3, stepsize=step, max_iter=300, seed=2)
+    native = rssm.minimize(
+        dpcp, x0, stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FullSubgradientWarning)
-        res = rssm.minimize(prob, x0, n_blocks=3, stepsize=step, max_iter=300, seed=2)
+        res = rssm.minimize(
+            prob, x0, stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
+        )
     assert res.feasibility <= 1e-12
     assert res.trace["cost"][-1] < 0.9 * res.trace["cost"][0]
     assert abs(res.fun - native.fun) <= 1e-9 * native.fun
@@ -110,7 +114,9 @@ def test_pymanopt_style_optimizer_returns_pymanopt_result(dpcp, backend, capsys)
     problem = _pymanopt_dpcp(dpcp, backend)
     x0 = dpcp.initial_point()
     step = Geometric(0.1, 0.9)
-    native = rssm.minimize(dpcp, x0, n_blocks=3, stepsize=step, max_iter=300, seed=2)
+    native = rssm.minimize(
+        dpcp, x0, stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
+    )
     opt = RSSM(n_blocks=3, stepsize=step, seed=2, max_iterations=300, min_step_size=None,
                record_every=10, log_verbosity=1)
     assert isinstance(opt, Optimizer) and str(opt) == "RSSM"

@@ -200,6 +200,26 @@ class SparsePCA(CompositeProblem):
             _, _, vt = np.linalg.svd(a, full_matrices=self.p > min(a.shape))
         return np.ascontiguousarray(vt[: self.p].T)
 
+    def default_stepsize(self):
+        """The rule `rssm.minimize` uses when none is given: Geometric(2 / ||A||_2^2, 0.99
+        per epoch), not ``"auto"`` (unless the instance was built with its own
+        ``stepsize=``).
+
+        From the PCA start, f has worse stationary points close by, and a rule that
+        shortens its steps as soon as they fail settles at one: `rssm.stepsizes.Auto`
+        ends at error 1.3-1.8 (f -18.9 to -20.3 against -21.84 at the planted loadings) on
+        seeds 0-4. A slowly decaying geometric step pushes through: this one reached
+        error < 1e-4 on 20 of 20 seeds with RSM and RSSM (l = 2, 5) within 1000 epochs;
+        with mu0 = 1 / ||A||_2^2 (`reference_stepsize`) RSSM with l = 5 stopped at 0.2 on
+        one seed of 10 (tests/test_builtin_defaults.py). ``stepsize="auto"`` still selects
+        `Auto`.
+        """
+        own = super().default_stepsize()
+        if own is not None:
+            return own
+        top = float(np.linalg.norm(self.yt, 2)) ** 2
+        return Geometric(2.0 / top, 0.99)
+
     def reference_stepsize(self):
         """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.99 per epoch).
 

@@ -1,0 +1,171 @@
+"""The default rule, `Auto` (what ``stepsize="auto"`` and ``stepsize=None`` mean)."""
+
+from __future__ import annotations
+
+import collections
+import math
+
+from rssm._validation import as_positive_float
+from rssm.stepsizes._common import GradMean, capped, check_t0, max_gamma, max_step_length
+from rssm.stepsizes.base import StepSize, StepStall
+from rssm.stepsizes.context import StepContext
+
+_SCALES = ("gap", "length")
+#: (grow, shrink) of the success rule when not given: on the factor kappa of the gap rule
+#: (RSM) and on the length itself (RSSM). Both settle at about one failure in five and
+#: in three steps, log(grow) / (log(grow) + log(1 / shrink)) = 0.21 and 0.37.
+_DEFAULTS = {"gap": (1.15, 0.6), "length": (1.5, 0.5)}
+
+
+class Auto(StepSize):
+    """The default rule (``stepsize="auto"`` or None): no problem constant, no f*.
+
+    gamma_k = t_k / g_k, g_k^2 the mean of the unbiased estimates `StepContext.grad_sq` of
+    ||grad f(X_k)||^2 over the last binom(l, 2) iterations (RSM: ||grad f(X_k)||^2
+    itself), so t_k is the length of an RSM step, and for RSSM the length the full Polyak
+    analysis speaks of (docs/stepsizes.md). What sets t_k:
+
+    * **First step**: an Armijo search from the longest step allowed,
+      `rssm.stepsizes.max_step_length` (the diameter of the columns the step moves),
+      halving until f(X_trial) <= f(X_0) - c gamma ||P(G_C)||^2, at most ``patience``
+      times. A trial costs a retraction and a cost evaluation, at k = 0 only.
+    * **RSM** (``scale="gap"``): t_k = kappa_k (f(X_k) - f_best + D_k) / g_k, Polyak's
+      step with the unknown gap f(X_k) - f* replaced by the gap to the best cost so far
+      plus D_k, the decrease of the best cost over the last ``window`` epochs (kept at its
+      last positive value). On a sharp problem that converges linearly, D_k is a fixed
+      multiple of the true gap, so the factor kappa_k that corrects it settles, while t_k
+      shrinks as fast as f converges (a length rule that must learn the decay lags behind
+      it). kappa_k follows the success rule: times ``grow`` (1.15) after a step that
+      decreased f, times ``shrink`` (0.6) after one that did not. Until the best cost
+      has decreased once, the success rule acts on t_k itself.
+    * **RSSM** (``scale="length"``): the success rule on t_k itself (1.5 and 0.5). A
+      block-pair step's decrease is a noisy signal of the length, and measured on l1
+      Procrustes (l = 5),
+      the planted sparse basis and ODL, scaling by the decrease of the best cost stalled
+      runs that the plain rule finishes (docs/stepsizes.md, "the candidates").
+    * **Hold**: after ``patience`` failures in a row, the factor is held until a step
+      decreases f again. Where no length decreases f (the subgradient is not a descent
+      direction, as at the exact zeros of an l1 term), shrinking further only stalls the
+      run.
+    * **Cap**: no step is longer than `rssm.stepsizes.max_step_length`.
+
+    Every quantity is a ratio of costs or of norms, so multiplying f by c > 0 leaves the
+    iterates unchanged (to rounding).
+
+    Parameters
+    ----------
+    t0 : float, optional
+        Start of the first search, a length on St(n, p); default the diameter
+        2 sqrt(|C|) of the columns a step moves.
+    grow : float, optional
+        Factor >= 1 after a step that decreased f; default 1.15 on kappa (scale "gap"),
+        1.5 on the length (scale "length").
+    shrink : float, optional
+        Factor in (0, 1) after a step that did not; default 0.6 (gap), 0.5 (length).
+    c : float
+        Armijo constant of the first search, in (0, 1).
+    patience : int
+        Halvings of the first search, and failures in a row before the factor is held.
+    window : float
+        Epochs (l/2 RSSM iterations, one RSM iteration) over which D_k is measured.
+    scale : {"gap", "length"}, optional
+        What the success rule scales: None (default) is "gap" for RSM and "length" for
+        RSSM.
+    """
+
+    def __init__(self, t0: float | None = None, grow: float | None = None,
+                 shrink: float | None = None, c: float = 1e-4, patience: int = 8,
+                 window: float = 4.0, scale: str | None = None):
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+            raise ValueError(f"patience must be an int >= 1, got {patience!r}")
+        self.patience = patience
+        self.t0 = check_t0(t0)
+        self.grow = None if grow is None else as_positive_float(grow, "grow")
+        if self.grow is not None and self.grow < 1:
+            raise ValueError(f"grow must be >= 1, got {grow}")
+        self.shrink = None if shrink is None else as_positive_float(
+            shrink, "shrink", upper=1.0, upper_inclusive=False)
+        self.c = as_positive_float(c, "c", upper=1.0, upper_inclusive=False)
+        self.window = as_positive_float(window, "window")
+        if scale is not None and scale not in _SCALES:
+            raise ValueError(f"scale must be None, 'gap' or 'length', got {scale!r}")
+        self.scale = scale
+        self.reset()
+
+    def reset(self) -> None:
+        self._mean = GradMean()
+        self._started = False
+        self._t = math.nan
+        self._f_prev = math.nan
+        self._f_best = math.inf
+        self._fails = 0
+        self._kappa: float | None = None
+        self._best_hist: collections.deque[float] = collections.deque()
+        self._drop = 0.0
+
+    def _first(self, ctx: StepContext, f: float, g: float) -> float:
+        """t_0 from the Armijo search (trials at k = 0 only)."""
+        t = max_step_length(ctx) if self.t0 is None else self.t0
+        gamma = capped(t / g, ctx)
+        d2 = ctx.direction_norm**2
+        for _ in range(self.patience):
+            if ctx.trial(gamma) <= f - self.c * gamma * d2:
+                break
+            gamma *= 0.5
+        return gamma * g
+
+    def _factor(self, f: float, scale: str) -> float:
+        if f < self._f_prev:
+            self._fails = 0
+            return self.grow or _DEFAULTS[scale][0]
+        self._fails += 1
+        # After `patience` failures in a row no length helps (the subgradient is not a
+        # descent direction, as at the exact zeros of an l1 term): hold until f decreases.
+        if self._fails > self.patience:
+            return 1.0
+        return self.shrink or _DEFAULTS[scale][1]
+
+    def _track_best(self, ctx: StepContext) -> None:
+        """D_k: the decrease of f_best over the last `window` epochs, held when 0."""
+        hist = self._best_hist
+        hist.append(self._f_best)
+        span = max(1, math.ceil(self.window * ctx.epoch))
+        while len(hist) > span + 1:
+            hist.popleft()
+        if len(hist) == span + 1 and hist[0] - self._f_best > 0:
+            self._drop = hist[0] - self._f_best
+
+    def __call__(self, k: int, ctx: StepContext) -> float:
+        f = ctx.cost
+        if not math.isfinite(f):
+            raise StepStall(f"f(X_{k}) = {f} is not finite")
+        g = math.sqrt(self._mean(ctx))
+        self._f_best = min(self._f_best, f)
+        scale = self.scale or ("length" if ctx.method == "rssm" else "gap")
+        if scale == "gap":
+            self._track_best(ctx)
+        if not self._started:
+            self._started = True
+            self._t = self._first(ctx, f, g)
+        else:
+            factor = self._factor(f, scale)
+            gap = f - self._f_best + self._drop
+            if scale == "gap" and self._drop > 0:
+                if self._kappa is None:
+                    self._kappa = self._t * g / gap
+                self._kappa *= factor
+                self._t = self._kappa * gap / g
+            else:
+                self._t *= factor
+        t_max = max_gamma(ctx) * g
+        if self._t > t_max:
+            self._t = t_max
+            if self._kappa is not None:
+                self._kappa = self._t * g / (f - self._f_best + self._drop)
+        self._f_prev = f
+        return self._t / g
+
+
+def make_auto() -> StepSize:
+    """A fresh `Auto` rule (what ``stepsize="auto"`` and ``stepsize=None`` mean)."""
+    return Auto()

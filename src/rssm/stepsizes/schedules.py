@@ -1,0 +1,116 @@
+"""Plain schedules: gamma_k from k and the run's settings alone (`PaperSchedule`,
+`Geometric`, `Constant`, `InverseSqrt`).
+
+Paper labels (``eq-...``, ``alg-...``) are those of the LaTeX source of A. Y.-M. Cheung,
+J. Wang, M.-C. Yue, A. M.-C. So, "Randomized Submanifold Subgradient Method for
+Optimization over Stiefel Manifolds", arXiv:2409.01770; here ``sect-exp`` = Section 5
+(table: docs/paper-map.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rssm._validation import as_positive_float
+from rssm.stepsizes.base import StepSize
+from rssm.stepsizes.context import StepContext
+
+#: Largest exponent parameter ``a`` PaperSchedule accepts; the paper uses 2 and 4, and
+#: binom(l, 2)^(a - 1) leaves float64 for a of a few hundred already at l = 10.
+_MAX_A = 100.0
+_LOG_MAX = math.log(np.finfo(np.float64).max)
+
+
+class PaperSchedule(StepSize):
+    """The schedule of Section ``sect-exp``: gamma_k = Delta_k / (sqrt(k+2) log(k+2)).
+
+    For RSSM with ``a`` and ``rho`` given, Delta_k = Delta * binom(l, 2)^(a rho^k - 1),
+    which starts large (Delta binom(l,2)^(a-1)) and decays to Delta / binom(l, 2). For RSM,
+    or when ``a`` is None, Delta_k = Delta.
+
+    Parameters
+    ----------
+    delta : float
+        Delta > 0.
+    a, rho : float, optional
+        Exponent parameters; ``rho`` in (0, 1]. Both or neither.
+
+    Notes
+    -----
+    Paper values: DPCP Delta=0.9, a=2, rho=0.991 (`PaperSchedule.dpcp`); ODL Delta=1e-3,
+    a=4, rho=0.995 (`PaperSchedule.odl`).
+    """
+
+    def __init__(self, delta: float, a: float | None = None, rho: float | None = None):
+        self.delta = as_positive_float(delta, "delta")
+        if (a is None) != (rho is None):
+            raise ValueError("PaperSchedule needs both a and rho, or neither")
+        self.a = None if a is None else as_positive_float(a, "a", allow_zero=True, upper=_MAX_A)
+        self.rho = None if rho is None else as_positive_float(rho, "rho", upper=1.0)
+
+    @classmethod
+    def dpcp(cls) -> PaperSchedule:
+        """Paper's DPCP schedule (Section 5.1): Delta=0.9, a=2, rho=0.991."""
+        return cls(0.9, 2.0, 0.991)
+
+    @classmethod
+    def odl(cls) -> PaperSchedule:
+        """Paper's ODL schedule (Section 5.2): Delta=1e-3, a=4, rho=0.995."""
+        return cls(1e-3, 4.0, 0.995)
+
+    def delta_k(self, k: int, ctx: StepContext) -> float:
+        """Delta_k for iteration k."""
+        if ctx.method != "rssm" or self.a is None:
+            return self.delta
+        pairs = ctx.n_blocks * (ctx.n_blocks - 1) / 2.0
+        log_delta = math.log(self.delta) + (self.a * self.rho**k - 1.0) * math.log(pairs)
+        if log_delta > _LOG_MAX:
+            raise ValueError(
+                f"stepsize {self!r}: Delta_{k} = delta * binom(l, 2)^(a rho^k - 1) overflows "
+                f"float64 at l={ctx.n_blocks}; choose a smaller delta or a (the paper uses a=2, 4)"
+            )
+        return math.exp(log_delta)
+
+    def __call__(self, k: int, ctx: StepContext) -> float:
+        return self.delta_k(k, ctx) / (math.sqrt(k + 2.0) * math.log(k + 2.0))
+
+
+class Geometric(StepSize):
+    """gamma_k = mu0 * beta^(k / epoch), an epoch being l/2 RSSM iterations or 1 RSM iteration.
+
+    Parameters
+    ----------
+    mu0 : float
+        Initial step, > 0.
+    beta : float
+        Decay factor per epoch, in (0, 1].
+    """
+
+    def __init__(self, mu0: float, beta: float):
+        self.mu0 = as_positive_float(mu0, "mu0")
+        self.beta = as_positive_float(beta, "beta", upper=1.0)
+
+    def __call__(self, k: int, ctx: StepContext) -> float:
+        return self.mu0 * self.beta ** (k / ctx.epoch)
+
+
+class Constant(StepSize):
+    """gamma_k = c."""
+
+    def __init__(self, c: float):
+        self.c = as_positive_float(c, "c")
+
+    def __call__(self, k: int, ctx: StepContext) -> float:
+        return self.c
+
+
+class InverseSqrt(StepSize):
+    """gamma_k = c / sqrt(k + 1)."""
+
+    def __init__(self, c: float):
+        self.c = as_positive_float(c, "c")
+
+    def __call__(self, k: int, ctx: StepContext) -> float:
+        return self.c / math.sqrt(k + 1.0)

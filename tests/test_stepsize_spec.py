@@ -1,0 +1,133 @@
+"""`rssm.stepsizes.from_spec`: the one parser of step-size specs (numbers, callables,
+names, dicts, "name:key=value" strings), its one-line errors, and the round trip of
+`StepSize.describe` through it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rssm import stepsizes as st
+from rssm.stepsizes import (
+    AdaptiveGeometric,
+    Auto,
+    Backtracking,
+    Constant,
+    Geometric,
+    InverseSqrt,
+    PaperSchedule,
+    Polyak,
+    PolyakBest,
+    PolyakLevel,
+    StepContext,
+    StepSize,
+    from_spec,
+)
+
+#: one instance of every built-in rule, with non-default parameters where it has any
+EXAMPLES = [
+    Auto(),
+    Auto(t0=0.5, grow=1.3, shrink=0.4, c=1e-3, patience=5),
+    PaperSchedule.dpcp(),
+    PaperSchedule(0.5),
+    Geometric(0.1, 0.9),
+    Constant(0.02),
+    InverseSqrt(0.3),
+    Polyak(1.5, scale=0.9, estimate="pair"),
+    PolyakLevel(t0=0.2, grow=1.4, patience=3.0),
+    PolyakBest(t0=0.3),
+    AdaptiveGeometric(t0=0.4, shrink=0.6, window=2.0, grow=1.1),
+    Backtracking(t0=0.5, c=1e-3, grow=3.0, max_trials=7),
+]
+
+
+@pytest.mark.parametrize("rule", EXAMPLES, ids=lambda r: repr(r))
+def test_describe_round_trips_through_from_spec(rule):
+    again = from_spec(rule.describe())
+    assert type(again) is type(rule)
+    assert again.describe() == rule.describe()
+    # the string form of the same spec
+    d = rule.describe()
+    text = d["rule"] + ":" + ",".join(f"{k}={v}" for k, v in d.items() if k != "rule")
+    assert from_spec(text.rstrip(":")).describe() == d
+
+
+def test_numbers_callables_and_rules():
+    rule = Geometric(0.1, 0.5)
+    assert from_spec(rule) is rule
+    for value in (0.25, 2, np.float32(0.5), np.int64(3)):
+        c = from_spec(value)
+        assert isinstance(c, Constant) and c.c == float(value)
+    wrapped = from_spec(lambda k, ctx: 1.0 / (k + ctx.n_blocks))
+    assert isinstance(wrapped, StepSize)
+    assert wrapped(3, StepContext("rssm", 5)) == 0.125
+    assert isinstance(from_spec("auto"), Auto) and from_spec("auto") is not from_spec("auto")
+
+
+@pytest.mark.parametrize("spec,want", [
+    ("geometric:mu0=0.1,beta=0.9", {"rule": "Geometric", "mu0": 0.1, "beta": 0.9}),
+    (" Geometric : mu0 = 0.1 , beta = 0.9 ", {"rule": "Geometric", "mu0": 0.1, "beta": 0.9}),
+    ({"rule": "geometric", "mu0": 0.1, "beta": 0.9},
+     {"rule": "Geometric", "mu0": 0.1, "beta": 0.9}),
+    ("paper:delta=0.9,a=2,rho=0.991", PaperSchedule.dpcp().describe()),
+    ({"rule": "PaperSchedule", "delta": 1e-3, "a": 4.0, "rho": 0.995},
+     PaperSchedule.odl().describe()),
+    ("inverse_sqrt:c=0.5", {"rule": "InverseSqrt", "c": 0.5}),
+    ("invsqrt:c=0.5", {"rule": "InverseSqrt", "c": 0.5}),
+    ("constant:c=1e-3", {"rule": "Constant", "c": 1e-3}),
+    ("polyak:f_star=-2,estimate=pair", {"rule": "Polyak", "f_star": -2.0, "scale": 1.0,
+                                        "estimate": "pair"}),
+    ("AUTO", Auto().describe()),
+    ("polyak_best", PolyakBest().describe()),
+])
+def test_names_dicts_and_strings(spec, want):
+    assert from_spec(spec).describe() == want
+
+
+def test_base_fills_what_the_spec_leaves_out():
+    base = PaperSchedule.odl()
+    assert from_spec("paper", base=base).describe() == base.describe()
+    assert from_spec("paper:delta=0.5", base=base).describe() == {
+        "rule": "PaperSchedule", "delta": 0.5, "a": 4.0, "rho": 0.995}
+    # a base of another kind is ignored
+    with pytest.raises(ValueError, match="'paper' needs delta"):
+        from_spec("paper", base=Geometric(0.1, 0.9))
+
+
+@pytest.mark.parametrize("spec,exc,pattern", [
+    ("fast", ValueError,
+     r"unknown step-size rule 'fast'; allowed: auto, paper, geometric, constant, "
+     r"inverse_sqrt, polyak"),
+    ({"rule": "nope"}, ValueError, "unknown step-size rule 'nope'; allowed: auto"),
+    ("geometric:mu=0.1,beta=0.9", ValueError,
+     r"'geometric' takes mu0, beta; got unknown parameter\(s\) 'mu'"),
+    ("geometric:mu0=0.1", ValueError, r"'geometric' needs beta \(parameters: mu0, beta\)"),
+    ("geometric:mu0=0.1;beta=0.9", ValueError, "parameters must be written name=value"),
+    ("geometric:mu0", ValueError, "parameters must be written name=value"),
+    ("geometric:mu0=-1,beta=0.9", ValueError, "'geometric': mu0 must be > 0"),
+    ("geometric:mu0=abc,beta=0.9", TypeError, "'geometric': mu0 must be a real number"),
+    ({"mu0": 0.1}, ValueError, r"needs a 'rule' key \(one of auto, paper"),
+    ({"rule": 3}, TypeError, "'rule' must be a name"),
+    (0.0, ValueError, "constant step size must be a finite number > 0"),
+    (-1, ValueError, "constant step size must be a finite number > 0"),
+    (math.nan, ValueError, "constant step size must be a finite number > 0"),
+    (True, TypeError, "must not be a bool"),
+    (None, TypeError, "stepsize must be a StepSize, a number > 0"),
+    ([0.1], TypeError, "got list"),
+    (lambda k: 0.1, TypeError, r"must be called as stepsize\(k, ctx\)"),
+])
+def test_bad_specs_raise_one_line_errors(spec, exc, pattern):
+    with pytest.raises(exc, match=pattern) as info:
+        from_spec(spec)
+    assert "\n" not in str(info.value)
+
+
+def test_every_rule_name_is_listed_and_buildable():
+    """RULES covers every public StepSize class of the package (a new rule must be added
+    there to be reachable from the CLI and the experiments)."""
+    public = {getattr(st, n) for n in st.__all__}
+    classes = {c for c in public if isinstance(c, type) and issubclass(c, StepSize)
+               and c is not StepSize}
+    assert classes == set(st.spec.RULES.values())
