@@ -1,11 +1,6 @@
-"""The two places where the command line leans on the core's serialization.
-
-`stepsize_from_spec` turns a step-size spec into a rule and `result_to_dict` turns a
-`rssm.Result` into plain JSON values. Everything in `rssm.cli` goes through these two
-functions, so that when the core provides ``rssm.stepsizes.from_spec`` and
-``Result.to_dict()`` (issue 20, item 2: one spec parser, one Result writer), each body
-becomes one line.
-"""
+"""The two places where the command line leans on the core's serialization:
+`stepsize_from_spec` is `rssm.stepsizes.from_spec` (the one step-size parser) and
+`result_to_dict` is `rssm.Result.to_dict` (the one Result writer)."""
 
 from __future__ import annotations
 
@@ -18,37 +13,10 @@ __all__ = ["stepsize_from_spec", "result_to_dict", "json_value"]
 
 
 def stepsize_from_spec(spec: Any):
-    """A step-size rule from ``spec``: ``"auto"``, a `rssm.stepsizes.StepSize` (as is), or
-    a dict ``{"rule": "paper" | "geometric" | "constant" | "invsqrt", <parameters>}``
-    (``paper``: delta, a, rho; ``geometric``: mu0, beta; ``constant``, ``invsqrt``: c).
+    """A step-size rule from ``spec`` (`rssm.stepsizes.from_spec`, the one parser)."""
+    from rssm.stepsizes import from_spec
 
-    To become ``return rssm.stepsizes.from_spec(spec)``.
-    """
-    from rssm.stepsizes import (
-        Constant,
-        Geometric,
-        InverseSqrt,
-        PaperSchedule,
-        StepSize,
-        make_auto,
-    )
-
-    if isinstance(spec, StepSize):
-        return spec
-    if spec == "auto":
-        return make_auto()
-    params = {k: v for k, v in spec.items() if k != "rule"}
-    rule = spec["rule"]
-    if rule == "paper":
-        return PaperSchedule(params["delta"], params.get("a"), params.get("rho"))
-    if rule == "geometric":
-        return Geometric(params["mu0"], params["beta"])
-    if rule == "constant":
-        return Constant(params["c"])
-    if rule == "invsqrt":
-        return InverseSqrt(params["c"])
-    raise ValueError(f"step-size rule must be auto, paper, geometric, constant or invsqrt, "
-                     f"got {rule!r}")
+    return from_spec(spec)
 
 
 def json_value(value: Any) -> Any:

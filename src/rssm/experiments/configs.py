@@ -15,7 +15,7 @@ import numpy as np
 
 from rssm.problem import Problem
 from rssm.problems import REGISTRY
-from rssm.stepsizes import Auto, Geometric, PaperSchedule, StepSize
+from rssm.stepsizes import StepSize, from_spec
 
 __all__ = [
     "MethodSpec",
@@ -84,16 +84,10 @@ def make_stepsize(spec: dict) -> StepSize:
     spec : dict
         ``{"rule": "paper", "delta": .., "a": .., "rho": ..}``,
         ``{"rule": "geometric", "mu0": .., "beta": ..}`` or ``{"rule": "auto"}``
-        (`rssm.stepsizes.Auto`, run beside the grid's pick in the ``--tuned`` part).
+        (`rssm.stepsizes.Auto`, run beside the grid's pick in the ``--tuned`` part):
+        any spec of `rssm.stepsizes.from_spec`, the one parser.
     """
-    rule = spec.get("rule")
-    if rule == "paper":
-        return PaperSchedule(spec["delta"], spec["a"], spec["rho"])
-    if rule == "geometric":
-        return Geometric(spec["mu0"], spec["beta"])
-    if rule == "auto":
-        return Auto()
-    raise ValueError(f"step-size rule must be 'paper', 'geometric' or 'auto', got {rule!r}")
+    return from_spec(spec)
 
 
 def stepsize_label(spec: dict) -> str:

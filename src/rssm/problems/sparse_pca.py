@@ -217,8 +217,7 @@ class SparsePCA(CompositeProblem):
         own = super().default_stepsize()
         if own is not None:
             return own
-        top = float(np.linalg.norm(self.yt, 2)) ** 2
-        return Geometric(2.0 / top, 0.99)
+        return Geometric(2.0 / self._top_sq_singular(), 0.99)
 
     def reference_stepsize(self):
         """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.99 per epoch).

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-import numbers
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -24,7 +22,7 @@ from rssm.solvers.options import (
     default_budget,
 )
 from rssm.solvers.record import Observer, Record, as_record
-from rssm.stepsizes import StepSize, as_stepsize
+from rssm.stepsizes import StepSize, from_spec
 from rssm.stopping import (
     AnyOf,
     CallbackStop,
@@ -296,25 +294,11 @@ def _legacy_criteria(kw: dict, n_blocks: int, rec: Record) -> list[StoppingCrite
 
 
 def _check_stepsize(stepsize: Any) -> StepSize:
-    """`as_stepsize` with messages that name ``stepsize``; numpy scalars count as numbers
-    and a plain callable must accept the two arguments (k, ctx)."""
-    if isinstance(stepsize, numbers.Real) and not isinstance(stepsize, (bool, np.bool_)):
-        stepsize = float(stepsize)
-    elif callable(stepsize) and not isinstance(stepsize, StepSize):
-        try:
-            sig = inspect.signature(stepsize)
-        except (TypeError, ValueError):  # some builtins have no signature: call them as is
-            sig = None
-        if sig is not None:
-            try:
-                sig.bind(0, None)
-            except TypeError:
-                raise TypeError(
-                    f"stepsize must be called as stepsize(k, ctx) (iteration k and a "
-                    f"rssm.stepsizes.StepContext), but {getattr(stepsize, '__name__', 'it')}"
-                    f"{sig} does not accept two positional arguments"
-                ) from None
+    """``stepsize=`` through `rssm.stepsizes.from_spec`, the one spec parser (numbers,
+    callables ``(k, ctx)`` with their signature checked, "auto", names, dicts, strings),
+    with messages that name the argument."""
     try:
-        return as_stepsize(stepsize)
+        return from_spec(stepsize)
     except ValueError as exc:
-        raise ValueError(f"stepsize: {exc} (a number is the constant step size c)") from None
+        text = str(exc)
+        raise ValueError(text if text.startswith("stepsize") else f"stepsize: {text}") from None

@@ -123,7 +123,9 @@ def _build(name_in: Any, params: dict, base: StepSize | None) -> StepSize:
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"step-size rule {name!r}: {exc}") from None
+        msg = f"step-size rule {name!r}: {exc}"
+        arg = getattr(exc, "argument", None)    # rssm._validation's errors name it
+        raise (type(exc)(arg, msg) if arg is not None else type(exc)(msg)) from None
 
 
 def _check_callable(fn: Any) -> None:
