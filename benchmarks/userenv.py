@@ -242,7 +242,7 @@ def load(cfg: dict, out: str) -> list[dict]:
             for label, prob, x0, iters, ell in cases:
                 for setting in ("auto", None, 1):
                     r = rssm.minimize(
-                        prob, x0 if x0 is not None else prob.initial_point(),
+                        prob, x0 if x0 is not None else prob.initial_point(), method="rssm",
                         stepsize=Constant(GAMMA if x0 is None
                                                                       else 0.02),
                         max_iter=iters, record=10**9, seed=1, threads=setting,

@@ -24,7 +24,8 @@ with warnings.catch_warnings():
     # Autograd gives a full subgradient; RSSM keeps |C| of its p columns (said once).
     warnings.simplefilter("ignore", FullSubgradientWarning)
     res = rssm.minimize(
-        prob, data.initial_point(), stepsize=data.default_stepsize(), max_iter=600, seed=1,
+        prob, data.initial_point(),
+            method="rssm", stepsize=data.default_stepsize(), max_iter=600, seed=1,
         options={"n_blocks": 4}
     )
 print(res)

@@ -16,7 +16,7 @@ for selection in ("uniform", "cyclic", "shuffled"):
         # the problem's hand-set geometric rule (stepsize="auto" needs ~2x more iterations
         # for 1e-10 on this problem: docs/stepsizes.md)
         res = rssm.minimize(
-            prob, x0, stepsize=prob.reference_stepsize(), max_iter=1200, seed=1,
+            prob, x0, method="rssm", stepsize=prob.reference_stepsize(), max_iter=1200, seed=1,
             options={"n_blocks": 4, "partition": partition, "selection": selection}
         )
         kind = "equal blocks" if partition is None else "user blocks "

@@ -24,7 +24,7 @@ prob = CompositeProblem(A.T, p, EntrywiseLoss.huber(0.05), offset=B,
                         stepsize=Geometric(1.0 / np.linalg.norm(A, 2) ** 2, 0.97))
 x0 = rssm.stiefel.polar(A.T @ B)  # least-squares start, pulled off by the gross errors
 res = rssm.minimize(
-    prob, x0, max_iter=2000, seed=1, options={"n_blocks": 4}
+    prob, x0, method="rssm", max_iter=2000, seed=1, options={"n_blocks": 4}
 )
 err0, err = np.linalg.norm(x0 - X_star), np.linalg.norm(res.x - X_star)
 print(res)

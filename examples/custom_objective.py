@@ -22,7 +22,9 @@ def subgrad(X): return A.T @ np.sign(A @ X - B)                  # a Clarke subg
 def partial(X, C): return A.T @ np.sign(A @ X[:, C] - B[:, C])   # its columns C, O(|C|)
 prob = rssm.Problem.from_functions(cost, subgrad, partial, shape=(20, 5))
 res = rssm.minimize(
-    prob, stepsize=Geometric(3e-3, 0.95), max_iter=1000, seed=1, options={"n_blocks": 5}
+    prob,
+        method="rssm", stepsize=Geometric(3e-3, 0.95), max_iter=1000, seed=1,
+        options={"n_blocks": 5}
 )
 # ---
 

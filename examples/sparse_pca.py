@@ -12,7 +12,7 @@ x0 = prob.initial_point()  # PCA: top-r right singular vectors of A
 # the problem's hand-set geometric rule: "auto" leaves the PCA start too slowly here
 # (docs/stepsizes.md, "Where it is weak")
 res = rssm.minimize(
-    prob, x0, stepsize=prob.reference_stepsize(), max_iter=3000, seed=1,
+    prob, x0, method="rssm", stepsize=prob.reference_stepsize(), max_iter=3000, seed=1,
     options={"n_blocks": 4}
 )
 

@@ -108,7 +108,8 @@ def test_context_offers_cost_norm_and_trial(dpcp):
     RSSMSolver.direction = spy
     try:
         res = rssm.minimize(
-            prob, x0, stepsize=rule, max_iter=6, seed=2, record=1, options={"n_blocks": 3}
+            prob, x0,
+                method="rssm", stepsize=rule, max_iter=6, seed=2, record=1, options={"n_blocks": 3}
         )
     finally:
         RSSMSolver.direction = orig
@@ -131,7 +132,7 @@ def test_plain_callables_and_schedules_still_work(dpcp):
         return 0.01
 
     res = rssm.minimize(
-        prob, stepsize=rule, max_iter=3, seed=0, options={"n_blocks": 4}
+        prob, method="rssm", stepsize=rule, max_iter=3, seed=0, options={"n_blocks": 4}
     )
     assert calls == [(k, "rssm", 4, 2.0) for k in range(3)] and res.n_iter == 3
     ctx = StepContext("rsm", 1)
@@ -238,7 +239,7 @@ def test_every_tuning_free_candidate_is_invariant_to_scaling_f(rule):
     runs = [rssm.minimize(
         CompositeProblem(base.yt, base.p, NormLoss.norm(),
                                            sample_weights=np.full(m, c / m)),
-        x0, stepsize=rule(), max_iter=60, seed=2, options={"n_blocks": 3}
+        x0, method="rssm", stepsize=rule(), max_iter=60, seed=2, options={"n_blocks": 3}
     )
             for c in (1.0, 1e-6, 1e6)]
     for r in runs[1:]:

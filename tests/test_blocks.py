@@ -113,7 +113,7 @@ def test_make_selector_by_name_or_object():
 @pytest.mark.parametrize("rule", sorted(SELECTION_RULES))
 def test_rule_is_recorded_in_result(rule, small_dpcp):
     res = rssm.minimize(
-        small_dpcp, max_iter=20, seed=0, options={"n_blocks": 4, "selection": rule}
+        small_dpcp, method="rssm", max_iter=20, seed=0, options={"n_blocks": 4, "selection": rule}
     )
     assert res.selection == rule
     assert f"({rule})" in repr(res)
@@ -132,7 +132,8 @@ def test_custom_selector_object_is_used_and_recorded():
     x0 = prob.initial_point()
     part = [[0, 1], [2, 3], [4, 5]]
     res = rssm.minimize(
-        prob, x0, max_iter=30, seed=0, options={"partition": part, "selection": Only01()}
+        prob, x0,
+            method="rssm", max_iter=30, seed=0, options={"partition": part, "selection": Only01()}
     )
     assert res.selection == "only01"
     np.testing.assert_array_equal(res.x[:, 4:], x0[:, 4:])  # blocks never drawn: untouched
@@ -147,7 +148,7 @@ def test_unequal_user_partition_end_to_end(rule):
     # the problem's hand-set geometric rule ("auto" does not converge with the cyclic
     # order on this instance: docs/stepsizes.md)
     res = rssm.minimize(
-        prob, max_iter=3000, seed=3, stepsize=prob.reference_stepsize(),
+        prob, method="rssm", max_iter=3000, seed=3, stepsize=prob.reference_stepsize(),
         options={"partition": blocks, "selection": rule}
     )
     assert res.n_blocks == 4 and res.selection == rule
@@ -163,10 +164,10 @@ def test_unequal_user_partition_dpcp(small_dpcp):
     blocks = [perm[:2], perm[2:5], perm[5:10], perm[10:]]
     part = Partition(blocks, p)
     uniform = rssm.minimize(
-        small_dpcp, max_iter=3000, seed=6, options={"n_blocks": 4}
+        small_dpcp, method="rssm", max_iter=3000, seed=6, options={"n_blocks": 4}
     )
     res = rssm.minimize(
-        small_dpcp, max_iter=3000, seed=6, options={"partition": part}
+        small_dpcp, method="rssm", max_iter=3000, seed=6, options={"partition": part}
     )
     # The paper's schedule converges sublinearly: 5.4e-5 after 3000 steps with l = 4 equal
     # blocks; the unequal partition must do about as well.
@@ -182,6 +183,7 @@ def test_partition_validation():
         Partition([[0, 1], []])
     with pytest.raises(ValueError, match="every column 0..15 exactly once; got 3 indices"):
         rssm.minimize(
-            DPCP.synthetic(n=20, d=4, n_inliers=10, n_outliers=10, seed=0), stepsize=0.1,
+            DPCP.synthetic(n=20, d=4, n_inliers=10, n_outliers=10, seed=0),
+                method="rssm", stepsize=0.1,
             max_iter=1, options={"partition": [[0], [1, 2]]}
         )

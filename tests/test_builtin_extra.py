@@ -74,7 +74,7 @@ def test_rssm_reaches_ground_truth(name, tol):
     # (docs/stepsizes.md); the two sharp l1 problems run "auto".
     step = prob.reference_stepsize() if name == "sparse_pca" else None
     res = rssm.minimize(
-        prob, x0, max_iter=3000, seed=7, stepsize=step, options={"n_blocks": 3}
+        prob, x0, method="rssm", max_iter=3000, seed=7, stepsize=step, options={"n_blocks": 3}
     )
     assert err0 > 0.1
     assert res.error < tol
@@ -98,7 +98,7 @@ def test_sparse_pca_reports_variance_and_sparsity():
     assert prob.explained_variance(x_rand) < prob.explained_variance(v)
     assert SparsePCA.sparsity(v) == pytest.approx(1 - 8 / 60)
     res = rssm.minimize(
-        prob, x0, max_iter=3000, seed=10, stepsize=prob.reference_stepsize(),
+        prob, x0, method="rssm", max_iter=3000, seed=10, stepsize=prob.reference_stepsize(),
         options={"n_blocks": 3}
     )
     s = prob.summary(res.x)

@@ -62,7 +62,9 @@ def test_min_stationarity_fires_on_a_smooth_cost():
         lambda X: -0.5 * float(np.sum(X * (a @ X))), lambda X: -(a @ X),
         lambda X, c: -(a @ X[:, c]), shape=(10, 3), stepsize=Constant(0.05))
     res = rssm.minimize(
-        prob, stop=MinStationarity(1e-6), max_iter=20000, seed=0, options={"n_blocks": 3},
+        prob,
+            method="rssm", stop=MinStationarity(1e-6), max_iter=20000, seed=0,
+        options={"n_blocks": 3},
         record=rssm.Record(every=10, stationarity=True), tol=0)
     assert res.stop_reason is StopReason.STATIONARY and res.success
     assert res.stationarity <= 1e-6 and res.n_iter < 20000
@@ -94,11 +96,11 @@ def test_cost_stagnation_uses_the_best_cost_over_the_window():
 def test_sharp_problem_stationarity_does_not_vanish_but_stagnation_stops():
     """On a sharp l1 problem one subgradient's norm stays bounded away from 0 at the
     solution, as documented: without the convergence test (tol=0) the stagnation test is
-    what stops there (measured: error 4.3e-10 at iteration 1170, min stationarity 5.5)."""
+    what stops there (measured: error 4.7e-10 at iteration 1170, min stationarity 8.5)."""
     prob = PlantedSparseBasis.synthetic(n=10, p=3, m=400, seed=0)
     res = rssm.minimize(
         prob, method="rsm", max_iter=5000, record=rssm.Record(every=10, stationarity=True),
-        tol=0, stepsize=prob.reference_stepsize(), stop=CostStagnation(100), seed=1)
+        tol=0, stepsize=prob.reference_stepsize(), stop=CostStagnation(100), seed=0)
     assert res.stop_reason is StopReason.NO_PROGRESS and not res.success
     assert res.error < 1e-6 and res.n_iter < 5000  # it did converge, and stopped early
     assert np.min(res.trace["stationarity"]) > 1.0

@@ -48,7 +48,7 @@ def test_from_functions_converges_to_planted_solution():
     with warnings.catch_warnings():
         warnings.simplefilter("error", FullSubgradientWarning)  # a partial oracle: no warning
         res = rssm.minimize(
-            prob, max_iter=1000, seed=1, options={"n_blocks": 5}
+            prob, method="rssm", max_iter=1000, seed=1, options={"n_blocks": 5}
         )
     assert res.error < 1e-7
     assert res.fun == pytest.approx(np.abs(a @ xs - b).sum(), rel=1e-9)
@@ -63,16 +63,16 @@ def test_from_functions_without_partial_warns_once_and_matches_partial_run():
     fast = rssm.Problem.from_functions(cost, sub, part, shape=(20, 5), stepsize=step)
     with pytest.warns(FullSubgradientWarning, match="full subgradient"):
         r1 = rssm.minimize(
-            slow, max_iter=50, seed=3, options={"n_blocks": 5}
+            slow, method="rssm", max_iter=50, seed=3, options={"n_blocks": 5}
         )
     with warnings.catch_warnings():
         warnings.simplefilter("error", FullSubgradientWarning)  # second run: silent
         rssm.minimize(
-            slow, max_iter=5, seed=3, options={"n_blocks": 5}
+            slow, method="rssm", max_iter=5, seed=3, options={"n_blocks": 5}
         )
         rssm.minimize(slow, method="rsm", max_iter=5, seed=3)  # RSM needs no partial oracle
     r2 = rssm.minimize(
-        fast, max_iter=50, seed=3, options={"n_blocks": 5}
+        fast, method="rssm", max_iter=50, seed=3, options={"n_blocks": 5}
     )
     # Slicing a full subgradient and the partial callable give the same columns.
     np.testing.assert_allclose(r1.x, r2.x, rtol=0, atol=1e-12)
@@ -151,7 +151,7 @@ def test_composite_incremental_oracle_stays_exact_over_a_run():
     prob = CompositeProblem(rng.standard_normal((15, 200)), 10, NormLoss.huber(0.2),
                             offset=rng.standard_normal((200, 10)), stepsize=Geometric(5e-3, 0.99))
     res = rssm.minimize(
-        prob, max_iter=400, seed=11, record=400, options={"n_blocks": 4}
+        prob, method="rssm", max_iter=400, seed=11, record=400, options={"n_blocks": 4}
     )
     # res.fun is the oracle's cached cost; prob.cost recomputes from scratch.
     assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-12)
@@ -230,7 +230,7 @@ def test_check_subgradient_keeps_the_one_time_warning():
     prob = rssm.Problem.from_functions(cost, sub, shape=(20, 5), stepsize=1e-4)
     check_subgradient(prob, rng=0)
     with pytest.warns(FullSubgradientWarning):
-        rssm.minimize(prob, max_iter=2, seed=0)
+        rssm.minimize(prob, method="rssm", max_iter=2, seed=0)
 
 
 def test_check_subgradient_validates():
@@ -269,7 +269,7 @@ def test_from_torch_matches_numpy_and_shares_memory():
     assert seen[-1] == x.ctypes.data
     with pytest.warns(FullSubgradientWarning):
         res = rssm.minimize(
-            prob, max_iter=100, seed=0, options={"n_blocks": 2}
+            prob, method="rssm", max_iter=100, seed=0, options={"n_blocks": 2}
         )
     assert res.fun < res.trace["cost"][0]
 

@@ -77,8 +77,8 @@ def test_memmap_in_api_layout_and_odl(small_odl, tmp_path):
     big = ODL(mm)
     assert isinstance(big.y, ChunkedData) and not big.y.rows_are_samples
     x0 = small_odl.initial_point(np.random.default_rng(4))
-    r1 = rssm.minimize(small_odl, x0, options={"n_blocks": 4}, max_iter=150, seed=2)
-    r2 = rssm.minimize(big, x0, options={"n_blocks": 4}, max_iter=150, seed=2)
+    r1 = rssm.minimize(small_odl, x0, method="rssm", options={"n_blocks": 4}, max_iter=150, seed=2)
+    r2 = rssm.minimize(big, x0, method="rssm", options={"n_blocks": 4}, max_iter=150, seed=2)
     assert _rel(r2.x, r1.x) < RTOL
 
 
@@ -313,8 +313,8 @@ def test_dask_composite_same_iterates(dask_client):
     small = CompositeProblem(y, p, loss, **kw)
     big = CompositeProblem(da.from_array(y, chunks=(9, 100)), p, loss, **kw)
     x0 = small.initial_point(np.random.default_rng(0))
-    r1 = rssm.minimize(small, x0, options={"n_blocks": 2}, max_iter=30, seed=0)
-    r2 = rssm.minimize(big, x0, options={"n_blocks": 2}, max_iter=30, seed=0)
+    r1 = rssm.minimize(small, x0, method="rssm", options={"n_blocks": 2}, max_iter=30, seed=0)
+    r2 = rssm.minimize(big, x0, method="rssm", options={"n_blocks": 2}, max_iter=30, seed=0)
     assert _rel(r2.x, r1.x) < RTOL
 
 

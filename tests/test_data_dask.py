@@ -193,7 +193,7 @@ def test_one_round_trip_per_iteration(cluster, prob, monkeypatch):
     counts = {}
     for name, rule in (("constant", Constant(1e-3)), ("auto", "auto")):
         calls.clear()
-        res = rssm.minimize(big, prob.initial_point(), options={"n_blocks": 5},
+        res = rssm.minimize(big, prob.initial_point(), method="rssm", options={"n_blocks": 5},
                             stepsize=rule, max_iter=40, seed=0, record=40)
         assert res.n_iter == 40
         counts[name] = len(calls)

@@ -182,8 +182,10 @@ def test_builtins_read_out_of_core_data(tmp_path, which):
     s0 = big.initial_point(0)
     assert np.linalg.norm(s0 @ s0.T - x0 @ x0.T) < 1e-8    # the same span
     rule = prob.reference_stepsize()
-    r1 = rssm.minimize(ref, x0, options={"n_blocks": 2}, stepsize=rule, max_iter=40, seed=1)
-    r2 = rssm.minimize(big, x0, options={"n_blocks": 2}, stepsize=rule, max_iter=40, seed=1)
+    r1 = rssm.minimize(ref, x0,
+        method="rssm", options={"n_blocks": 2}, stepsize=rule, max_iter=40, seed=1)
+    r2 = rssm.minimize(big, x0,
+        method="rssm", options={"n_blocks": 2}, stepsize=rule, max_iter=40, seed=1)
     assert big.data.bounds == ref.data.bounds == prob.data.bounds
     np.testing.assert_array_equal(r2.x, r1.x)
 
@@ -197,8 +199,10 @@ def test_sparse_pca_from_data_out_of_core_centres_without_a_copy(tmp_path):
     x0 = mem.initial_point()
     assert big.cost(x0) == pytest.approx(mem.cost(x0), rel=1e-12)
     assert big.explained_variance(x0) == pytest.approx(mem.explained_variance(x0), rel=1e-12)
-    r1 = rssm.minimize(mem, x0, options={"n_blocks": 3}, max_iter=30, seed=0, stepsize=1e-3)
-    r2 = rssm.minimize(big, x0, options={"n_blocks": 3}, max_iter=30, seed=0, stepsize=1e-3)
+    r1 = rssm.minimize(mem, x0,
+        method="rssm", options={"n_blocks": 3}, max_iter=30, seed=0, stepsize=1e-3)
+    r2 = rssm.minimize(big, x0,
+        method="rssm", options={"n_blocks": 3}, max_iter=30, seed=0, stepsize=1e-3)
     np.testing.assert_allclose(r2.x, r1.x, rtol=0, atol=1e-10)
 
 

@@ -124,7 +124,7 @@ def test_one_dispatch_per_rssm_iteration(monkeypatch):
         monkeypatch.setattr(DataOracle, "cheap_cost", track_best)
         for stepsize in (Constant(1e-3), "auto"):
             calls.clear()
-            res = rssm.minimize(prob, options={"n_blocks": 5}, stepsize=stepsize,
+            res = rssm.minimize(prob, method="rssm", options={"n_blocks": 5}, stepsize=stepsize,
                                 max_iter=60, seed=0, record=60)
             assert res.n_iter == 60
             # + the first refresh, the cost at the end, "auto"'s first-iteration search

@@ -148,9 +148,9 @@ def test_old_call_styles_still_work_and_warn(small_dpcp):
     with pytest.warns(DeprecationWarning, match="record_every= is deprecated; use record=N"):
         rssm.minimize(small_dpcp, max_iter=4, record_every=2)
     with pytest.warns(DeprecationWarning, match="n_blocks= is deprecated"):
-        rssm.minimize(small_dpcp, max_iter=2, n_blocks=2)
+        rssm.minimize(small_dpcp, method="rssm", max_iter=2, n_blocks=2)
     with pytest.raises(TypeError, match="unknown option 'n_block'"):
-        rssm.minimize(small_dpcp, max_iter=2, options={"n_block": 2})
+        rssm.minimize(small_dpcp, method="rssm", max_iter=2, options={"n_block": 2})
     # RSSM's options do not apply to RSM: one dict serves a loop over methods
     r = rssm.minimize(small_dpcp, method="rsm", max_iter=2, options={"n_blocks": 3})
     assert r.n_blocks == 1

@@ -23,7 +23,7 @@ from rssm.stopping import StopReason
 @pytest.mark.parametrize("p", [2, 3, 4, 5, 7])
 def test_default_n_blocks_is_min_5_p(p):
     prob = SparsePCA.synthetic(n=30, r=p, m=40, support=3, seed=0)
-    res = rssm.minimize(prob, max_iter=10, seed=0)
+    res = rssm.minimize(prob, method="rssm", max_iter=10, seed=0)
     assert res.n_blocks == min(5, p)
     assert res.stop_reason is StopReason.MAX_ITER and res.n_iter == 10
 
@@ -31,7 +31,7 @@ def test_default_n_blocks_is_min_5_p(p):
 def test_p1_with_rssm_names_rsm():
     prob = rssm.problems.PlantedSparseBasis.synthetic(n=6, p=1, m=60, seed=0)
     with pytest.raises(ValueError, match="method='rsm'"):
-        rssm.minimize(prob, max_iter=3, seed=0)
+        rssm.minimize(prob, method="rssm", max_iter=3, seed=0)
     assert rssm.minimize(prob, method="rsm", max_iter=3, seed=0).n_iter == 3
 
 
@@ -40,12 +40,13 @@ def test_p1_with_rssm_names_rsm():
     (["solve", "odl", "--n", "4"], 4),
 ])
 def test_cli_default_blocks_small_p(argv, l, capsys):
-    assert main([*argv, "--max-iter", "5"]) == 0
+    assert main([*argv, "--method", "rssm", "--max-iter", "5"]) == 0
     assert f"RSSM (l={l}, uniform)" in capsys.readouterr().out
 
 
 def test_cli_p1_names_method_rsm(capsys):
-    rc = main(["solve", "sparse_basis", "--n", "6", "--p", "1", "--m", "60", "--max-iter", "3"])
+    rc = main(["solve", "sparse_basis", "--n", "6", "--p", "1", "--m", "60", "--method", "rssm",
+               "--max-iter", "3"])
     err = capsys.readouterr().err
     assert rc == 2 and "--method rsm" in err and err.count("\n") == 1
 
@@ -95,7 +96,9 @@ def test_callback_sees_the_non_finite_last_row():
                                        shape=(6, 3), stepsize=1e-3)
     seen = []
     res = rssm.minimize(
-        prob, max_iter=30, record=3, seed=0, callback=lambda pr: seen.append(pr.iteration),
+        prob,
+            method="rssm", max_iter=30, record=3, seed=0,
+        callback=lambda pr: seen.append(pr.iteration),
         options={"n_blocks": 3}
     )
     assert res.stop_reason is StopReason.NON_FINITE
@@ -108,7 +111,7 @@ def test_callback_sees_row_0_when_f_x0_is_not_finite():
                                        stepsize=1.0)
     seen = []
     res = rssm.minimize(
-        prob, max_iter=5, seed=0, callback=lambda pr: seen.append(pr.iteration),
+        prob, method="rssm", max_iter=5, seed=0, callback=lambda pr: seen.append(pr.iteration),
         options={"n_blocks": 2}
     )
     assert res.stop_reason is StopReason.NON_FINITE and seen == [0]
@@ -209,7 +212,7 @@ def test_invalid_selection_refused_with_rsm(small_odl):
 def test_2d_array_partition(small_odl):
     part = np.arange(8).reshape(4, 2)
     res = rssm.minimize(
-        small_odl, max_iter=4, seed=0, options={"partition": part}
+        small_odl, method="rssm", max_iter=4, seed=0, options={"partition": part}
     )
     assert res.n_blocks == 4
     assert [b.tolist() for b in res.partition] == part.tolist()

@@ -250,8 +250,6 @@ def test_sparse_pca_recovers_planted_loadings():
     assert np.all(np.diff(est.explained_variance_) <= 1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="#18: sparse_pca does not converge with rssm's "
-                   "default step rule today; remove this mark when the defaults are fixed")
 def test_sparse_pca_recovers_planted_loadings_with_defaults():
     a, v, _ = spca_data()
     est = OrthogonalSparsePCA(3, normalize=False, random_state=0).fit(a)
@@ -318,7 +316,10 @@ def test_one_column_uses_rsm():
 @pytest.mark.parametrize("make", [
     lambda: RobustSubspace(n_components=3, stepsize=1e-3, max_iter=150),
     lambda: RobustSubspace(n_components=3, center=True, stepsize=1e-3, max_iter=150),
-    lambda: OrthogonalDictionaryLearning(stepsize=1e-3, max_iter=150),
+    # ODL's sign subgradients make a constant-step RSM path chaotic: a last-bit difference
+    # (the file is read in its own layout) flips a sign and grows to O(1) after about 80
+    # iterations (measured: 1e-13 at 40, 5e-8 at 60, 1.0 at 100); compare at 40.
+    lambda: OrthogonalDictionaryLearning(stepsize=1e-3, max_iter=40),
     lambda: OrthogonalSparsePCA(3, stepsize=1e-3, max_iter=150),
 ], ids=["subspace", "subspace-center", "odl", "sparse_pca"])
 def test_out_of_core_inputs_match_in_memory(make, tmp_path):

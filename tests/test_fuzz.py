@@ -289,7 +289,9 @@ def test_step_size_callable_returning_junk(value):
     """A step-size callable returning anything but a finite positive number is refused with
     a message naming stepsize (or returns normally if it was a valid number)."""
     res = call(lambda: rssm.minimize(
-        DPCP_SMALL, stepsize=lambda k, ctx: value, max_iter=3, seed=0, options={"n_blocks": 3}
+        DPCP_SMALL,
+            method="rssm", stepsize=lambda k, ctx: value, max_iter=3, seed=0,
+        options={"n_blocks": 3}
     ), "stepsize")
     if res is not None:
         assert isinstance(value, (int, float, np.floating, np.integer))
@@ -354,7 +356,7 @@ def test_step_size_rules(rule, value):
     obj = call(lambda: cls(**kw), name)
     if obj is not None:
         res = call(lambda: rssm.minimize(
-            DPCP_SMALL, stepsize=obj, max_iter=3, seed=0, options={"n_blocks": 4}
+            DPCP_SMALL, method="rssm", stepsize=obj, max_iter=3, seed=0, options={"n_blocks": 4}
         ), "stepsize")
         if res is not None:
             assert res.n_iter == 3 and res.feasibility <= 1e-12
@@ -541,6 +543,6 @@ def test_registered_synthetic_keywords(name, kw, value):
         assert 1 <= p <= n
         if p >= 2:
             res = rssm.minimize(
-                prob, max_iter=1, seed=0, options={"n_blocks": 2}
+                prob, method="rssm", max_iter=1, seed=0, options={"n_blocks": 2}
             )
             assert res.feasibility <= 1e-12

@@ -84,7 +84,9 @@ def test_interrupt_in_the_callback(prob, max_iter, at, calls_expected):
             raise KeyboardInterrupt
 
     res = rssm.minimize(
-        prob, max_iter=max_iter, seed=1, record=10, callback=cb, options={"n_blocks": 3}
+        prob,
+            method="rssm", max_iter=max_iter, seed=1, record=10, callback=cb,
+        options={"n_blocks": 3}
     )
     assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == at
     assert calls == calls_expected

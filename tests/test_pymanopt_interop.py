@@ -93,12 +93,12 @@ def test_from_pymanopt_matches_native_dpcp(dpcp, backend, request):
     np.testing.assert_allclose(prob.subgradient(x0), dpcp.subgradient(x0), atol=1e-12)
     step = Geometric(0.1, 0.9)
     native = rssm.minimize(
-        dpcp, x0, stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
+        dpcp, x0, method="rssm", stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FullSubgradientWarning)
         res = rssm.minimize(
-            prob, x0, stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
+            prob, x0, method="rssm", stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
         )
     assert res.feasibility <= 1e-12
     assert res.trace["cost"][-1] < 0.9 * res.trace["cost"][0]
@@ -115,7 +115,7 @@ def test_pymanopt_style_optimizer_returns_pymanopt_result(dpcp, backend, capsys)
     x0 = dpcp.initial_point()
     step = Geometric(0.1, 0.9)
     native = rssm.minimize(
-        dpcp, x0, stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
+        dpcp, x0, method="rssm", stepsize=step, max_iter=300, seed=2, options={"n_blocks": 3}
     )
     opt = RSSM(n_blocks=3, stepsize=step, seed=2, max_iterations=300, min_step_size=None,
                record_every=10, log_verbosity=1)

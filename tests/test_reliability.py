@@ -104,6 +104,7 @@ def _run_checked(prob, x0=None, max_iter=300, **kw):
     opts = {k: kw.pop(k) for k in ("n_blocks", "partition") if k in kw}
     if opts:
         kw["options"] = opts
+        kw.setdefault("method", "rssm")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a division by zero would warn
         res = rssm.minimize(
@@ -312,7 +313,7 @@ def test_non_finite_cost_stops_at_the_recording_point():
 def test_non_finite_cost_at_the_start():
     a = np.random.default_rng(13).standard_normal((8, 30))
     res = rssm.minimize(
-        _Poisoned(a, 4, 0, where="cost"), stepsize=0.01, max_iter=5, seed=0,
+        _Poisoned(a, 4, 0, where="cost"), method="rssm", stepsize=0.01, max_iter=5, seed=0,
         options={"n_blocks": 2}
     )
     assert res.stop_reason is StopReason.NON_FINITE and res.n_iter == 0
@@ -349,7 +350,7 @@ def test_huge_rssm_step_sizes_stay_feasible(gamma):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = rssm.minimize(
-            prob, stepsize=gamma, max_iter=200, seed=1, record=1, callback=cb,
+            prob, method="rssm", stepsize=gamma, max_iter=200, seed=1, record=1, callback=cb,
             options={"n_blocks": 3}
         )
     assert res.stop_reason is StopReason.NON_FINITE or worst[0] <= FEAS_TOL

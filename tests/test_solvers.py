@@ -78,7 +78,7 @@ def test_minimize_feasibility_is_reported(small_dpcp):
     res = rssm.minimize(small_dpcp, method="rsm", stepsize=0.05, max_iter=2000, seed=0)
     assert res.feasibility == stiefel.feasibility(res.x) <= 1e-12
     res = rssm.minimize(
-        small_dpcp, stepsize=0.05, max_iter=2000, seed=0, options={"n_blocks": 3}
+        small_dpcp, method="rssm", stepsize=0.05, max_iter=2000, seed=0, options={"n_blocks": 3}
     )
     assert res.feasibility == stiefel.feasibility(res.x) <= 1e-12
 
@@ -211,7 +211,7 @@ def test_same_seed_same_result_bit_for_bit(method, small_odl):
 
 def test_same_seed_same_pairs_different_seed_different_pairs(small_dpcp):
     x0 = small_dpcp.initial_point()
-    kw = dict(n_blocks=4, stepsize=0.01, max_iter=200)
+    kw = dict(method="rssm", options={"n_blocks": 4}, stepsize=0.01, max_iter=200)
     a = rssm.minimize(small_dpcp, x0, seed=5, **kw)
     b = rssm.minimize(small_dpcp, x0, seed=5, **kw)
     c = rssm.minimize(small_dpcp, x0, seed=6, **kw)
@@ -241,7 +241,8 @@ class _PlainDPCP(Problem):
 @pytest.mark.parametrize("method", ["rssm", "rsm"])
 def test_generic_fallback_follows_the_incremental_oracle(method, small_dpcp):
     x0 = small_dpcp.initial_point()
-    kw = dict(method=method, n_blocks=3, stepsize=Geometric(0.05, 0.95), max_iter=300, seed=4)
+    kw = dict(method=method, options={"n_blocks": 3}, stepsize=Geometric(0.05, 0.95),
+              max_iter=300, seed=4, tol=0)
     fast = rssm.minimize(small_dpcp, x0, **kw)
     slow = rssm.minimize(_PlainDPCP(small_dpcp), x0, **kw)
     np.testing.assert_allclose(slow.x, fast.x, rtol=0, atol=1e-9)
@@ -252,7 +253,7 @@ def test_generic_fallback_follows_the_incremental_oracle(method, small_dpcp):
 def test_user_partition_is_used(small_dpcp):
     blocks = [[0, 15], [1, 2, 3, 4, 5, 6, 7], [8, 9], [10, 11, 12, 13, 14]]
     res = rssm.minimize(
-        small_dpcp, stepsize=0.02, max_iter=50, seed=0, options={"partition": blocks}
+        small_dpcp, method="rssm", stepsize=0.02, max_iter=50, seed=0, options={"partition": blocks}
     )
     assert res.n_blocks == 4
     assert [b.tolist() for b in res.partition] == blocks
@@ -269,7 +270,7 @@ def test_flop_model_ratio_is_about_two_over_l():
     rsm = rssm.minimize(prob, x0, method="rsm", stepsize=rule, max_iter=2, seed=0)
     for ell in (3, 5, 10):
         res = rssm.minimize(
-            prob, x0, stepsize=rule, max_iter=2, seed=0, options={"n_blocks": ell}
+            prob, x0, method="rssm", stepsize=rule, max_iter=2, seed=0, options={"n_blocks": ell}
         )
         ratio = (res.flops / res.n_iter) / (rsm.flops / rsm.n_iter)
         assert ratio == pytest.approx(2.0 / ell, rel=0.1), (ell, ratio)
@@ -377,7 +378,7 @@ def test_x0_off_manifold_says_how_far(small_dpcp):
     ],
 )
 def test_bad_arguments_are_named(kwargs, exc, pattern, small_dpcp):
-    kwargs = {"max_iter": 1, "seed": 0, **kwargs}
+    kwargs = {"max_iter": 1, "seed": 0, "method": "rssm", **kwargs}
     with pytest.raises(exc, match=pattern):
         rssm.minimize(small_dpcp, **kwargs)
 
@@ -389,20 +390,20 @@ def test_bad_problem_and_missing_defaults(small_dpcp):
     no_step = _NaNAfter(a, 2, 10**9)
     # no default step size of its own: "auto"
     assert rssm.minimize(
-        no_step, seed=0, max_iter=1, options={"n_blocks": 2}
+        no_step, method="rssm", seed=0, max_iter=1, options={"n_blocks": 2}
     ).stepsize["rule"] == "Auto"
     with pytest.raises(ValueError, match="target_error needs a ground truth"):
         rssm.minimize(
-            no_step, stepsize=0.1, seed=0, max_iter=1, target_error=1e-3,
+            no_step, method="rssm", stepsize=0.1, seed=0, max_iter=1, target_error=1e-3,
             options={"n_blocks": 2}
         )
     one_col = _NaNAfter(a, 1, 10**9)
     with pytest.raises(ValueError, match="p >= 2"):
-        rssm.minimize(one_col, stepsize=0.1, seed=0, max_iter=1)
+        rssm.minimize(one_col, method="rssm", stepsize=0.1, seed=0, max_iter=1)
     assert rssm.minimize(one_col, method="rsm", stepsize=0.1, seed=0, max_iter=3).n_iter == 3
     with pytest.raises(ValueError, match="partition covers 3 columns but the problem has p=16"):
         rssm.minimize(
-            small_dpcp, max_iter=1, options={"partition": Partition([[0], [1, 2]])}
+            small_dpcp, method="rssm", max_iter=1, options={"partition": Partition([[0], [1, 2]])}
         )
 
 

@@ -121,14 +121,14 @@ def test_minimize_uses_the_given_rule(small_dpcp):
         return 1e-3
 
     rssm.minimize(
-        small_dpcp, stepsize=rule, max_iter=6, seed=0, options={"n_blocks": 4}
+        small_dpcp, method="rssm", stepsize=rule, max_iter=6, seed=0, options={"n_blocks": 4}
     )
     assert seen == [(k, "rssm", 4) for k in range(6)]
     seen.clear()
     rssm.minimize(small_dpcp, method="rsm", stepsize=rule, max_iter=3, seed=0)
     assert seen == [(k, "rsm", 1) for k in range(3)]
     res = rssm.minimize(
-        small_dpcp, max_iter=2, seed=0, options={"n_blocks": 4}
+        small_dpcp, method="rssm", max_iter=2, seed=0, options={"n_blocks": 4}
     )  # the default: auto
     assert res.stepsize["rule"] == "Auto"
     assert small_dpcp.reference_stepsize().describe() == PaperSchedule.dpcp().describe()
@@ -180,11 +180,12 @@ def test_a_callable_returning_a_bad_step_is_caught(bad, small_dpcp):
     the run has started, the run is kept and ends with ``stalled`` at that iteration."""
     with pytest.raises(ValueError, match=r"stepsize returned gamma_0 = .*finite real number > 0"):
         rssm.minimize(
-            small_dpcp, stepsize=lambda k, ctx: bad, max_iter=10, seed=0,
+            small_dpcp, method="rssm", stepsize=lambda k, ctx: bad, max_iter=10, seed=0,
             options={"n_blocks": 2}
         )
     res = rssm.minimize(
-        small_dpcp, stepsize=lambda k, ctx: 1e-3 if k < 3 else bad, max_iter=10, seed=0,
+        small_dpcp,
+            method="rssm", stepsize=lambda k, ctx: 1e-3 if k < 3 else bad, max_iter=10, seed=0,
         options={"n_blocks": 2}
     )
     assert res.stop_reason is rssm.StopReason.STALLED and res.n_iter == 3

@@ -102,7 +102,7 @@ def test_stop_reason_is_a_string_enum():
 
 def test_max_iter(small_dpcp):
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=37, seed=0, options={"n_blocks": 4}
+        small_dpcp, method="rssm", stepsize=STEP, max_iter=37, seed=0, options={"n_blocks": 4}
     )
     assert isinstance(res, Result)
     assert res.stop_reason is StopReason.MAX_ITER and res.n_iter == 37
@@ -114,7 +114,7 @@ def test_max_iter(small_dpcp):
 
 def test_max_time(small_dpcp):
     res = rssm.minimize(
-        small_dpcp, stepsize=1e-3, max_time=0.05, seed=0, options={"n_blocks": 4}
+        small_dpcp, method="rssm", stepsize=1e-3, max_time=0.05, seed=0, options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.MAX_TIME
     assert res.time >= 0.05 and res.n_iter > 0
@@ -123,7 +123,8 @@ def test_max_time(small_dpcp):
 
 def test_target_error_stops_at_the_first_recording_point_below_target(small_dpcp):
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=5000, target_error=1e-6, seed=0, record=5,
+        small_dpcp,
+            method="rssm", stepsize=STEP, max_iter=5000, target_error=1e-6, seed=0, record=5,
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.TARGET_ERROR
@@ -144,7 +145,7 @@ def test_callback_stops_and_sees_the_iterate(small_dpcp):
         return progress.iteration >= 30
 
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=1000, record=10, callback=cb, seed=0,
+        small_dpcp, method="rssm", stepsize=STEP, max_iter=1000, record=10, callback=cb, seed=0,
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.CALLBACK and res.n_iter == 30
@@ -159,7 +160,8 @@ def test_callback_sees_every_recording_point_including_the_last(small_dpcp):
     """The callback is asked at the recording point where max_iter stops the run too."""
     seen = []
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=25, record=5, callback=seen.append, seed=0,
+        small_dpcp,
+            method="rssm", stepsize=STEP, max_iter=25, record=5, callback=seen.append, seed=0,
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.MAX_ITER
@@ -171,7 +173,8 @@ def test_callback_sees_the_last_row_between_recording_points(small_dpcp):
     which then has seen exactly the rows of the returned trace."""
     seen = []
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=23, record=5, callback=seen.append, seed=0,
+        small_dpcp,
+            method="rssm", stepsize=STEP, max_iter=23, record=5, callback=seen.append, seed=0,
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.MAX_ITER
@@ -184,7 +187,9 @@ def test_callback_sees_the_last_row_between_recording_points(small_dpcp):
 def test_callback_sees_the_last_row_after_a_time_limit(small_dpcp):
     seen = []
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_time=0.05, record=10**6, callback=seen.append, seed=0, tol=0,
+        small_dpcp,
+            method="rssm", stepsize=STEP, max_time=0.05, record=10**6, callback=seen.append,
+        seed=0, tol=0,
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.MAX_TIME and res.n_iter > 0
@@ -196,7 +201,7 @@ def test_combined_criteria_forward_the_last_row(small_dpcp):
     seen_any, seen_all = [], []
     stop = (MaxIterations(10**6) & CallbackStop(seen_all.append)) | CallbackStop(seen_any.append)
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=7, record=5, stop=stop, seed=0,
+        small_dpcp, method="rssm", stepsize=STEP, max_iter=7, record=5, stop=stop, seed=0,
         options={"n_blocks": 4}
     )
     assert res.n_iter == 7
@@ -208,17 +213,20 @@ def test_stop_argument_combines_with_the_others(small_dpcp):
     # AllOf: stops only when both hold (here at iteration 20, a recording point)
     stop = MaxIterations(20) & CallbackStop(lambda p: p.iteration >= 12)
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, record=4, stop=stop, seed=0, options={"n_blocks": 4}
+        small_dpcp,
+            method="rssm", stepsize=STEP, record=4, stop=stop, seed=0, options={"n_blocks": 4}
     )
     assert res.n_iter == 20 and res.stop_reason is StopReason.CALLBACK
     # AnyOf with max_iter: whichever comes first
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=50, stop=MaxIterations(7) | MaxTime(100.0), seed=0,
+        small_dpcp,
+            method="rssm", stepsize=STEP, max_iter=50, stop=MaxIterations(7) | MaxTime(100.0),
+        seed=0,
         options={"n_blocks": 4}
     )
     assert res.n_iter == 7 and res.stop_reason is StopReason.MAX_ITER
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=9, stop=MaxIterations(70), seed=0,
+        small_dpcp, method="rssm", stepsize=STEP, max_iter=9, stop=MaxIterations(70), seed=0,
         options={"n_blocks": 4}
     )
     assert res.n_iter == 9
@@ -230,7 +238,7 @@ def test_keyboard_interrupt_returns_the_result_so_far(small_dpcp):
             raise KeyboardInterrupt
 
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=100, record=10, callback=cb, seed=0,
+        small_dpcp, method="rssm", stepsize=STEP, max_iter=100, record=10, callback=cb, seed=0,
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == 20
@@ -252,7 +260,7 @@ def test_keyboard_interrupt_returns_the_result_so_far(small_dpcp):
 )
 def test_trace_columns_and_record_every(max_iter, record_every, want, small_dpcp):
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=max_iter, record=record_every, seed=0,
+        small_dpcp, method="rssm", stepsize=STEP, max_iter=max_iter, record=record_every, seed=0,
         options={"n_blocks": 4}
     )
     assert tuple(res.trace) == TRACE_COLUMNS == ("iteration", "time", "flops", "cost", "error",
@@ -275,11 +283,12 @@ def test_trace_columns_and_record_every(max_iter, record_every, want, small_dpcp
 
 def test_default_record_every(small_dpcp):
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=1000, seed=0, tol=0, options={"n_blocks": 4}
+        small_dpcp,
+            method="rssm", stepsize=STEP, max_iter=1000, seed=0, tol=0, options={"n_blocks": 4}
     )
     assert res.trace["iteration"].tolist() == list(range(0, 1001, 5))  # max_iter // 200
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, seed=0, tol=0, options={"n_blocks": 4}
+        small_dpcp, method="rssm", stepsize=STEP, seed=0, tol=0, options={"n_blocks": 4}
     )  # default limit
     assert res.n_iter == 2000  # 1000 epochs of l/2 = 2 iterations
     assert res.trace["iteration"][1] == 10  # record_every = 2000 // 200
@@ -289,7 +298,7 @@ def test_error_column_is_nan_without_ground_truth(small_dpcp):
     prob = DPCP(small_dpcp.yt, small_dpcp.p)
     seen = []
     res = rssm.minimize(
-        prob, stepsize=STEP, max_iter=20, record=10, callback=seen.append, seed=0,
+        prob, method="rssm", stepsize=STEP, max_iter=20, record=10, callback=seen.append, seed=0,
         options={"n_blocks": 4}
     )
     assert np.all(np.isnan(res.trace["error"])) and math.isnan(res.error)
@@ -317,7 +326,7 @@ def test_recording_time_is_excluded(small_dpcp):
 
     t0 = time.perf_counter()
     res = rssm.minimize(
-        slow, stepsize=STEP, max_iter=30, record=10, callback=sleepy, seed=0,
+        slow, method="rssm", stepsize=STEP, max_iter=30, record=10, callback=sleepy, seed=0,
         options={"n_blocks": 4}
     )
     wall = time.perf_counter() - t0
@@ -329,7 +338,7 @@ def test_recording_time_is_excluded(small_dpcp):
 
 def test_result_summary(small_dpcp):
     res = rssm.minimize(
-        small_dpcp, stepsize=STEP, max_iter=10, seed=0, options={"n_blocks": 4}
+        small_dpcp, method="rssm", stepsize=STEP, max_iter=10, seed=0, options={"n_blocks": 4}
     )
     text = repr(res)
     for part in ("RSSM", "l=4", "St(20, 16)", "max_iter", "iterations    10", "feasibility"):

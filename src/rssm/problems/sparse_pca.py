@@ -217,7 +217,12 @@ class SparsePCA(CompositeProblem):
         own = super().default_stepsize()
         if own is not None:
             return own
-        return Geometric(2.0 / self._top_sq_singular(), 0.99)
+        top = self._top_sq_singular()
+        if not top > 0:           # A = 0 (e.g. one centred sample): f is mu ||X||_1 alone
+            from rssm.stepsizes import make_auto
+
+            return make_auto()
+        return Geometric(2.0 / top, 0.99)
 
     def reference_stepsize(self):
         """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.99 per epoch).

@@ -264,7 +264,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             st.k = k + 1
             certificate = None
             if cert is not None:
-                cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm, d.sel)
+                cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm, d.sel,
+                             st.best_fun if track_best else math.nan)
                 certificate = _checked(cert, solver, st)
             st.time += perf() - t0
             n_still = n_still + 1 if st.step_norm == 0.0 else 0

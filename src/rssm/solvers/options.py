@@ -21,7 +21,7 @@ __all__ = ["RSSMOptions", "RSMOptions", "METHODS", "DEFAULT_METHOD", "DEFAULT_N_
 
 #: The method of ``rssm.minimize(problem)`` (docs/stepsizes.md, "the default method",
 #: gives the measurements behind it).
-DEFAULT_METHOD = "rssm"
+DEFAULT_METHOD = "rsm"
 #: RSSM's number of blocks when none is given: ``min(DEFAULT_N_BLOCKS, p)``.
 DEFAULT_N_BLOCKS = 5
 #: Iteration budget when no limit is given, in epochs (p column updates each: 1 RSM
