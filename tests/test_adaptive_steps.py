@@ -296,7 +296,8 @@ def test_auto_is_the_default_for_built_in_and_custom_problems(dpcp):
 def test_underflowing_geometric_step_stalls_at_iteration_405(small_dpcp):
     """Geometric(1, 0.01) with l = 5: gamma_k = 0.01^(k / 2.5) underflows to 0 at k = 405;
     the run returns its 405 iterations with ``stalled`` instead of raising."""
-    res = rssm.minimize(small_dpcp, stepsize=Geometric(1.0, 0.01), max_iter=1000, seed=0)
+    res = rssm.minimize(small_dpcp, method="rssm", stepsize=Geometric(1.0, 0.01), max_iter=1000,
+                        seed=0)
     assert res.stop_reason is StopReason.STALLED
     assert res.n_iter == 405 and "gamma_405 of Geometric(mu0=1, beta=0.01) reached 0" in res.message
     assert res.trace["iteration"][-1] == 405 and np.isfinite(res.fun)

@@ -461,8 +461,8 @@ def test_cli_solve_fuzzed_option(problem, data):
     with one line ``rssm: error: ...`` naming the option."""
     opt = data.draw(st.sampled_from(SOLVE_OPTIONS[problem] + SOLVE_OPTIONS["common"]))
     value = data.draw(st.sampled_from(CLI_VALUES))
-    argv = ["solve", problem, *SOLVE_BASE[problem], "--blocks", "2", "--max-iter", "3",
-            "--max-time", "0.5", opt, value]
+    argv = ["solve", problem, *SOLVE_BASE[problem], "--method", "rssm", "--blocks", "2",
+            "--max-iter", "3", "--max-time", "0.5", opt, value]
     rc, out, err = _cli(argv)
     assert rc in (0, 2), (argv, rc, err)
     if rc == 0:

@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["check_threads", "RunThreads", "parallel_for", "workers", "MAX_WORKERS",
-           "usable_cores"]
+           "usable_cores", "single_blas"]
 
 #: Upper bound on the chunk workers of ``threads="auto"``.
 MAX_WORKERS = 8
@@ -118,6 +118,18 @@ def _exit_single_blas() -> None:
             _blas_limiter.restore_original_limits()
             _take_control()
             _blas_limiter = None
+
+
+@contextmanager
+def single_blas():
+    """BLAS (and the pools loaded with it) at one thread inside the block; reference-
+    counted with the runs' own limit, so blocks in several Python threads neither undo each
+    other's limit nor leave one behind."""
+    _enter_single_blas()
+    try:
+        yield
+    finally:
+        _exit_single_blas()
 
 
 # -- the worker pool ------------------------------------------------------------------------

@@ -262,6 +262,10 @@ def run(args, argv: Sequence[str]) -> int:
     if args.method == "rssm" and p < 2:
         raise UsageError(f"argument --method: RSSM needs p >= 2 columns to form 2 blocks, got "
                          f"p={p}; use --method rsm")
+    if args.method == "rsm" and (args.blocks is not None or args.selection != "uniform"):
+        opt = "--blocks" if args.blocks is not None else "--selection"
+        raise UsageError(f"argument {opt}: --method rsm moves all columns at once and has no "
+                         "blocks; use --method rssm")
     if args.method == "rssm" and args.blocks is not None and not 2 <= args.blocks <= p:
         raise UsageError(f"argument --blocks: n_blocks must satisfy 2 <= n_blocks <= p = {p}, "
                          f"got {args.blocks}")

@@ -66,19 +66,15 @@ def chunk_bounds(m: int, k: int) -> tuple[tuple[int, int], ...]:
     return tuple((lo, min(lo + k, m)) for lo in range(0, m, k))
 
 
-_CONTROLLER = None
 
 
 def one_blas_thread():
     """A context that limits NumPy's BLAS (and the pools loaded with it) to one thread, for
-    products whose bits must not depend on the machine's thread count. The threadpoolctl
-    controller is made once (a fresh one costs ~0.4 ms; a limit with it ~6 us)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
+    products whose bits must not depend on the machine's thread count
+    (`rssm.threads.single_blas`: shared with the runs' limit, safe in concurrent threads)."""
+    from rssm.threads import single_blas
 
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1)
+    return single_blas()
 
 
 class DataError(RuntimeError):

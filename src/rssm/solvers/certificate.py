@@ -25,7 +25,7 @@ The run has converged when
 
 1. radius <= tol * ||X||_F (= tol sqrt(p)): the iterates have settled, to relative
    accuracy tol; or they have settled to sqrt(tol) and the least cost has not moved
-   beyond rounding over the window (at a smooth minimizer f changes by O(d^2) at
+   beyond rounding over `SETTLE` windows (at a smooth minimizer f changes by O(d^2) at
    distance d, so a rule that reads f cannot place X closer than about sqrt(eps)
    ||X||_F: measured on DPCP with noisy inliers, the radius stayed near 1e-8 with the cost
    flat to 1e-15), and
@@ -77,6 +77,8 @@ CANCEL = 0.25
 VANISH = 1e-3
 #: Subgradients kept per bundle (per block pair for RSSM).
 WINDOW = 8
+#: Horizons over which a settled cost must not move (the second way to pass part 1).
+SETTLE = 4
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,9 @@ class GoldsteinTest:
         self.window = int(window)
         self.horizon = self.window * self.n_pairs
         self._steps = np.zeros(self.horizon)
-        self._best = np.full(self.horizon + 1, np.nan)   # best cost after each iteration
+        # best cost after each of the last SETTLE horizons of iterations
+        self._span = SETTLE * self.horizon
+        self._best = np.full(self._span + 1, np.nan)
         self._n = 0                      # iterations observed
         self._bundles: dict[tuple, _Bundle] = {}
         self._next_eval = 0
@@ -167,17 +171,17 @@ class GoldsteinTest:
         if norm > b.max_norm:
             b.max_norm = norm
         self._steps[self._n % self.horizon] = step_norm if math.isfinite(step_norm) else 0.0
-        self._best[self._n % (self.horizon + 1)] = best_cost
+        self._best[self._n % (self._span + 1)] = best_cost
         self._n += 1
 
     def cost_settled(self) -> bool:
-        """The least cost has not moved beyond rounding (64 ulps) over the horizon: the
-        iterates are as settled as f can tell (a smooth minimizer, where f changes by
+        """The least cost has not moved beyond rounding (64 ulps) over `SETTLE` horizons:
+        the iterates are as settled as f can tell (a smooth minimizer, where f changes by
         O(d^2) at distance d, stops the radius near sqrt(eps) ||X||, above a small tol)."""
-        if self._n <= self.horizon:
+        if self._n <= self._span:
             return False
-        now = self._best[(self._n - 1) % (self.horizon + 1)]
-        then = self._best[self._n % (self.horizon + 1)]
+        now = self._best[(self._n - 1) % (self._span + 1)]
+        then = self._best[self._n % (self._span + 1)]
         if not (math.isfinite(now) and math.isfinite(then)):
             return False
         return then - now <= 64 * np.finfo(float).eps * max(abs(now), 1e-300)
