@@ -262,6 +262,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 st.gamma = gamma
                 ctx.previous_gamma = gamma
             st.k = k + 1
+            if track_best and rec.due(st.k):
+                st.cost()      # the row's f(X_{k+1}) brings the caches up to date: solver work
             certificate = None
             if cert is not None:
                 cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm, d.sel,
@@ -332,8 +334,8 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     c = cert.evaluate()
     if c is None or not c.converged or c.probed:
         return c
-    st.n_cost += 1 + len(PROBE_LENGTHS)
-    if probe(solver.problem, st.x, cert.aggregate(st.x.shape)):
+    st.n_cost += len(PROBE_LENGTHS)
+    if probe(solver.problem, st.x, cert.aggregate(st.x.shape), st.oracle, st.cost()):
         cert.confirm()
     else:
         cert.refute()
