@@ -141,7 +141,7 @@ def run(
     tol: float | None = None,
     observers: Sequence[Observer] = (),
     snapshot: bool = False,
-    track_best: bool | None = None,
+    track_best: bool = False,
     threads: str | int | None = None,
     settings: dict[str, Any] | None = None,
     setup_time: float = 0.0,
@@ -164,9 +164,10 @@ def run(
         Called at the start, at each recorded row and at the end.
     snapshot : bool
         Give criteria and observers a copy of X at each row (callbacks need it).
-    track_best : bool, optional
-        Evaluate f at every iterate to keep the best one (default: when the oracle's cost
-        is cheap, ``oracle.cheap_cost``).
+    track_best : bool
+        Evaluate f at every iterate to keep the best one even when the step rule does not
+        read f (default False: a rule that reads f, such as the default, sees every iterate
+        anyway; a plain schedule then sees the recorded rows).
     threads : "auto", int or None
         Thread setting around the loop (`rssm.threads`); `rssm.minimize` sets it around
         the solver's construction as well and passes None here.
@@ -197,8 +198,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     trial = _Trial(solver)
     ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=st.cost, trial=trial,
                       best=lambda: st.best_fun)
-    if track_best is None:
-        track_best = bool(getattr(oracle, "cheap_cost", False))
+    # A rule that reads f (the default) evaluates it at every iterate, which keeps the best
+    # one up to date at no extra cost; with a plain schedule f is seen at the recorded rows
+    # only, unless track_best asks for every iterate (one more cost pass per iteration).
+    track_best = bool(track_best)
     still_limit = 1 if solver.n_blocks <= 1 else 2 * solver.n_pairs
     info = {"method": solver.method, "n_blocks": solver.n_blocks, "shape": (n, p), **settings}
     for obs in observers:
@@ -262,12 +265,12 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 st.gamma = gamma
                 ctx.previous_gamma = gamma
             st.k = k + 1
-            if track_best and rec.due(st.k):
+            if rec.due(st.k):
                 st.cost()      # the row's f(X_{k+1}) brings the caches up to date: solver work
             certificate = None
             if cert is not None:
                 cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm, d.sel,
-                             st.best_fun if track_best else math.nan)
+                             st.best_fun if st.fun_at >= st.k - 1 else math.nan)
                 certificate = _checked(cert, solver, st)
             st.time += perf() - t0
             n_still = n_still + 1 if st.step_norm == 0.0 else 0
