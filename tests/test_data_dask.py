@@ -33,14 +33,14 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def prob():
-    """DPCP on St(40, 36), m = 4000: two chunks of 2000 in the default partition."""
-    p = DPCP.synthetic(n=40, d=4, n_inliers=2000, n_outliers=2000, seed=3)
+    """DPCP on St(40, 36), m = 4400: two chunks of 2200 in the default partition."""
+    p = DPCP.synthetic(n=40, d=4, n_inliers=2200, n_outliers=2200, seed=3)
     # samples as rows in memory, the layout of the Dask array below
     return DPCP(np.ascontiguousarray(p.yt.T).T, p.p, p.subspace)
 
 
 def _on_dask(prob, timeout: float = 60.0) -> DPCP:
-    rows = da.from_array(np.ascontiguousarray(prob.yt.T), chunks=(2000, prob.shape[0]))
+    rows = da.from_array(np.ascontiguousarray(prob.yt.T), chunks=(2200, prob.shape[0]))
     return DPCP(samples(rows, timeout=timeout), prob.p, prob.subspace)
 
 
@@ -56,7 +56,7 @@ def test_same_bits_as_in_memory_and_a_second_solve(cluster, prob):
     persisted chunks by key, and the second oracle's data and actors with them."""
     _, client = cluster
     big = _on_dask(prob)
-    assert big.data.bounds == prob.data.bounds == ((0, 2000), (2000, 4000))
+    assert big.data.bounds == prob.data.bounds == ((0, 2200), (2200, 4400))
     x0 = prob.initial_point()
     np.testing.assert_array_equal(big.initial_point(), x0)
     o1 = big.make_oracle(x0.copy(), None)

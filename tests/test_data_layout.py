@@ -23,7 +23,7 @@ from rssm.threads import RunThreads
 
 
 def _problems() -> dict:
-    """Instances with 3 or 4 chunks in the default partition."""
+    """Instances with 3 to 6 chunks in the default partition."""
     rng = np.random.default_rng(0)
     y = rng.standard_normal((30, 6600))
     return {
@@ -61,8 +61,8 @@ def test_worker_count_does_not_change_the_bits(problems, name, method):
 
 
 def test_partition_is_a_function_of_the_size_alone():
-    assert default_chunk_size(5000, 100) == 1250       # paper DPCP: 4 chunks
-    assert default_chunk_size(4648, 60) == 1162        # paper ODL: 4 chunks
+    assert default_chunk_size(5000, 100) == 2500       # paper DPCP: 2 chunks
+    assert default_chunk_size(4648, 60) == 2324        # paper ODL: 2 chunks
     assert default_chunk_size(226, 8) == 226           # small problems: one chunk
     assert default_chunk_size(40_000, 100) == 40_000 // MAX_CHUNKS
     # 64 MiB chunks at most: 1.6 GB of data in 24 chunks
@@ -70,7 +70,7 @@ def test_partition_is_a_function_of_the_size_alone():
     prob = DPCP.synthetic(seed=1)
     with RunThreads(3):
         assert prob.data.bounds == InMemory(prob.yt).bounds
-    assert prob.data.bounds == ((0, 1250), (1250, 2500), (2500, 3750), (3750, 5000))
+    assert prob.data.bounds == ((0, 2500), (2500, 5000))
     # out-of-core data are cut the same way by default
     assert samples(np.ascontiguousarray(prob.yt.T)).bounds == prob.data.bounds
     assert ChunkedData(prob.yt, rows_are_samples=False).bounds == prob.data.bounds
@@ -101,7 +101,7 @@ def test_out_of_core_equals_in_memory_bit_for_bit(tmp_path, layout, method):
         np.save(tmp_path / "y.npy", rows)
         big = DPCP(samples(np.load(tmp_path / "y.npy", mmap_mode="r"), cache=cache), prob.p)
     assert big.data.bounds == ref.data.bounds == prob.data.bounds
-    assert len(big.data.bounds) == 4
+    assert len(big.data.bounds) == 3          # 6600 samples: 3 chunks of 2200
     x0 = ref.initial_point()
     np.testing.assert_array_equal(big.initial_point(), x0)
     r1 = rssm.minimize(ref, x0, method=method, max_iter=40, seed=2, record=4, threads=2)
@@ -130,7 +130,7 @@ def test_one_dispatch_per_rssm_iteration(monkeypatch):
             # + the first refresh, the cost at the end, "auto"'s first-iteration search
             extra = 3 + (30 if stepsize == "auto" else 0)
             assert 60 <= len(calls) <= 60 + extra, (track_best, len(calls))
-            assert set(calls) == {4}
+            assert set(calls) == {2}                  # the paper DPCP's 2 chunks
 
 
 @pytest.mark.parametrize("which", ["rssm", "rsm"])
