@@ -31,8 +31,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Names the solvers may reach in the kernels module.
-KERNELS = ("_submanifold_direction", "_submanifold_apply", "_tangent_direction",
-           "_full_apply", "polar", "_polar_gram")
+KERNELS = ("block_descent_direction", "block_step", "descent_direction",
+           "full_retraction_step", "polar", "_polar_gram")
+#: Public kernel name -> its name in revisions from before the kernels were public.
+OLD_NAMES = {"block_descent_direction": "_submanifold_direction",
+             "block_step": "_submanifold_apply", "descent_direction": "_tangent_direction",
+             "full_retraction_step": "_full_apply"}
 
 
 def _load_before(ref: str):
@@ -46,6 +50,9 @@ def _load_before(ref: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     os.unlink(path)
+    for new, old in OLD_NAMES.items():
+        if not hasattr(mod, new) and hasattr(mod, old):
+            setattr(mod, new, getattr(mod, old))
     return mod
 
 

@@ -1,6 +1,6 @@
 """Invariants of the fast paths (fused steps, direct LAPACK calls, one-GEMM cache updates).
 
-The speed-ups in `rssm.stiefel._submanifold_step`, `rssm.stiefel._full_step` and
+The speed-ups in `rssm.stiefel.submanifold_step`, `rssm.stiefel.full_step` and
 `rssm.problems._data.DataOracle.update` must compute the same thing as the plain public
 formulas, to rounding. Speed itself is measured by ``python -m benchmarks``, never here.
 """
@@ -25,7 +25,7 @@ def _pair_selectors(p: int) -> list:
 
 @pytest.mark.parametrize("which", [0, 1, 2])
 def test_fused_block_step_equals_public_formulas(which: int) -> None:
-    """_submanifold_step == project_submanifold_block(X_C - gamma P(G_C)) to 1e-14."""
+    """submanifold_step == project_submanifold_block(X_C - gamma P(G_C)) to 1e-14."""
     rng = np.random.default_rng(7)
     n, p = 30, 20
     x = stiefel.random_point(n, p, rng)
@@ -34,7 +34,7 @@ def test_fused_block_step_equals_public_formulas(which: int) -> None:
     g = rng.standard_normal((n, c))
     gamma = 0.05
     x_before = x.copy()
-    fused = stiefel._submanifold_step(x, sel, g, gamma)
+    fused = stiefel.submanifold_step(x, sel, g, gamma)
     r = stiefel.block_tangent_projection(x, sel, g)
     plain = stiefel.project_submanifold_block(x, sel, x[:, sel] - gamma * r)
     assert np.array_equal(x, x_before)  # x is not modified
@@ -46,11 +46,11 @@ def test_fused_block_step_equals_public_formulas(which: int) -> None:
 
 
 def test_fused_full_step_equals_public_formulas() -> None:
-    """_full_step == retract(X, -gamma P_T(G)) to 1e-14."""
+    """full_step == retract(X, -gamma P_T(G)) to 1e-14."""
     rng = np.random.default_rng(8)
     x = stiefel.random_point(25, 12, rng)
     g = rng.standard_normal((25, 12))
-    fused = stiefel._full_step(x, g, 0.1)
+    fused = stiefel.full_step(x, g, 0.1)
     plain = stiefel.retract(x, -0.1 * stiefel.tangent_projection(x, g))
     assert np.max(np.abs(fused - plain)) <= 1e-14
 

@@ -41,8 +41,8 @@ def _cols(bounds, pair):
     return np.r_[a0:a1, b0:b1]
 
 
-def test_one_step_is_the_papers_submanifold_step():
-    """Same new columns as rssm.stiefel._submanifold_step (Lemma lem-projsubmfdblk) on the
+def test_one_step_is_the_paperssubmanifold_step():
+    """Same new columns as rssm.stiefel.submanifold_step (Lemma lem-projsubmfdblk) on the
     drawn pair, to rounding; the other columns bit for bit unchanged."""
     w = _param(30, 12)
     opt = rt.RSSM([w], lr=0.05, n_blocks=4, seed=3)
@@ -54,7 +54,7 @@ def test_one_step_is_the_papers_submanifold_step():
         opt.step()
         st = opt.state[w]
         cols = _cols(st["bounds"], st["last_pair"])
-        want = stiefel._submanifold_step(x_before, cols, g[:, cols], 0.05)
+        want = stiefel.submanifold_step(x_before, cols, g[:, cols], 0.05)
         x_after = w.detach().numpy()
         np.testing.assert_allclose(x_after[:, cols], want, atol=1e-13)
         others = np.setdiff1d(np.arange(12), cols)
@@ -68,7 +68,7 @@ def test_rsm_step_is_the_full_riemannian_step():
     a = torch.randn(25, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     x = w.detach().numpy().copy()
     w.grad = _l1_grad(a, w)
-    want = stiefel._full_step(x, w.grad.numpy(), 0.1)
+    want = stiefel.full_step(x, w.grad.numpy(), 0.1)
     opt.step()
     np.testing.assert_allclose(w.detach().numpy(), want, atol=1e-13)
 
@@ -167,7 +167,7 @@ def test_rule_sees_cost_and_subgradient_norm_and_schedulers_scale_it():
         pg = stiefel.block_tangent_projection(x, cols, g[:, cols])
         assert ctx.subgradient_norm == pytest.approx(np.linalg.norm(pg), rel=1e-12)
         gamma = 0.5**k * 0.1 / (k + 1)
-        want = stiefel._submanifold_step(x, cols, g[:, cols], gamma)
+        want = stiefel.submanifold_step(x, cols, g[:, cols], gamma)
         np.testing.assert_allclose(w.detach().numpy()[:, cols], want, atol=1e-13)
         sched.step()
     assert opt.param_groups[0]["lr"] == 0.125
@@ -344,8 +344,8 @@ def test_the_optimizers_call_the_solvers_kernels(monkeypatch):
     from rssm import stiefel as st
 
     calls = []
-    for name in ("_submanifold_direction", "_block_candidate", "_tangent_direction",
-                 "_full_candidate", "_polar_gram"):
+    for name in ("block_descent_direction", "block_candidate", "descent_direction",
+                 "full_candidate", "_polar_gram"):
         real = getattr(st, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -357,6 +357,6 @@ def test_the_optimizers_call_the_solvers_kernels(monkeypatch):
     w.grad = torch.ones_like(w)
     rt.RSSM([w], lr=0.1, n_blocks=2, seed=0).step()
     rt.RSM([w], lr=0.1).step()
-    assert calls[:2] == ["_submanifold_direction", "_block_candidate"]
-    assert "_tangent_direction" in calls and "_full_candidate" in calls
+    assert calls[:2] == ["block_descent_direction", "block_candidate"]
+    assert "descent_direction" in calls and "full_candidate" in calls
     assert not hasattr(rt, "_polar") and not hasattr(rt, "_block_step")

@@ -266,12 +266,12 @@ def check_subgradient(
 def _quiet_oracle(problem: Problem, x: np.ndarray, partition: Partition | None):
     """``problem.make_oracle`` without its one-time `FullSubgradientWarning` (and without
     using it up for the user's own run)."""
-    warned = getattr(problem, "_warned", None)
+    warned = getattr(problem, "warned", None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FullSubgradientWarning)
         oracle = problem.make_oracle(x, partition)
     if warned is not None:
-        problem._warned = warned
+        problem.warned = warned
     return oracle
 
 
@@ -295,7 +295,7 @@ def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator
         cols = partition.columns(*pairs[step % len(pairs)])  # (0,1), (0,2), (1,2), ...
         sel = cols.selector
         g = np.asarray(o.partial_subgradient(cols), dtype=np.float64)
-        new = stiefel._submanifold_step(x, sel, g, gamma)  # the RSSM step (RSSMSolver.step)
+        new = stiefel.submanifold_step(x, sel, g, gamma)  # the RSSM step (RSSMSolver.step)
         if not np.isfinite(new).all():
             return CheckItem("oracle after RSSM steps on contiguous blocks vs a from-scratch "
                              "oracle", math.inf, tol, "the partial subgradient is not finite")

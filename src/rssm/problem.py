@@ -322,7 +322,8 @@ class FunctionProblem(Problem):
         self._partial = partial_subgradient
         self._stepsize = None if stepsize is None else as_stepsize(stepsize)
         self._flops = as_positive_float(subgradient_flops, "subgradient_flops", allow_zero=True)
-        self._warned = False
+        #: The one-time `FullSubgradientWarning` was given (RSSM without a partial oracle).
+        self.warned = False
 
     @property
     def has_partial(self) -> bool:
@@ -358,8 +359,8 @@ class FunctionProblem(Problem):
         return self._check(self._partial(x, cols), "partial_subgradient", c)
 
     def make_oracle(self, x, partition) -> Oracle:
-        if partition is not None and self._partial is None and not self._warned:
-            self._warned = True
+        if partition is not None and self._partial is None and not self.warned:
+            self.warned = True
             warnings.warn(
                 f"{self.name!r} has no partial subgradient, so each RSSM iteration computes a "
                 "full subgradient and keeps |C| of its p columns; pass partial_subgradient= to "

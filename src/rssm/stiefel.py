@@ -14,6 +14,14 @@ import numpy as np
 from rssm._validation import as_float_matrix, as_int, as_positive_float, check_generator
 
 __all__ = [
+    "submanifold_step",
+    "full_step",
+    "block_descent_direction",
+    "block_step",
+    "block_candidate",
+    "descent_direction",
+    "full_retraction_step",
+    "full_candidate",
     "sym",
     "skew",
     "tangent_projection",
@@ -37,7 +45,7 @@ _NS_MAX_DEV = 0.1
 #: ... and stop one step after ||Q^T Q - I||_F <= this (that step brings it to ~eps).
 _NS_TOL = 1e-8
 _NS_MAX_STEPS = 8
-#: Re-projection rounds after an SVD polar factor in the RSSM step (see `_submanifold_step`).
+#: Re-projection rounds after an SVD polar factor in the RSSM step (see `submanifold_step`).
 _REPROJECT_ROUNDS = 2
 
 
@@ -242,12 +250,12 @@ def _newton_schulz(q, e, dev: float, ops: ArrayOps = NUMPY_OPS):
     return None
 
 
-def _submanifold_step(
+def submanifold_step(
     x: np.ndarray, sel: np.ndarray | slice, g: np.ndarray, gamma: float
 ) -> np.ndarray:
     """One RSSM update of the columns C (line 3 of Algorithm ``alg-RSSM``), fused.
 
-    Returns P_{M_{X_-C}}(X_C - gamma * P(G_C)) where P(G_C) is the partial Riemannian
+    Returns P_{M_{X_{-C}}}(X_C - gamma * P(G_C)) where P(G_C) is the partial Riemannian
     subgradient (eq. ``eq-partialRiemsubgrad``) computed by the four steps of
     Prop. ``prop-periteration``, and the projection is the general form of
     Lemma ``lem-projsubmfdblk``, polar((I - X_{-C} X_{-C}^T) Xi) (eq. ``eq-projsubmfdblk``).
@@ -256,21 +264,21 @@ def _submanifold_step(
 
     Cost: 8 n p c (four n x p x c products) + 4 n c + 4 n c^2 + O(c^3) flops.
     """
-    neg, _ = _submanifold_direction(x, sel, g)
-    return _submanifold_apply(x, sel, neg, gamma)
+    neg, _ = block_descent_direction(x, sel, g)
+    return block_step(x, sel, neg, gamma)
 
 
-def _full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
+def full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
     """One RSM update, polar(X - gamma P_T(G)) (eqs. ``eq-Rsubdiff``, ``eq-polarretr``),
     with fewer temporaries than `tangent_projection` + `retract`. ``x`` is not modified.
 
     Cost: 4 n p^2 + 4 n p + 4 n p^2 + O(p^3) flops.
     """
-    return _full_apply(x, _tangent_direction(x, g), gamma)
+    return full_retraction_step(x, descent_direction(x, g), gamma)
 
 
-def _submanifold_direction(x, sel, g):
-    """First half of `_submanifold_step`: the negated partial Riemannian subgradient
+def block_descent_direction(x, sel, g):
+    """First half of `submanifold_step`: the negated partial Riemannian subgradient
     -P(G_C) = X Y - G_C (eq. ``eq-partialRiemsubgrad``, Y = X^T G_C with Y[C] symmetrized)
     and S = skew(X_C^T G_C) = X_C^T P(G_C) (c x c), whose blocks give the
     A_X^{-1}-norm of the step (Lemma ``lem-cindep``). ``x`` and ``g`` are not modified.
@@ -288,15 +296,15 @@ def _submanifold_direction(x, sel, g):
     return neg, s
 
 
-def _submanifold_apply(x: np.ndarray, sel, neg: np.ndarray, gamma: float) -> np.ndarray:
-    """Second half of `_submanifold_step`: the new columns
-    P_{M_{X_-C}}(X_C - gamma P(G_C)) (eq. ``eq-projsubmfdblk``) from ``neg`` = -P(G_C) of
-    `_submanifold_direction`."""
-    return _block_candidate(x, sel, neg, gamma)[0]
+def block_step(x: np.ndarray, sel, neg: np.ndarray, gamma: float) -> np.ndarray:
+    """Second half of `submanifold_step`: the new columns
+    P_{M_{X_{-C}}}(X_C - gamma P(G_C)) (eq. ``eq-projsubmfdblk``) from ``neg`` = -P(G_C) of
+    `block_descent_direction`."""
+    return block_candidate(x, sel, neg, gamma)[0]
 
 
-def _block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
-    """`_submanifold_apply` for any array library: (new columns, whether the SVD fallback
+def block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
+    """`block_step` for any array library: (new columns, whether the SVD fallback
     ran, after which the columns may be non-finite)."""
     xi = neg * gamma
     xi += ops.cols(x, sel)               # Xi = X_C - gamma P(G_C)
@@ -320,8 +328,8 @@ def _block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
     return q, True
 
 
-def _tangent_direction(x, g):
-    """First half of `_full_step`: -P_T(G) = X sym(X^T G) - G (eq. ``eq-Rsubdiff``); any
+def descent_direction(x, g):
+    """First half of `full_step`: -P_T(G) = X sym(X^T G) - G (eq. ``eq-Rsubdiff``); any
     array library."""
     y = x.T @ g
     ys = y + y.T                         # 2 sym(X^T G)
@@ -331,13 +339,13 @@ def _tangent_direction(x, g):
     return neg
 
 
-def _full_apply(x: np.ndarray, neg: np.ndarray, gamma: float) -> np.ndarray:
-    """Second half of `_full_step`: polar(X - gamma P_T(G)) from ``neg`` = -P_T(G)."""
-    return _full_candidate(x, neg, gamma)[0]
+def full_retraction_step(x: np.ndarray, neg: np.ndarray, gamma: float) -> np.ndarray:
+    """Second half of `full_step`: polar(X - gamma P_T(G)) from ``neg`` = -P_T(G)."""
+    return full_candidate(x, neg, gamma)[0]
 
 
-def _full_candidate(x, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
-    """`_full_apply` for any array library: (new X, whether the SVD fallback ran)."""
+def full_candidate(x, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
+    """`full_retraction_step` for any array library: (new X, whether the SVD fallback ran)."""
     xi = neg * gamma
     xi += x                              # X - gamma P_T(G)
     q = _polar_gram(xi, ops)
@@ -434,3 +442,4 @@ def as_point(value, name: str, shape: tuple[int | None, int | None], atol: float
     arr = as_float_matrix(value, name, shape=shape, copy=True)
     check_point(arr, atol=atol, name=name)
     return arr
+

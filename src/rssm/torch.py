@@ -416,9 +416,9 @@ class RSSM(_StiefelOptimizer):
         sel = self._selector(w, bounds, i, j)
         x = w.detach()
         g = _OPS.cols(grad.detach().to(x.dtype), sel)
-        neg, _ = stiefel._submanifold_direction(x, sel, g)     # -P(G_C), eq-partialRiemsubgrad
+        neg, _ = stiefel.block_descent_direction(x, sel, g)     # -P(G_C), eq-partialRiemsubgrad
         gamma = lr * self._factor(k, len(bounds), cost, neg)
-        new, unchecked = stiefel._block_candidate(x, sel, neg, gamma, _OPS)  # eq-projsubmfdblk
+        new, unchecked = stiefel.block_candidate(x, sel, neg, gamma, _OPS)  # eq-projsubmfdblk
         self._commit(w, new, sel, unchecked)
         state["last_pair"] = (i, j)
 
@@ -440,7 +440,7 @@ class RSM(_StiefelOptimizer):
 
     def _update(self, w, grad, lr, k, group, state, cost) -> None:
         x = w.detach()
-        neg = stiefel._tangent_direction(x, grad.detach().to(x.dtype))   # -P_T(G), eq-Rsubdiff
+        neg = stiefel.descent_direction(x, grad.detach().to(x.dtype))   # -P_T(G), eq-Rsubdiff
         gamma = lr * self._factor(k, 1, cost, neg)
-        new, unchecked = stiefel._full_candidate(x, neg, gamma, _OPS)    # eq-polarretr
+        new, unchecked = stiefel.full_candidate(x, neg, gamma, _OPS)    # eq-polarretr
         self._commit(w, new, None, unchecked)

@@ -416,11 +416,11 @@ class DaskOracle(Oracle):
 
     # -- flop model: that of the problem (linear in m) --------------------------------------
     def flops_partial(self, c: int) -> float:
-        return 2.0 * self.m * self.n * c + self.problem._weight_flops(c)
+        return 2.0 * self.m * self.n * c + self.problem.weight_flops(c)
 
     def flops_subgradient(self) -> float:
         return self.flops_partial(self.p)
 
     def flops_update(self, c: int) -> float:
         nb = 1 if self.partition is None else self.partition.n_blocks
-        return 2.0 * self.m * self.n * c + self.problem._stat_flops(c, nb)
+        return 2.0 * self.m * self.n * c + self.problem.stat_flops(c, nb)

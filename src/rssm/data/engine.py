@@ -200,13 +200,13 @@ class DataOracle(Oracle):
 
     # -- flop model -----------------------------------------------------------------------
     def flops_partial(self, c: int) -> float:
-        return 2.0 * self.m * self.n * c + self.problem._weight_flops(c)
+        return 2.0 * self.m * self.n * c + self.problem.weight_flops(c)
 
     def flops_subgradient(self) -> float:
         return self.flops_partial(self.p)
 
     def flops_update(self, c: int) -> float:
-        return 2.0 * self.m * self.n * c + self.problem._stat_flops(c, self._n_blocks())
+        return 2.0 * self.m * self.n * c + self.problem.stat_flops(c, self._n_blocks())
 
     def _n_blocks(self) -> int:
         return 1 if self.partition is None else self.partition.n_blocks

@@ -147,13 +147,13 @@ class DataProblem(Problem):
     def _has(self, name: str) -> bool:
         return self._inputs().get(name) is not None or name in self._readers()
 
-    def _weight_flops(self, c: int) -> float:
+    def weight_flops(self, c: int) -> float:
         """Flops of the weights of c rows of Z^T (and the penalty's sign term)."""
         per = self._has("bt") + (1.0 if isinstance(self.loss, NormLoss) else self.loss.flops)
         per += self._has("cw")
         return float(self.m * c * per) + (2.0 * self.shape[0] * c if self.l1_penalty else 0.0)
 
-    def _stat_flops(self, c: int, n_blocks: int) -> float:
+    def stat_flops(self, c: int, n_blocks: int) -> float:
         """Flops of the statistics after c rows of Z^T changed (l = ``n_blocks``)."""
         if not isinstance(self.loss, NormLoss):
             return 0.0

@@ -141,7 +141,7 @@ class DPCP(DataProblem):
     def _scale(self) -> float:
         return 1.0 / self.m
 
-    def _stat_flops(self, c: int, n_blocks: int) -> float:
+    def stat_flops(self, c: int, n_blocks: int) -> float:
         return 2.0 * self.m * c + 2.0 * self.m * n_blocks
 
     def subgradient_flops(self) -> float:

@@ -23,7 +23,7 @@ class RSMSolver(Solver):
         x = state.x
         n, p = x.shape
         g = state.oracle.subgradient()
-        neg = stiefel._tangent_direction(x, g)                     # -P_T(G), eq. eq-Rsubdiff
+        neg = stiefel.descent_direction(x, g)                     # -P_T(G), eq. eq-Rsubdiff
         norm_sq = float(np.vdot(neg, neg))
         flops = (state.oracle.flops_subgradient()
                  + 4.0 * n * p * p      # X^T G, X sym(.)
@@ -32,7 +32,7 @@ class RSMSolver(Solver):
         return Direction(None, slice(None), neg, norm_sq, norm_sq, flops)
 
     def candidate(self, state: SolverState, d: Direction, gamma: float) -> np.ndarray:
-        return stiefel._full_apply(state.x, d.neg, gamma)
+        return stiefel.full_retraction_step(state.x, d.neg, gamma)
 
     def step_flops(self, state: SolverState, d: Direction) -> float:
         n, p = state.x.shape

@@ -43,7 +43,7 @@ class RSSMSolver(Solver):
         sel = cols.selector
         c = cols.size
         g = state.oracle.partial_subgradient(cols)                # n x c, Prop. prop-structural
-        neg, s = stiefel._submanifold_direction(x, sel, g)         # eq. eq-partialRiemsubgrad
+        neg, s = stiefel.block_descent_direction(x, sel, g)         # eq. eq-partialRiemsubgrad
         norm_sq = float(np.vdot(neg, neg))
         # ||P(G_C) I_C^T||^2 in the A_X^{-1} metric (eqs. eq-scaling-coordrep, eq-cindepNorm2):
         # X^T P(G_C) = S = skew(X_C^T G_C) on the rows C; A_X^{-1} multiplies its diagonal
@@ -63,7 +63,7 @@ class RSSMSolver(Solver):
 
     def candidate(self, state: SolverState, d: Direction, gamma: float) -> np.ndarray:
         # eq. eq-projsubmfdblk through Lemma lem-projsubmfdblk's general form
-        return stiefel._submanifold_apply(state.x, d.sel, d.neg, gamma)
+        return stiefel.block_step(state.x, d.sel, d.neg, gamma)
 
     def step_flops(self, state: SolverState, d: Direction) -> float:
         n, p = state.x.shape
