@@ -188,3 +188,15 @@ def test_the_descent_probe_refutes_a_bundle_that_cancels_on_a_slope():
     sharp = rssm.Problem.from_functions(lambda y: float(np.abs(y - x).sum()), np.sign,
                                         shape=(n, p))
     assert probe(sharp, x, direction)
+
+
+def test_stop_messages_name_the_default_rule_as_the_user_wrote_it():
+    """Issue 18, item 3: a stop message names what the user chose. The default rule is
+    named by its spelling, stepsize="auto", not by its internal settings; a rule the user
+    built is named with its settings."""
+    from rssm.solvers.loop import _rule_name
+    from rssm.stepsizes import Auto, Geometric
+
+    assert _rule_name(Auto()) == 'the default step-size rule (stepsize="auto")'
+    assert _rule_name(Auto(grow=2.0)).startswith("the step-size rule Auto(")
+    assert _rule_name(Geometric(1.0, 0.5)) == "the step-size rule Geometric(mu0=1, beta=0.5)"

@@ -26,7 +26,7 @@ from rssm.solvers.base import Direction, NonFiniteStep, Solver
 from rssm.solvers.certificate import PROBE_LENGTHS, Certificate, GoldsteinTest, probe
 from rssm.solvers.record import Observer, Record, TraceRecorder
 from rssm.stepcontext import StepContext
-from rssm.stepsizes import StepSize, StepStall
+from rssm.stepsizes import StepSize, StepStall, make_auto
 from rssm.stopping import Progress, StoppingCriterion, StopReason
 from rssm.threads import RunThreads
 from rssm.trace import Result
@@ -61,10 +61,14 @@ class _Halt(Exception):
 
 
 def _rule_name(stepsize: StepSize) -> str:
+    """How a stop message names the rule: the default by what the user wrote (or did not
+    write), any other rule with its settings."""
     d = stepsize.describe()
+    if d == make_auto().describe():
+        return 'the default step-size rule (stepsize="auto")'
     args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                      for k, v in d.items() if k != "rule" and v is not None)
-    return f"{d.get('rule', type(stepsize).__name__)}({args})"
+    return f"the step-size rule {d.get('rule', type(stepsize).__name__)}({args})"
 
 
 def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
@@ -82,7 +86,7 @@ def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
                 ) from exc
             raise
         raise _Halt(StopReason.STALLED, (
-            f"iteration {k}: the step-size rule {_rule_name(stepsize)} raised "
+            f"iteration {k}: {_rule_name(stepsize)} raised "
             f"{type(exc).__name__}: {exc}")) from None
     ok = (not isinstance(gamma, (bool, np.bool_))
           and isinstance(gamma, (int, float, np.integer, np.floating, np.ndarray))
