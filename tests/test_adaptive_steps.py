@@ -299,7 +299,8 @@ def test_underflowing_geometric_step_stalls_at_iteration_405(small_dpcp):
     res = rssm.minimize(small_dpcp, method="rssm", stepsize=Geometric(1.0, 0.01), max_iter=1000,
                         seed=0)
     assert res.stop_reason is StopReason.STALLED
-    assert res.n_iter == 405 and "gamma_405 of the step-size rule Geometric(mu0=1, beta=0.01) reached 0" in res.message
+    assert res.n_iter == 405
+    assert "gamma_405 of the step-size rule Geometric(mu0=1, beta=0.01) reached 0" in res.message
     assert res.trace["iteration"][-1] == 405 and np.isfinite(res.fun)
 
 
