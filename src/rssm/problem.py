@@ -115,6 +115,13 @@ class Problem(abc.ABC):
         they were built with."""
         return None
 
+    def default_max_epochs(self) -> int | None:
+        """The iteration budget, in epochs, of `rssm.minimize` when the caller sets no
+        limit (no ``max_iter``, ``max_time`` or ``stop``); None (the default) means
+        `rssm.solvers.options.DEFAULT_MAX_EPOCHS`. A built-in whose default rule decays
+        slowly returns the epochs that rule needs to settle."""
+        return None
+
     def reference_stepsize(self):
         """A hand-set rule of this problem kept for comparison (the paper's schedule for
         DPCP and ODL, a geometric rule for the other built-ins), or None. Not used unless

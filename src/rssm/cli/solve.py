@@ -169,7 +169,7 @@ def option_for(args: argparse.Namespace, argument: str | None) -> str | None:
     return None
 
 
-def progress(args):
+def progress(args, problem=None):
     """A tqdm bar over the run's iterations (or solver time), fed at recording points by
     the callback; drawn only on a terminal and without --quiet."""
     from rssm.experiments.progress import SolveProgress
@@ -177,10 +177,13 @@ def progress(args):
 
     max_iter = args.max_iter
     if max_iter is None and args.max_time is None:
-        # minimize's budget: 1000 epochs of the method (l/2 RSSM iterations each)
+        # minimize's budget: the problem's epochs, else 1000 (l/2 RSSM iterations each)
         method = args.method or DEFAULT_METHOD
         ell = 1 if method == "rsm" else (args.blocks or DEFAULT_N_BLOCKS)
-        max_iter = default_budget(ell)
+        if problem is not None and method == "rssm":
+            ell = min(ell, problem.shape[1])
+        epochs = None if problem is None else problem.default_max_epochs()
+        max_iter = default_budget(ell, epochs)
     return SolveProgress(max_iter, args.max_time,
                          enabled=not args.quiet and sys.stderr.isatty())
 
@@ -271,7 +274,7 @@ def run(args, argv: Sequence[str]) -> int:
                          f"got {args.blocks}")
     x0 = problem.initial_point(np.random.default_rng([args.seed, 1]))
     rule = stepsize_from_spec(stepsize.spec_from_args(args, problem))
-    bar = progress(args)
+    bar = progress(args, problem)
     try:
         res = _minimize(problem, x0, args, rule, bar)
     finally:

@@ -224,6 +224,15 @@ class SparsePCA(CompositeProblem):
             return make_auto()
         return Geometric(2.0 / top, 0.99)
 
+    def default_max_epochs(self) -> int | None:
+        """4000 epochs when the default rule is this problem's Geometric(..., 0.99): its
+        step shrinks by 1e-12 in 2750 epochs, and the convergence test needs the iterates
+        to settle (on scikit-learn's digits and breast cancer tables, 5 components,
+        mu = 0.2-4, RSM stopped `converged` after 2260-2720 iterations, where the old
+        budget of 1000 ended with loadings far from sparse). None (1000 epochs) for an
+        instance built with its own ``stepsize=``."""
+        return None if super().default_stepsize() is not None else 4000
+
     def reference_stepsize(self):
         """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.99 per epoch).
 

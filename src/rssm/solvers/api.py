@@ -114,8 +114,10 @@ def minimize(
         within ``tol * ||X||_F`` of each other and their subgradients cancel or vanish.
         ``tol=0`` turns the test off.
     max_iter, max_time : int, float, optional
-        Iteration limit and solver-time limit (seconds). Without any limit: 1000 epochs
-        (1000 RSM iterations, 1000 l/2 RSSM iterations).
+        Iteration limit and solver-time limit (seconds). Without any limit:
+        ``problem.default_max_epochs()`` epochs, else 1000 (1000 RSM iterations, 1000 l/2
+        RSSM iterations); sparse PCA and the planted sparse basis, whose default rules
+        decay slowly, take more.
     target_error : float, optional
         Stop once ``problem.error(X) <= target_error`` (checked at recording points).
     stop : StoppingCriterion, optional
@@ -182,7 +184,7 @@ def minimize(
     if kw["max_time"] is not None:
         criteria.append(MaxTime(as_positive_float(kw["max_time"], "max_time")))
     if budget is None and kw["max_time"] is None and kw["stop"] is None:
-        budget = default_budget(n_blocks)
+        budget = default_budget(n_blocks, problem.default_max_epochs())
         criteria.append(MaxIterations(budget))
     if tol > 0:
         criteria.append(Converged(tol))

@@ -122,6 +122,8 @@ def as_options(method: str, options: Any) -> Any:
     raise TypeError(f"options must be a dict or a {cls.__name__}, got {describe(options)}")
 
 
-def default_budget(n_blocks: int) -> int:
-    """`DEFAULT_MAX_EPOCHS` epochs in iterations for a method with ``n_blocks`` blocks."""
-    return math.ceil(DEFAULT_MAX_EPOCHS * epoch_iterations(n_blocks))
+def default_budget(n_blocks: int, epochs: int | None = None) -> int:
+    """``epochs`` (None: `DEFAULT_MAX_EPOCHS`) in iterations for a method with
+    ``n_blocks`` blocks."""
+    epochs = DEFAULT_MAX_EPOCHS if epochs is None else epochs
+    return math.ceil(epochs * epoch_iterations(n_blocks))
