@@ -9,8 +9,8 @@ with Auto's Armijo search and is capped like it:
 
 * ``previous auto``: the default before issue 18: t times 1.2 (RSM) or 1.5 (RSSM) after
   a step that decreased f, times 0.5 after one that did not;
-* ``success rule``: `Auto(scale="length")`, the same with 1.5 / 0.5 for RSM too (Auto's
-  RSSM rule used for RSM);
+* ``success rule``: `Auto(scale="length")`, Auto's RSSM rule (1.3 / 0.6 below 5 blocks,
+  1.4 / 0.6 from 5 on) used for RSM too (1.3 / 0.6 there);
 * ``gap for RSSM too``: `Auto(scale="gap")`, the RSM rule of Auto used for RSSM as well;
 * ``learned decay``: the success rule plus a learned drift r, log t += u + r, where u is
   the success rule's step and r += 0.3 u (in [log 0.25, 0]): the integral term that lets
