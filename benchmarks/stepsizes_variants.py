@@ -159,7 +159,7 @@ class PreviousAuto(Auto):
     the cap)."""
 
     def __init__(self):
-        super().__init__(scale="length")
+        super().__init__(scale="length", shrink=0.5)
 
     def __call__(self, k, ctx):
         self.grow = 1.5 if ctx.method == "rssm" else 1.2

@@ -1,0 +1,58 @@
+"""The factors of Auto's RSSM success rule, side by side (issue 18, item 5; docs/stepsizes.md,
+"the RSSM rule").
+
+    python -m benchmarks.rssm_rule [--blocks 3 5] [--seeds 5] [--factors 1.5/0.5 1.3/0.6 ...]
+
+For each number of blocks l, problem (the paper's DPCP and ODL, l1 Procrustes and the
+from_functions example of docs/custom.md) and seed, RSSM runs from the benchmark's start
+with `Auto(grow=g, shrink=s)` for each factor pair g/s, under the budget and stops of
+`benchmarks.stepsizes.run_rule` (600 epochs, 800 for from_functions). Printed per line:
+how many seeds reached error 1e-10, the median iterations there, the iterations per seed
+(None: not reached) and the final errors. Iteration counts do not depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+PROBLEMS = ("dpcp", "odl", "l1_procrustes", "from_functions")
+FACTORS = ("1.5/0.5", "1.3/0.6", "1.4/0.6", "1.3/0.7", "1.2/0.5", "1.3/0.5")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.stepsizes import _problems, first_at, run_rule
+    from rssm.stepsizes import Auto
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.rssm_rule",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--blocks", type=int, nargs="*", default=[3, 5])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--factors", nargs="*", default=list(FACTORS))
+    ap.add_argument("--problems", nargs="*", default=list(PROBLEMS))
+    args = ap.parse_args(argv)
+    probs = _problems()
+    for ell in args.blocks:
+        key = f"rssm-l{ell}"
+        for name in args.problems:
+            build, epochs, _ = probs[name]
+            for fac in args.factors:
+                grow, shrink = (float(v) for v in fac.split("/"))
+                its, errs = [], []
+                for seed in range(1, args.seeds + 1):
+                    prob, x0 = build(seed)
+                    run = run_rule(prob, x0, key, Auto(grow=grow, shrink=shrink), epochs, seed)
+                    hit = first_at(run, 1e-10)
+                    its.append(hit[0] if hit else None)
+                    errs.append(f"{run['error'][-1]:.0e}")
+                ok = [i for i in its if i is not None]
+                med = f"{np.median(ok):.0f}" if ok else "-"
+                print(f"{name} l={ell} {fac}: {len(ok)}/{len(its)} to 1e-10, median {med} "
+                      f"its {its} final {errs}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
