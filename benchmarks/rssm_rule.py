@@ -2,6 +2,7 @@
 "the RSSM rule").
 
     python -m benchmarks.rssm_rule [--blocks 3 5] [--seeds 5] [--factors 1.5/0.5 1.3/0.6 ...]
+    python -m benchmarks.rssm_rule --rsm [--factors 1.15/0.6/4 1.3/0.5/2 ...]
 
 For each number of blocks l, problem (the paper's DPCP and ODL, l1 Procrustes and the
 from_functions example of docs/custom.md) and seed, RSSM runs from the benchmark's start
@@ -9,6 +10,8 @@ with `Auto(grow=g, shrink=s)` for each factor pair g/s, under the budget and sto
 `benchmarks.stepsizes.run_rule` (600 epochs, 800 for from_functions). Printed per line:
 how many seeds reached error 1e-10, the median iterations there, the iterations per seed
 (None: not reached) and the final errors. Iteration counts do not depend on the machine.
+With ``--rsm`` it does the same for Auto's RSM rule (the success rule on the gap factor):
+factors grow/shrink/window, on those problems and the planted sparse basis.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import numpy as np
 
 PROBLEMS = ("dpcp", "odl", "l1_procrustes", "from_functions")
 FACTORS = ("1.5/0.5", "1.3/0.6", "1.4/0.6", "1.3/0.7", "1.2/0.5", "1.3/0.5")
+RSM_FACTORS = tuple(f"{g}/{s}/{w}" for g in (1.15, 1.3) for s in (0.6, 0.5, 0.4)
+                    for w in (4, 2, 1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,26 +35,31 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--blocks", type=int, nargs="*", default=[3, 5])
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--factors", nargs="*", default=list(FACTORS))
-    ap.add_argument("--problems", nargs="*", default=list(PROBLEMS))
+    ap.add_argument("--factors", nargs="*", default=None)
+    ap.add_argument("--problems", nargs="*", default=None)
+    ap.add_argument("--rsm", action="store_true", help="Auto's RSM rule instead")
     args = ap.parse_args(argv)
     probs = _problems()
-    for ell in args.blocks:
-        key = f"rssm-l{ell}"
-        for name in args.problems:
+    factors = args.factors or list(RSM_FACTORS if args.rsm else FACTORS)
+    problems = args.problems or list(PROBLEMS + (("sparse_basis",) if args.rsm else ()))
+    for ell in ([1] if args.rsm else args.blocks):
+        key = "rsm" if args.rsm else f"rssm-l{ell}"
+        for name in problems:
             build, epochs, _ = probs[name]
-            for fac in args.factors:
-                grow, shrink = (float(v) for v in fac.split("/"))
+            for fac in factors:
+                vals = [float(v) for v in fac.split("/")]
+                names = ("grow", "shrink", "window")
+                params = dict(zip(names, vals, strict=False))
                 its, errs = [], []
                 for seed in range(1, args.seeds + 1):
                     prob, x0 = build(seed)
-                    run = run_rule(prob, x0, key, Auto(grow=grow, shrink=shrink), epochs, seed)
+                    run = run_rule(prob, x0, key, Auto(**params), epochs, seed)
                     hit = first_at(run, 1e-10)
                     its.append(hit[0] if hit else None)
                     errs.append(f"{run['error'][-1]:.0e}")
                 ok = [i for i in its if i is not None]
                 med = f"{np.median(ok):.0f}" if ok else "-"
-                print(f"{name} l={ell} {fac}: {len(ok)}/{len(its)} to 1e-10, median {med} "
+                print(f"{name} {key} {fac}: {len(ok)}/{len(its)} to 1e-10, median {med} "
                       f"its {its} final {errs}", flush=True)
     return 0
 
