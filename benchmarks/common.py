@@ -145,3 +145,23 @@ def plain_numpy_step(prob, kind: str):
     return rsm, rssm_step
 
 
+
+
+def pymanopt_problem(prob, man=None):
+    """``prob``'s cost and Euclidean subgradient as a Pymanopt problem on ``man`` (default
+    Pymanopt's ``Stiefel(n, p)`` with its own retraction; the peers' setup: Pymanopt
+    computes both in full each call)."""
+    import pymanopt
+
+    if man is None:
+        man = pymanopt.manifolds.Stiefel(*prob.shape)
+
+    @pymanopt.function.numpy(man)
+    def cost(x):
+        return prob.cost(x)
+
+    @pymanopt.function.numpy(man)
+    def egrad(x):
+        return prob.subgradient(x)
+
+    return pymanopt.Problem(man, cost, euclidean_gradient=egrad)

@@ -32,18 +32,9 @@ PC = time.perf_counter
 def _pymanopt(prob, x0):
     import pymanopt
 
-    n, p = prob.shape
-    man = pymanopt.manifolds.Stiefel(n, p)
+    from benchmarks.common import pymanopt_problem
 
-    @pymanopt.function.numpy(man)
-    def cost(x):
-        return prob.cost(x)
-
-    @pymanopt.function.numpy(man)
-    def egrad(x):
-        return prob.subgradient(x)
-
-    problem = pymanopt.Problem(man, cost, euclidean_gradient=egrad)
+    problem = pymanopt_problem(prob)
     opt = pymanopt.optimizers.SteepestDescent(verbosity=0)
     t = PC()
     res = opt.run(problem, initial_point=x0.copy())

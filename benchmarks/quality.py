@@ -17,6 +17,7 @@ from benchmarks.common import (
     first_time,
     make_solver,
     plain_numpy_step,
+    pymanopt_problem,
     start,
     write_csv,
 )
@@ -197,15 +198,7 @@ def _peers_one(name: str, prob, sched, cap: float, have: bool) -> list[dict]:
 
 
 def _pymanopt_sd(pymanopt, man, prob, x0, cap):
-    @pymanopt.function.numpy(man)
-    def cost(x):
-        return prob.cost(x)
-
-    @pymanopt.function.numpy(man)
-    def egrad(x):
-        return prob.subgradient(x)
-
-    problem = pymanopt.Problem(man, cost, euclidean_gradient=egrad)
+    problem = pymanopt_problem(prob, man)
     opt = pymanopt.optimizers.SteepestDescent(max_time=cap, max_iterations=10 ** 6, verbosity=0)
     t = PC()
     res = opt.run(problem, initial_point=x0.copy())

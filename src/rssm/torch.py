@@ -274,7 +274,9 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         return loss
 
     def _update(self, w, grad, lr, k, group, state, cost) -> None:
-        raise NotImplementedError
+        """One step on ``w`` (the subclass's method: `RSSM` or `RSM`)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _update "
+                                  "(use rssm.torch.RSSM or rssm.torch.RSM)")
 
     def _commit(self, w: torch.Tensor, new: torch.Tensor, sel, unchecked: bool) -> None:
         """Write ``new`` into the columns ``sel`` of ``w`` (all for None); after the SVD

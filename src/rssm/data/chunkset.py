@@ -36,6 +36,17 @@ def union(a: ColumnSet, b: ColumnSet) -> ColumnSet:
     return ColumnSet(idx, _runs(idx), tuple(sorted(set(a.blocks) | set(b.blocks))))
 
 
+def pending_after(pend: Any, cols: ColumnSet | None) -> Any:
+    """The columns whose cache rows are stale after the step on ``cols`` (None: all of X),
+    given those already pending (None, `ALL` or a ColumnSet): what an oracle sends with
+    its next pass."""
+    if cols is None or pend is ALL:
+        return ALL
+    if pend is None or pend.blocks == cols.blocks:
+        return cols
+    return union(pend, cols)
+
+
 class _Chunk:
     """One chunk's arrays, named by the declarations of the engine and the kernel:
     ``zt`` (p x k) and the kernel's per-sample state, scratch (``w``: p x k and the

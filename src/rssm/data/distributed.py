@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from rssm.blocks import ColumnSet, Partition
-from rssm.data.chunkset import ALL, ChunkSet, union
+from rssm.data.chunkset import ALL, ChunkSet, pending_after
 from rssm.data.dask_files import from_npy
 from rssm.data.store import DataError, one_blas_thread
 from rssm.problem import Oracle
@@ -325,13 +325,7 @@ class DaskOracle(Oracle):
         # Sent with the next request (one round trip per iteration).
         self._cost = None
         self._cost_hint, self._cost_read = self._cost_read, False
-        pend = self._pending
-        if cols is None or pend is ALL:
-            self._pending = ALL
-        elif pend is None or pend.blocks == cols.blocks:
-            self._pending = cols
-        else:
-            self._pending = union(pend, cols)
+        self._pending = pending_after(self._pending, cols)
 
     def refresh(self) -> None:
         self._pending = ALL

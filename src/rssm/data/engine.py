@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from rssm.blocks import ColumnSet
-from rssm.data.chunkset import ALL, ChunkSet, union
+from rssm.data.chunkset import ALL, ChunkSet, pending_after, union
 from rssm.data.store import DataError, one_blas_thread
 from rssm.problem import Oracle
 
@@ -83,13 +83,7 @@ class DataOracle(Oracle):
     def update(self, cols: ColumnSet | None) -> None:
         self._cost = None
         self._cost_hint, self._cost_read = self._cost_read, False
-        pend = self._pending
-        if cols is None or pend is ALL:
-            self._pending = ALL
-        elif pend is None or pend.blocks == cols.blocks:
-            self._pending = cols
-        else:
-            self._pending = union(pend, cols)
+        self._pending = pending_after(self._pending, cols)
 
     def refresh(self) -> None:
         self._pending = ALL

@@ -141,8 +141,8 @@ class SampleStore:
         return (self.n, self.m)
 
     def read(self, lo: int, hi: int) -> np.ndarray:
-        """Samples lo..hi-1 as an n x (hi - lo) float64 array."""
-        raise NotImplementedError
+        """Samples lo..hi-1 as an n x (hi - lo) float64 array (each store implements it)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement read(lo, hi)")
 
     def chunks(self):
         """Iterate over (lo, hi, chunk) with chunk = `read(lo, hi)`."""
