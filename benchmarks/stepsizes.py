@@ -491,6 +491,24 @@ def _best_grid(sel):
     return min(hits, key=lambda r: (r[f"it_{lv10}"], r[f"it_{lv8}"] or 0))
 
 
+def best_grid_points(path):
+    """(problem, method, seed) -> (t, beta, iterations to 1e-10) of each instance's best
+    grid point (`_best_grid`), read from a CSV this script wrote."""
+    with open(path, newline="") as fh:
+        rows = [_typed(r) for r in csv.DictReader(fh) if r["kind"] == "grid"]
+    by: dict = {}
+    for r in rows:
+        by.setdefault((r["problem"], r["method"], r["seed"]), []).append(r)
+    out = {}
+    for key, sel in by.items():
+        row = _best_grid(sel)
+        if row is not None:
+            inner = row["rule"][row["rule"].index("(") + 1:-1]      # t=0.1,beta=0.5
+            vals = dict(part.split("=") for part in inner.split(","))
+            out[key] = (float(vals["t"]), float(vals["beta"]), row[f"it_{LEVELS[-1]:g}"])
+    return out
+
+
 def ratio(rule_row, best_row, auto_row):
     """Converted time to 1e-10 of a rule over the best grid point's: a float, None when
     the rule did not reach 1e-10, or the text "<v" when no grid point reached it within

@@ -95,3 +95,32 @@ def test_quick_mode_runs_end_to_end(bench, tmp_path):
     assert race["rej_1e-10"] >= race["it_1e-10"] - 1     # one rejected trial per step
     assert all(r["t_iter"] > 0 and math.isfinite(r["t_trial"]) for r in rows)
     assert (tmp_path / "stepsizes.log").read_text().count("| l1_procrustes | rsm |") >= 8
+
+
+def test_best_grid_points_reads_each_instance_best_schedule(bench, tmp_path):
+    """`best_grid_points` (used by benchmarks.failed_steps and benchmarks.rssm_rule): per
+    instance, the (t, beta) and iterations of the fewest-iterations grid point."""
+    rows = [_row(1, "grid", "geometric(t=1,beta=0.5)", 80),
+            _row(1, "grid", "geometric(t=30,beta=0.8)", 40),
+            _row(1, "auto", "auto", 20),
+            _row(2, "grid", "geometric(t=0.1,beta=0.95)", None)]
+    path = tmp_path / "stepsizes.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert bench.best_grid_points(str(path)) == {("toy", "rsm", 1): (30.0, 0.8, 40)}
+
+
+def test_failed_steps_counts_steps_that_did_not_decrease_f(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    if not (ROOT / "benchmarks" / "failed_steps.py").exists():
+        pytest.skip("benchmarks/ is not part of this checkout")
+    from benchmarks.failed_steps import failed_steps, thirds
+
+    costs = [5.0, 4.0, 4.0, 3.0, 3.5, 2.0, 1.0, 1.5, 0.5, 9.0]
+    failed = failed_steps(costs, 6)          # steps 0..5: f(X_1..X_6) against f(X_0..X_5)
+    assert failed.tolist() == [False, True, False, True, False, False]
+    assert thirds(failed) == [0.5, 0.5, 0.0]
+    # a run stopped at its target has one cost fewer than the hit iteration + 1
+    assert failed_steps(costs[:4], 4).tolist() == [False, True, False]
