@@ -121,3 +121,11 @@ class _Adaptive(StepSize):
             raise StepStall(f"f(X_{ctx.iteration}) = {f} is not finite")
         self._f_best = min(self._f_best, f)
         return f, self._mean(ctx)
+
+    def _first_margin(self, ctx: StepContext, g2: float) -> float | None:
+        """At the first call t0 g_0 (a Polyak margin whose step is t0 long, t0 from
+        `first_length`); None afterwards."""
+        if self._started:
+            return None
+        self._started = True
+        return first_length(self.t0, ctx) * math.sqrt(g2)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from rssm._validation import as_positive_float
-from rssm.stepsizes._common import GradMean, _Adaptive, capped, check_t0, first_length, grad_sq
+from rssm.stepsizes._common import GradMean, _Adaptive, capped, check_t0, grad_sq
 from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.context import StepContext
 
@@ -98,9 +98,9 @@ class PolyakLevel(_Adaptive):
 
     def __call__(self, k: int, ctx: StepContext) -> float:
         f, g2 = self._observe(ctx)
-        if not self._started:
-            self._started = True
-            self._delta = first_length(self.t0, ctx) * math.sqrt(g2)
+        margin = self._first_margin(ctx, g2)
+        if margin is not None:
+            self._delta = margin
             self._f_rec = f
             self._since = 0
         elif self._f_best <= self._f_rec - 0.5 * self._delta:
@@ -132,8 +132,8 @@ class PolyakBest(_Adaptive):
 
     def __call__(self, k: int, ctx: StepContext) -> float:
         f, g2 = self._observe(ctx)
-        if not self._started:
-            self._started = True
-            self._delta0 = first_length(self.t0, ctx) * math.sqrt(g2)
+        margin = self._first_margin(ctx, g2)
+        if margin is not None:
+            self._delta0 = margin
         delta = self._delta0 / (1.0 + k / ctx.epoch)
         return capped((f - self._f_best + delta) / g2, ctx)
