@@ -134,6 +134,36 @@ def test_minimize_uses_the_given_rule(small_dpcp):
     assert small_dpcp.reference_stepsize().describe() == PaperSchedule.dpcp().describe()
 
 
+def test_context_exposes_the_direction(small_dpcp):
+    """ctx.direction is this iteration's -P(G_C), read-only, on ctx.columns of the block
+    pair ctx.pair; for RSM the whole -grad f(X_k)."""
+    x0 = small_dpcp.initial_point(0)
+    seen = []
+
+    def rule(k, ctx):
+        with pytest.raises(ValueError):
+            ctx.direction[0, 0] = 1.0
+        seen.append((ctx.direction.copy(), ctx.columns, ctx.pair, ctx.direction_norm))
+        return 1e-3
+
+    rssm.minimize(small_dpcp, x0, method="rsm", stepsize=rule, max_iter=1, seed=0)
+    d, cols, pair, norm = seen[0]
+    np.testing.assert_allclose(d, -small_dpcp.riemannian_subgradient(x0), rtol=0, atol=1e-12)
+    assert pair == () and np.array_equal(np.arange(16)[cols], np.arange(16))
+    assert norm == pytest.approx(np.linalg.norm(d), rel=1e-12)
+    seen.clear()
+    rssm.minimize(small_dpcp, x0, method="rssm", stepsize=rule, max_iter=12, seed=0,
+                  options={"n_blocks": 4})
+    blocks = np.array_split(np.arange(16), 4)
+    for d, cols, pair, norm in seen:
+        i, j = pair
+        assert 0 <= i < j < 4
+        assert np.array_equal(np.arange(16)[cols], np.sort(np.r_[blocks[i], blocks[j]]))
+        assert d.shape == (20, 8)
+        assert norm == pytest.approx(np.linalg.norm(d), rel=1e-12)
+    assert len({s[2] for s in seen}) > 1
+
+
 # --------------------------------------------------------------------------------------
 # validation
 # --------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from rssm.blocks import epoch_iterations, pair_count
 
 __all__ = ["StepContext"]
@@ -56,11 +58,20 @@ class StepContext:
         gamma_{k-1} (None at k = 0).
     previous_cost : float or None
         f(X_{k-1}) when it was evaluated at iteration k - 1, else None.
+    direction : ndarray or None
+        -P(G_C), the negated (partial) Riemannian subgradient of this iteration (n x |C|;
+        eq. ``eq-partialRiemsubgrad``, eq. ``eq-Rsubdiff`` for RSM), read-only; None
+        outside a run. For rules that compare successive subgradients (Kesten-type
+        tests, bundles); keep a copy, not the array, across iterations.
+    columns : slice or ndarray or None
+        Which columns of X the direction belongs to (``X[:, columns]``).
+    pair : tuple
+        The block pair (i, j) the direction moves (RSSM), () for RSM.
     """
 
     __slots__ = ("method", "n_blocks", "shape", "iteration", "direction_norm", "grad_sq",
-                 "max_gamma", "previous_gamma", "previous_cost", "_cost", "_cost_fn",
-                 "_trial_fn", "_best_fn")
+                 "max_gamma", "previous_gamma", "previous_cost", "direction", "columns",
+                 "pair", "_cost", "_cost_fn", "_trial_fn", "_best_fn")
 
     def __init__(self, method: str, n_blocks: int, shape: tuple[int, int] | None = None, *,
                  cost: Callable[[], float] | None = None,
@@ -75,6 +86,9 @@ class StepContext:
         self.max_gamma = math.inf
         self.previous_gamma: float | None = None
         self.previous_cost: float | None = None
+        self.direction: np.ndarray | None = None
+        self.columns: slice | np.ndarray | None = None
+        self.pair: tuple = ()
         self._cost: float | None = None
         self._cost_fn = cost
         self._trial_fn = trial
@@ -126,8 +140,15 @@ class StepContext:
         return float(self._trial_fn(min(float(gamma), self.max_gamma)))
 
     def advance(self, k: int, direction_norm: float, grad_sq: float,
-                max_gamma: float = math.inf) -> None:
+                max_gamma: float = math.inf, direction: np.ndarray | None = None,
+                columns: slice | np.ndarray | None = None, pair: tuple = ()) -> None:
         """Start iteration k (called by the loop once the direction is known)."""
+        if direction is not None:
+            direction = direction.view()
+            direction.flags.writeable = False
+        self.direction = direction
+        self.columns = columns
+        self.pair = pair
         self.previous_cost = self._cost
         self._cost = None
         self.iteration = k

@@ -1,0 +1,563 @@
+"""Signals a step rule could read besides f, and the RSSM rules built on them (issue 18,
+item 5; docs/stepsizes.md, "Rules that read the subgradients").
+
+    python -m benchmarks.step_signals --signals            # what the signals look like
+    python -m benchmarks.step_signals [--seeds 3] [--candidates NAME ...] [--cells ...]
+    python -m benchmarks.step_signals --polyak-level [--seeds 3] [--cells ...]
+    python -m benchmarks.step_signals --scale [--seeds 3] [--cells ...]
+
+Auto's RSSM rule reads only whether f decreased. Two other signals are free, from the
+subgradients the solver computes anyway (`rssm.stepsizes.StepContext.direction`):
+
+* **cosine**: the cosine between the (partial) Riemannian subgradient on a block and the
+  last one on the same block (Kesten's test): near +1 when the steps are too short to
+  cross the kink (successive subgradients agree), negative when the iterates oscillate
+  around it;
+* **cancel ratio**: the least-norm convex combination of each block pair's last ``w``
+  subgradients over their mean norm (root of the sum of squares over the pairs), the
+  quantity of the convergence test (`rssm.solvers.certificate`): about 1 where a step
+  decayed too early froze X, small where the subgradients cancel.
+
+``--signals`` runs, on one instance of each of DPCP (l = 5), ODL (l = 5) and l1
+Procrustes (l = 3), the best geometric grid point of `benchmarks.stepsizes` (its CSV),
+the same first length with a decay too fast to converge, and Auto, and prints every
+``2`` epochs the error, the fraction of failed steps and both signals.
+
+The default mode runs the candidate rules below on RSSM (l = 3, 5) on DPCP, ODL and l1
+Procrustes and prints, per instance, iterations to error 1e-10 (rejected trials counted
+as half an iteration, as `benchmarks.rssm_rule` does) over the best grid point's:
+
+* ``cosine``: the length decays geometrically, and every epoch the log length moves by
+  eta (m - target) and log beta by eta2 (m - target), m the mean cosine of the epoch
+  (a proportional-integral control of the cosine; beta starts at 0.7, at most 2);
+* ``cosine+failures``: the same with a (0.2 - q) added to the error, q the fraction of
+  failed steps over the window;
+* ``certificate restart``: a geometric decay (beta = 0.5 per epoch) from Auto's Armijo
+  search; when the cancel ratio exceeds 0.8 (a freeze), a new Armijo search and a slower
+  decay (beta <- beta^(2/3));
+* ``certificate restart from the cap``: the same with the first length and every restart
+  at the longest step allowed (`rssm.stepsizes.max_step_length`), beta = 0.6 at first
+  and beta <- sqrt(beta) at a restart;
+* ``certificate restart, fixed scale``: as the last, with a first length (and restarts)
+  at 3 times the cap, kept as a virtual length that the steps meet once it has decayed
+  below the cap, and gamma = t / g_0 with g_0 fixed at the first estimate (see
+  ``--scale``);
+* ``cosine then auto``: ``cosine`` until the cancel ratio exceeds 0.6, then Auto's rule;
+* ``batched success``: Auto's success rule with its factors applied once every 2
+  epochs (a constant length within the batch).
+
+``--polyak-level`` asks whether a better estimate of f* could be the answer: Polyak's
+step gamma = kappa (f(X_k) - f*) / g^2 (g^2 Auto's averaged estimate of ||grad f||^2),
+kappa = 1 and 0.5, with f* *given*: the least cost of the instance's best grid run (which
+ends below error 1e-10). It prints iterations to 1e-8 and 1e-10 over the best grid
+point's (its iterations to 1e-8 counted on the same run). A level estimate can only do
+worse than the level itself.
+
+``--scale`` runs each instance's best grid point three ways: as the grid ran it (gamma_k
+= mu0 beta^(k/epoch), mu0 = t / ||grad f(X_0)||), as a length t beta^(k/epoch) over Auto's
+running estimate g_k of ||grad f(X_k)|| (gamma_k = t_k / g_k, what Auto and the
+candidates do), and as that length over the first estimate g_0 only.
+
+Iteration counts do not depend on the machine's load; no timing is taken here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import os
+import sys
+
+import numpy as np
+
+from rssm.solvers.minnorm import min_norm_point
+from rssm.stepsizes import Auto, Geometric, StepSize
+from rssm.stepsizes._common import GradMean, max_gamma, max_step_length
+from rssm.stepsizes.base import StepStall
+
+CELLS = tuple(f"{p}:rssm-l{ell}" for p in ("dpcp", "odl", "l1_procrustes") for ell in (3, 5))
+SIGNAL_CASES = (("dpcp", "rssm-l5", 1), ("odl", "rssm-l5", 1), ("l1_procrustes", "rssm-l3", 1))
+
+
+class Signals:
+    """The cosine and cancel-ratio trackers, fed one direction per iteration."""
+
+    def __init__(self, w: int = 3):
+        self.w = w
+        self.reset()
+
+    def reset(self) -> None:
+        self.prev: dict = {}
+        self.cosines: list[float] = []
+        self.bundles: dict = {}
+        self._split = None
+
+    def _blocks(self, ctx):
+        """The direction's columns split by block (uniform partition, as the benchmarks
+        use): {block: positions within the direction}."""
+        if ctx.method == "rsm":
+            return {(): slice(None)}
+        p = ctx.shape[1]
+        if self._split is None:
+            sizes = [len(a) for a in np.array_split(np.arange(p), ctx.n_blocks)]
+            self._split = np.concatenate([[0], np.cumsum(sizes)])
+        cols = np.arange(p)[ctx.columns]
+        bid = np.searchsorted(self._split, cols, side="right") - 1
+        return {int(b): bid == b for b in np.unique(bid)}
+
+    def add(self, ctx) -> None:
+        d = ctx.direction
+        for b, pos in self._blocks(ctx).items():
+            v = d[:, pos]
+            prev = self.prev.get(b)
+            if prev is not None and prev.shape == v.shape:
+                den = float(np.linalg.norm(v) * np.linalg.norm(prev))
+                if den > 0:
+                    self.cosines.append(float(np.vdot(v, prev)) / den)
+            self.prev[b] = np.array(v)
+        q = self.bundles.setdefault(ctx.pair, collections.deque(maxlen=self.w))
+        q.append(np.array(d).ravel())
+
+    def take_cosine(self) -> float:
+        """Mean cosine since the last call (NaN if none), and start over."""
+        m = float(np.mean(self.cosines)) if self.cosines else math.nan
+        self.cosines = []
+        return m
+
+    def cancel(self, n_pairs: int) -> float:
+        """The cancel ratio, NaN until every pair holds w subgradients."""
+        if len(self.bundles) < n_pairs or any(len(q) < self.w for q in self.bundles.values()):
+            return math.nan
+        d2 = m2 = 0.0
+        for q in self.bundles.values():
+            flat = np.stack(list(q))
+            gram = flat @ flat.T
+            sq, _ = min_norm_point(gram)
+            d2 += sq
+            m2 += float(np.mean(np.sqrt(np.maximum(np.diag(gram), 0.0)))) ** 2
+        return math.sqrt(d2 / m2) if m2 > 0 else 0.0
+
+    def clear_bundles(self) -> None:
+        self.bundles = {}
+
+
+class _Candidate(Auto):
+    """Auto's first search, mean and cap, with `Signals` fed every iteration."""
+
+    def __init__(self, w: int = 3, **kw):
+        self.signals = Signals(w)
+        super().__init__(**kw)
+
+    def reset(self) -> None:
+        super().reset()
+        self.signals.reset()
+
+    def _begin(self, k, ctx):
+        f = ctx.cost
+        if not math.isfinite(f):
+            raise StepStall(f"f(X_{k}) = {f} is not finite")
+        self.signals.add(ctx)
+        return f, math.sqrt(self._mean(ctx))
+
+    def _end(self, ctx, g: float) -> float:
+        self._t = min(self._t, max_gamma(ctx) * g)
+        return self._t / g
+
+
+class CosineControl(_Candidate):
+    """``cosine`` (a = 0) and ``cosine+failures`` (a > 0) of the module docstring."""
+
+    def __init__(self, beta=0.7, target=0.0, eta=1.0, eta2=0.2, bmax=2.0, a=0.0, p=0.2,
+                 every=1.0, **kw):
+        self.beta0, self.target, self.eta, self.eta2 = beta, target, eta, eta2
+        self.bmax, self.a, self.p, self.every = bmax, a, p, every
+        super().__init__(**kw)
+
+    def reset(self) -> None:
+        super().reset()
+        self.beta = self.beta0
+        self._since = self._nf = self._ns = 0
+        self._fp = math.nan
+
+    def __call__(self, k, ctx):
+        f, g = self._begin(k, ctx)
+        if math.isfinite(self._fp):
+            self._ns += 1
+            self._nf += f >= self._fp
+        self._fp = f
+        if not self._started:
+            self._started = True
+            self._t = self._first(ctx, f, g)
+            return self._end(ctx, g)
+        self._since += 1
+        if self._since >= self.every * ctx.epoch:
+            m = self.signals.take_cosine()
+            if math.isfinite(m):
+                q = self._nf / self._ns if self._ns else self.p
+                err = (m - self.target) + self.a * (self.p - q)
+                self._t *= self.beta ** (self._since / ctx.epoch) * math.exp(self.eta * err)
+                self.beta = min(self.bmax, self.beta * math.exp(self.eta2 * err))
+                self._since = self._nf = self._ns = 0
+        return self._end(ctx, g)
+
+
+class CertificateRestart(_Candidate):
+    """``certificate restart`` and its two variants of the module docstring.
+
+    ``at_cap``: the first length and every restart at the cap (times ``plateau`` when
+    given: a virtual length above the cap, which the steps meet only once it has decayed
+    below it); ``fixed_scale``: gamma = t / g_0, g_0^2 the first estimate of
+    ||grad f||^2, instead of Auto's running mean.
+    """
+
+    def __init__(self, beta=0.5, hi=0.8, slow=2 / 3, every=2.0, at_cap=False,
+                 plateau=None, fixed_scale=False, **kw):
+        self.beta0, self.hi, self.slow, self.every = beta, hi, slow, every
+        self.at_cap, self.plateau, self.fixed_scale = at_cap, plateau, fixed_scale
+        super().__init__(**kw)
+
+    def _first(self, ctx, f, g):
+        if not self.at_cap:
+            return super()._first(ctx, f, g)
+        return max_step_length(ctx) * (self.plateau or 1.0)
+
+    def reset(self) -> None:
+        super().reset()
+        self.beta = self.beta0
+        self._since = 0
+        self.restarts = 0
+        self._g0 = None
+
+    def _end(self, ctx, g: float) -> float:
+        if self.plateau is None:
+            return super()._end(ctx, g)
+        return min(self._t, max_gamma(ctx) * g) / g      # the virtual length is kept
+
+    def __call__(self, k, ctx):
+        f, g = self._begin(k, ctx)
+        if self.fixed_scale:
+            self._g0 = g if self._g0 is None else self._g0
+            g = self._g0
+        if not self._started:
+            self._started = True
+            self._t = self._first(ctx, f, g)
+            return self._end(ctx, g)
+        self._t *= self.beta ** (1.0 / ctx.epoch)
+        self._since += 1
+        if self._since >= self.every * ctx.epoch:
+            c = self.signals.cancel(ctx.n_pairs)
+            if math.isfinite(c):
+                self._since = 0
+                if c > self.hi:
+                    self.restarts += 1
+                    self.beta **= self.slow
+                    self.signals.clear_bundles()
+                    self._t = self._first(ctx, f, g)
+        return self._end(ctx, g)
+
+
+class CosineThenAuto(CosineControl):
+    """``cosine then auto`` of the module docstring."""
+
+    def __init__(self, hi=0.6, **kw):
+        self.hi = hi
+        super().__init__(**kw)
+
+    def reset(self) -> None:
+        super().reset()
+        self.auto = Auto()
+        self.switched = False
+        self._sc = 0
+
+    def __call__(self, k, ctx):
+        if self.switched:
+            return self.auto(k, ctx)
+        gamma = super().__call__(k, ctx)
+        self._sc += 1
+        if self._sc >= 2 * ctx.epoch:
+            self._sc = 0
+            c = self.signals.cancel(ctx.n_pairs)
+            self.switched = math.isfinite(c) and c > self.hi
+        return gamma
+
+
+class BatchedSuccess(Auto):
+    """``batched success`` of the module docstring."""
+
+    def __init__(self, every=2.0, **kw):
+        self.every = every
+        super().__init__(scale="length", **kw)
+
+    def reset(self) -> None:
+        super().reset()
+        self._acc = 1.0
+        self._n = 0
+
+    def __call__(self, k, ctx):
+        f = ctx.cost
+        if not math.isfinite(f):
+            raise StepStall(f"f(X_{k}) = {f} is not finite")
+        g = math.sqrt(self._mean(ctx))
+        if not self._started:
+            self._started = True
+            self._t = self._first(ctx, f, g)
+        else:
+            self._acc *= self._factor(f, "length", ctx.n_blocks)
+            self._n += 1
+            if self._n >= self.every * ctx.epoch:
+                self._t *= self._acc
+                self._acc, self._n = 1.0, 0
+        self._t = min(self._t, max_gamma(ctx) * g)
+        self._f_prev = f
+        return self._t / g
+
+
+CANDIDATES = {
+    "cosine": lambda: CosineControl(),
+    "cosine+failures": lambda: CosineControl(a=2.0, eta=0.5, eta2=0.1, every=2.0),
+    "certificate restart": lambda: CertificateRestart(),
+    "certificate restart from the cap": lambda: CertificateRestart(beta=0.6, slow=0.5,
+                                                                   at_cap=True),
+    "certificate restart, fixed scale": lambda: CertificateRestart(
+        beta=0.6, slow=0.5, at_cap=True, plateau=3.0, fixed_scale=True),
+    "cosine then auto": lambda: CosineThenAuto(),
+    "batched success": lambda: BatchedSuccess(),
+}
+
+
+class Watch(StepSize):
+    """Any rule, with the signals and f logged every iteration (for ``--signals``)."""
+
+    def __init__(self, rule, w: int = 3):
+        self.rule, self.signals = rule, Signals(w)
+        self.reset()
+
+    def reset(self) -> None:
+        self.rule.reset()
+        self.signals.reset()
+        self.log: list[tuple[float, float, float]] = []
+
+    def describe(self) -> str:
+        return self.rule.describe()
+
+    def __call__(self, k, ctx):
+        f = ctx.cost
+        self.signals.add(ctx)
+        gamma = self.rule(k, ctx)
+        cos = self.signals.take_cosine()
+        self.log.append((f, cos, self.signals.cancel(ctx.n_pairs)))
+        return gamma
+
+
+def _windows(log, run, epoch, span=2.0, every=4):
+    """Rows: iteration, error, failed fraction, mean cosine, cancel ratio per window."""
+    f = np.array([r[0] for r in log])
+    cos = np.array([r[1] for r in log])
+    can = np.array([r[2] for r in log])
+    w = max(2, int(round(span * epoch)))
+    rows = []
+    for i in range(0, len(f) - 1, w * every):
+        j = min(i + w, len(f) - 1)
+        fail = float(np.mean(f[i + 1:j + 1] >= f[i:j]))
+        c = cos[i:j + 1]
+        c = c[np.isfinite(c)]
+        err = run["error"][min(i, len(run["error"]) - 1)]
+        rows.append((i, err, fail, float(np.mean(c)) if c.size else math.nan, can[j]))
+    return rows
+
+
+def signals(grid_csv: str) -> None:
+    from benchmarks.stepsizes import _method, _problems, best_grid_points, first_at, run_rule
+
+    best = best_grid_points(grid_csv)
+    probs = _problems()
+    for name, key, seed in SIGNAL_CASES:
+        build, epochs, _ = probs[name]
+        prob, x0 = build(seed)
+        g0 = float(np.linalg.norm(prob.riemannian_subgradient(x0)))
+        t, beta, _ = best[(name, key, seed)]
+        ell = _method(key)[1]
+        fast = 0.5 if beta > 0.6 else 0.3
+        for label, rule in ((f"best grid point t={t:g} beta={beta:g}", Geometric(t / g0, beta)),
+                            (f"too fast t={t:g} beta={fast:g}", Geometric(t / g0, fast)),
+                            ("auto", Auto())):
+            watch = Watch(rule)
+            run = run_rule(prob, x0, key, watch, epochs, seed)
+            hit = first_at(run, 1e-10)
+            print(f"{name} {key} seed {seed}, {label}: "
+                  f"{'1e-10 at ' + str(hit[0]) if hit else 'never 1e-10'}"
+                  f" (final error {run['error'][-1]:.1e})", flush=True)
+            print("     k   error  failed  cosine  cancel")
+            for i, err, fail, cos, can in _windows(watch.log, run, ell / 2):
+                print(f"  {i:4d} {err:7.1e} {fail:7.2f} {cos:7.2f} {can:7.2f}")
+
+
+def compare(names, cells, seeds, grid_csv) -> None:
+    from benchmarks.stepsizes import _problems, best_grid_points, first_at, run_rule
+
+    best = {k: v[2] for k, v in best_grid_points(grid_csv).items()}
+    probs = _problems()
+    for label in names:
+        for cell in cells:
+            name, key = cell.split(":")
+            build, epochs, _ = probs[name]
+            ratios, its = [], []
+            for seed in seeds:
+                prob, x0 = build(seed)
+                run = run_rule(prob, x0, key, CANDIDATES[label](), epochs, seed)
+                hit = first_at(run, 1e-10)
+                its.append(hit[0] if hit else None)
+                grid = best.get((name, key, seed))
+                ratios.append((hit[0] + 0.5 * hit[1]) / grid if hit and grid else math.inf)
+            ok = sum(r <= 1.5 for r in ratios)
+            reach = sum(i is not None for i in its)
+            print(f"{label} {cell}: reach 1e-10 {reach}/{len(its)}, within 1.5x {ok}/"
+                  f"{len(its)}, over best grid "
+                  + " ".join("-" if math.isinf(r) else f"{r:.2f}" for r in ratios)
+                  + f" its {its}", flush=True)
+
+
+class PolyakGivenLevel(StepSize):
+    """gamma = kappa (f(X_k) - f*) / g^2 with f* given (``--polyak-level``)."""
+
+    def __init__(self, f_star: float, kappa: float = 1.0):
+        self.f_star, self.kappa = float(f_star), float(kappa)
+        self.reset()
+
+    def reset(self) -> None:
+        self._mean = GradMean()
+
+    def __call__(self, k, ctx):
+        gap = ctx.cost - self.f_star
+        return max(self.kappa * gap / self._mean(ctx), 1e-300)
+
+
+def polyak_level(cells, seeds, grid_csv, kappas=(1.0, 0.5)) -> None:
+    from benchmarks.stepsizes import _problems, best_grid_points, first_at, run_rule
+
+    best = best_grid_points(grid_csv)
+    probs = _problems()
+    for cell in cells:
+        name, key = cell.split(":")
+        build, epochs, _ = probs[name]
+        rows = {kappa: ([], []) for kappa in kappas}
+        for seed in seeds:
+            prob, x0 = build(seed)
+            g0 = float(np.linalg.norm(prob.riemannian_subgradient(x0)))
+            t, beta, _ = best[(name, key, seed)]
+            ref = run_rule(prob, x0, key, Geometric(t / g0, beta), epochs, seed)
+            f_star = float(np.min(ref["cost"]))
+            ref8, ref10 = first_at(ref, 1e-8), first_at(ref, 1e-10)
+            for kappa in kappas:
+                run = run_rule(prob, x0, key, PolyakGivenLevel(f_star, kappa), epochs, seed)
+                for out, hit, r in zip(rows[kappa], (first_at(run, 1e-8), first_at(run, 1e-10)),
+                                       (ref8, ref10), strict=True):
+                    out.append("-" if hit is None or r is None else f"{hit[0] / r[0]:.2f}")
+        for kappa in kappas:
+            r8, r10 = rows[kappa]
+            print(f"Polyak, f* given, kappa={kappa:g}, {cell}: over best grid point, "
+                  f"to 1e-8 {' '.join(r8)}; to 1e-10 {' '.join(r10)}", flush=True)
+
+
+class LengthGeometric(StepSize):
+    """gamma_k = t beta^(k/epoch) / g, g Auto's running estimate of ||grad f(X_k)|| or,
+    with ``fixed``, its first value (``--scale``)."""
+
+    def __init__(self, t: float, beta: float, fixed: bool = False):
+        self.t, self.beta, self.fixed = float(t), float(beta), fixed
+        self.reset()
+
+    def reset(self) -> None:
+        self._mean = GradMean()
+        self._g = None
+
+    def __call__(self, k, ctx):
+        g = math.sqrt(self._mean(ctx))
+        if self.fixed:
+            self._g = g if self._g is None else self._g
+            g = self._g
+        return self.t * self.beta ** (k / ctx.epoch) / g
+
+
+class GradTrace(StepSize):
+    """A rule, with Auto's running estimate of ||grad f(X_k)|| recorded (``--scale``)."""
+
+    def __init__(self, rule):
+        self.rule = rule
+        self.reset()
+
+    def reset(self) -> None:
+        self.rule.reset()
+        self._mean = GradMean()
+        self.g: list[float] = []
+
+    def describe(self) -> str:
+        return self.rule.describe()
+
+    def __call__(self, k, ctx):
+        self.g.append(math.sqrt(self._mean(ctx)))
+        return self.rule(k, ctx)
+
+
+def scale(cells, seeds, grid_csv) -> None:
+    from benchmarks.stepsizes import _problems, best_grid_points, first_at, run_rule
+
+    best = best_grid_points(grid_csv)
+    probs = _problems()
+    for cell in cells:
+        name, key = cell.split(":")
+        build, epochs, _ = probs[name]
+        out = {"as the grid ran it": [], "over the running g_k": [], "over g_0": []}
+        growth = ""
+        for seed in seeds:
+            prob, x0 = build(seed)
+            g0 = float(np.linalg.norm(prob.riemannian_subgradient(x0)))
+            t, beta, ref = best[(name, key, seed)]
+            grid = GradTrace(Geometric(t / g0, beta))
+            for label, rule in zip(out, (grid, LengthGeometric(t, beta),
+                                         LengthGeometric(t, beta, fixed=True)), strict=True):
+                hit = first_at(run_rule(prob, x0, key, rule, epochs, seed), 1e-10)
+                out[label].append("-" if hit is None else f"{hit[0] / ref:.2f}")
+            if not growth:
+                g = np.asarray(grid.g) / g0
+                growth = " ".join(f"{v:.2f}" for v in g[np.linspace(0, g.size - 1, 8)
+                                                         .astype(int)])
+        print(f"{cell}: " + "; ".join(f"{k} {' '.join(v)}" for k, v in out.items())
+              + f"; seed {seeds[0]}, running g_k / ||grad f(X_0)|| along the best grid "
+              f"point's run: {growth}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.step_signals",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--signals", action="store_true", help="print the signals instead")
+    ap.add_argument("--polyak-level", action="store_true",
+                    help="Polyak's step with f* given, instead")
+    ap.add_argument("--scale", action="store_true",
+                    help="the best grid point over three normalizations, instead")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--candidates", nargs="*", default=list(CANDIDATES),
+                    choices=list(CANDIDATES))
+    ap.add_argument("--cells", nargs="*", default=list(CELLS))
+    ap.add_argument("--grid-csv", default="benchmarks/results/stepsizes/stepsizes.csv")
+    args = ap.parse_args(argv)
+    if not os.path.exists(args.grid_csv):
+        print(f"no grid CSV at {args.grid_csv}: run python -m benchmarks.stepsizes first")
+        return 1
+    if args.signals:
+        signals(args.grid_csv)
+    elif args.scale:
+        scale(args.cells, list(range(1, args.seeds + 1)), args.grid_csv)
+    elif args.polyak_level:
+        cells = args.cells if args.cells != list(CELLS) else [
+            f"{p}:{m}" for p in ("dpcp", "odl", "l1_procrustes")
+            for m in ("rsm", "rssm-l3", "rssm-l5")]
+        polyak_level(cells, list(range(1, args.seeds + 1)), args.grid_csv)
+    else:
+        compare(args.candidates, args.cells, list(range(1, args.seeds + 1)), args.grid_csv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
