@@ -124,3 +124,59 @@ def test_failed_steps_counts_steps_that_did_not_decrease_f(monkeypatch):
     assert thirds(failed) == [0.5, 0.5, 0.0]
     # a run stopped at its target has one cost fewer than the hit iteration + 1
     assert failed_steps(costs[:4], 4).tolist() == [False, True, False]
+
+
+def _signals_module(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    if not (ROOT / "benchmarks" / "step_signals.py").exists():
+        pytest.skip("benchmarks/ is not part of this checkout")
+    import benchmarks.step_signals as mod
+
+    return mod
+
+
+def test_step_signals_cosine_and_cancel_ratio(monkeypatch):
+    """Per-block cosine against the last subgradient on the same block, and the per-pair
+    cancel ratio (least-norm convex combination over the mean norm)."""
+    import numpy as np
+
+    from rssm.stepsizes import StepContext
+
+    mod = _signals_module(monkeypatch)
+    sig = mod.Signals(w=2)
+    ctx = StepContext("rssm", 3, (4, 6))          # blocks {0,1}, {2,3}, {4,5}
+    v = np.arange(1.0, 9.0).reshape(4, 2)
+
+    def feed(pair, cols, d):
+        ctx.advance(0, float(np.linalg.norm(d)), 1.0, direction=d, columns=cols, pair=pair)
+        sig.add(ctx)
+
+    feed((0, 1), np.array([0, 1, 2, 3]), np.hstack([v, v]))
+    assert math.isnan(sig.take_cosine())          # no block seen before
+    feed((0, 2), np.array([0, 1, 4, 5]), np.hstack([-v, v]))
+    assert sig.take_cosine() == pytest.approx(-1.0)   # block 0 reversed; block 2 new
+    assert math.isnan(sig.cancel(3))              # pair (1, 2) never seen
+    feed((1, 2), np.array([2, 3, 4, 5]), np.hstack([v, v]))
+    assert sig.take_cosine() == pytest.approx(1.0)    # blocks 1 and 2 agree
+    assert math.isnan(sig.cancel(3))              # bundles hold 1 < w vectors
+    for pair, cols in (((0, 1), [0, 1, 2, 3]), ((0, 2), [0, 1, 4, 5]),
+                       ((1, 2), [2, 3, 4, 5])):
+        feed(pair, np.array(cols), np.hstack([v, v]))
+    # pairs (0, 1) and (1, 2) hold two equal vectors (ratio 1 each), pair (0, 2) holds a
+    # vector and its block-0 reversal: least norm 1/sqrt(2) of their common norm
+    expect = math.sqrt((1.0 + 0.5 + 1.0) / 3.0)
+    assert sig.cancel(3) == pytest.approx(expect, rel=1e-9)
+
+
+def test_step_signals_candidates_run_on_a_small_problem(monkeypatch, small_dpcp):
+    """Every candidate of the benchmark runs RSSM and RSM without error and moves f."""
+    import rssm
+
+    mod = _signals_module(monkeypatch)
+    x0 = small_dpcp.initial_point(0)
+    f0 = small_dpcp.cost(x0)
+    for name, make in mod.CANDIDATES.items():
+        for method, opts in (("rssm", {"n_blocks": 4}), ("rsm", {})):
+            res = rssm.minimize(small_dpcp, x0, method=method, stepsize=make(), max_iter=40,
+                                seed=0, options=opts)
+            assert res.fun < f0, (name, method)
