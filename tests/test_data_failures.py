@@ -46,8 +46,13 @@ def test_disk_cache_with_a_chunk_of_p_samples_gives_the_right_cost(tmp_path):
 
 
 # -- defect 4: no cache file left behind ------------------------------------------------------
+# The child restores the default action of SIGHUP and SIGTERM: under nohup (or any parent
+# that ignores them) it would inherit "ignore", survive the signal, and the test would
+# time out for a reason that has nothing to do with the cache file.
 _HOLD = """
-import sys, time, numpy as np, rssm
+import signal, sys, time, numpy as np, rssm
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 from rssm.data import samples
 a = np.random.default_rng(0).standard_normal((3000, 10))
 prob = rssm.problems.DPCP(samples(a, chunk_size=500, cache="disk", cache_dir=sys.argv[1]), p=6)
