@@ -46,10 +46,10 @@ as half an iteration, as `benchmarks.rssm_rule` does) over the best grid point's
 * ``batched success``: Auto's success rule with its factors applied once every 2
   epochs (a constant length within the batch).
 
-``--polyak-level`` asks whether a better estimate of f* could be the answer: Polyak's
-step gamma = kappa (f(X_k) - f*) / g^2 (g^2 Auto's averaged estimate of ||grad f||^2),
-kappa = 1 and 0.5, with f* *given*: the least cost of the instance's best grid run (which
-ends below error 1e-10). It prints iterations to 1e-8 and 1e-10 over the best grid
+``--polyak-level`` asks whether a better estimate of f* could be the answer:
+`rssm.stepsizes.Polyak` (gamma = kappa (f(X_k) - f*) / g^2, g^2 the averaged estimate of
+||grad f||^2), kappa = 1 and 0.5, with f* *given*: the least cost of the instance's best
+grid run (which ends below error 1e-10). It prints iterations to 1e-8 and 1e-10 over the best grid
 point's (its iterations to 1e-8 counted on the same run). A level estimate can only do
 worse than the level itself.
 
@@ -71,8 +71,9 @@ import sys
 
 import numpy as np
 
-from rssm.solvers.minnorm import min_norm_point
-from rssm.stepsizes import Auto, Geometric, StepSize
+from rssm.blocks import Partition
+from rssm.solvers.certificate import least_norm
+from rssm.stepsizes import Auto, Geometric, Polyak, StepSize
 from rssm.stepsizes._common import GradMean, max_gamma, max_step_length
 from rssm.stepsizes.base import StepStall
 
@@ -100,10 +101,10 @@ class Signals:
             return {(): slice(None)}
         p = ctx.shape[1]
         if self._split is None:
-            sizes = [len(a) for a in np.array_split(np.arange(p), ctx.n_blocks)]
-            self._split = np.concatenate([[0], np.cumsum(sizes)])
-        cols = np.arange(p)[ctx.columns]
-        bid = np.searchsorted(self._split, cols, side="right") - 1
+            self._split = np.empty(p, dtype=int)       # column -> its block
+            for b, cols in enumerate(Partition.uniform(p, ctx.n_blocks).blocks):
+                self._split[cols] = b
+        bid = self._split[np.arange(p)[ctx.columns]]
         return {int(b): bid == b for b in np.unique(bid)}
 
     def add(self, ctx) -> None:
@@ -131,11 +132,9 @@ class Signals:
             return math.nan
         d2 = m2 = 0.0
         for q in self.bundles.values():
-            flat = np.stack(list(q))
-            gram = flat @ flat.T
-            sq, _ = min_norm_point(gram)
+            sq, mean_norm, _ = least_norm(q)
             d2 += sq
-            m2 += float(np.mean(np.sqrt(np.maximum(np.diag(gram), 0.0)))) ** 2
+            m2 += mean_norm**2
         return math.sqrt(d2 / m2) if m2 > 0 else 0.0
 
     def clear_bundles(self) -> None:
@@ -418,21 +417,6 @@ def compare(names, cells, seeds, grid_csv) -> None:
                   + f" its {its}", flush=True)
 
 
-class PolyakGivenLevel(StepSize):
-    """gamma = kappa (f(X_k) - f*) / g^2 with f* given (``--polyak-level``)."""
-
-    def __init__(self, f_star: float, kappa: float = 1.0):
-        self.f_star, self.kappa = float(f_star), float(kappa)
-        self.reset()
-
-    def reset(self) -> None:
-        self._mean = GradMean()
-
-    def __call__(self, k, ctx):
-        gap = ctx.cost - self.f_star
-        return max(self.kappa * gap / self._mean(ctx), 1e-300)
-
-
 def polyak_level(cells, seeds, grid_csv, kappas=(1.0, 0.5)) -> None:
     from benchmarks.stepsizes import _problems, best_grid_points, first_at, run_rule
 
@@ -450,7 +434,7 @@ def polyak_level(cells, seeds, grid_csv, kappas=(1.0, 0.5)) -> None:
             f_star = float(np.min(ref["cost"]))
             ref8, ref10 = first_at(ref, 1e-8), first_at(ref, 1e-10)
             for kappa in kappas:
-                run = run_rule(prob, x0, key, PolyakGivenLevel(f_star, kappa), epochs, seed)
+                run = run_rule(prob, x0, key, Polyak(f_star, scale=kappa), epochs, seed)
                 for out, hit, r in zip(rows[kappa], (first_at(run, 1e-8), first_at(run, 1e-10)),
                                        (ref8, ref10), strict=True):
                     out.append("-" if hit is None or r is None else f"{hit[0] / r[0]:.2f}")

@@ -69,7 +69,7 @@ import numpy as np
 from rssm.solvers.minnorm import min_norm_point
 
 __all__ = ["Certificate", "GoldsteinTest", "CANCEL", "VANISH", "WINDOW", "PROBE_LENGTHS",
-           "probe"]
+           "probe", "least_norm"]
 
 #: delta / (mean norm of the bundle's vectors) at most this: the subgradients cancel.
 CANCEL = 0.25
@@ -112,6 +112,15 @@ class Certificate:
         return (f"iterates within {self.radius:.2g} ||X||; least convex combination of the "
                 f"recent subgradients {self.cancel:.2g} of their norm, "
                 f"{self.vanish:.2g} of the largest")
+
+
+def least_norm(vecs) -> tuple[float, float, np.ndarray]:
+    """For one bundle of vectors: the squared least norm of their convex combinations
+    (`min_norm_point`), the mean of their norms, and the weights of the least one."""
+    flat = np.stack([np.ravel(v) for v in vecs])
+    gram = flat @ flat.T
+    sq, lam = min_norm_point(gram)
+    return sq, float(np.mean(np.sqrt(np.maximum(np.diag(gram), 0.0)))), lam
 
 
 class _Bundle:
@@ -210,12 +219,10 @@ class GoldsteinTest:
             keep = [v for v, it in zip(b.vecs, b.iters, strict=True) if it >= old]
             if not keep:
                 return None              # a pair not visited in the window
-            flat = np.stack([v.ravel() for v in keep])
-            gram = flat @ flat.T
-            sq, lam = min_norm_point(gram)
+            sq, mean_norm, lam = least_norm(keep)
             b.weights = (keep, lam)
             d2 += sq
-            mean2 += float(np.mean(np.sqrt(np.maximum(np.diag(gram), 0.0)))) ** 2
+            mean2 += mean_norm**2
             ref2 += b.max_norm**2
         delta = math.sqrt(d2)
         cancel = delta / math.sqrt(mean2) if mean2 > 0 else 0.0
