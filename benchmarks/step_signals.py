@@ -5,6 +5,7 @@ item 5; docs/stepsizes.md, "Rules that read the subgradients").
     python -m benchmarks.step_signals [--seeds 3] [--candidates NAME ...] [--cells ...]
     python -m benchmarks.step_signals --polyak-level [--seeds 3] [--cells ...]
     python -m benchmarks.step_signals --scale [--seeds 3] [--cells ...]
+    python -m benchmarks.step_signals --per-sweep          # from the grid CSV, no runs
 
 Auto's RSSM rule reads only whether f decreased. Two other signals are free, from the
 subgradients the solver computes anyway (`rssm.stepsizes.StepContext.direction`):
@@ -42,6 +43,16 @@ as half an iteration, as `benchmarks.rssm_rule` does) over the best grid point's
   at 3 times the cap, kept as a virtual length that the steps meet once it has decayed
   below the cap, and gamma = t / g_0 with g_0 fixed at the first estimate (see
   ``--scale``);
+* ``certificate restart, fixed scale, per sweep``: the same with beta = 0.6 per sweep of
+  all binom(l, 2) block pairs (0.77 per epoch at l = 3, 0.88 at l = 5; see
+  ``--per-sweep``);
+* ``cosine, fixed scale``: ``cosine`` with gamma = t / g_0, as the last two (does the
+  scale explain why cosine control freezes on ODL?);
+* ``switch by the first search``: Auto's first Armijo search decides. Where it accepts a
+  length below an eighth of the cap (the start is close to a solution: DPCP's spectral
+  start), ``cosine, fixed scale`` goes on; where it accepts a longer one (ODL's and l1
+  Procrustes' random starts), ``certificate restart, fixed scale, per sweep``; the
+  ``0.7 per sweep`` variant decays by 0.7 per sweep in that branch;
 * ``cosine then auto``: ``cosine`` until the cancel ratio exceeds 0.6, then Auto's rule;
 * ``batched success``: Auto's success rule with its factors applied once every 2
   epochs (a constant length within the batch).
@@ -58,6 +69,9 @@ worse than the level itself.
 running estimate g_k of ||grad f(X_k)|| (gamma_k = t_k / g_k, what Auto and the
 candidates do), and as that length over the first estimate g_0 only.
 
+``--per-sweep`` reads the grid CSV only: each instance's best decay per epoch, and the
+same as a decay per *sweep* of all block pairs (binom(l, 2) iterations; one for RSM).
+
 Iteration counts do not depend on the machine's load; no timing is taken here.
 """
 
@@ -71,7 +85,7 @@ import sys
 
 import numpy as np
 
-from rssm.blocks import Partition
+from rssm.blocks import Partition, epoch_iterations, pair_count
 from rssm.solvers.certificate import least_norm
 from rssm.stepsizes import Auto, Geometric, Polyak, StepSize
 from rssm.stepsizes._common import GradMean, max_gamma, max_step_length
@@ -142,22 +156,32 @@ class Signals:
 
 
 class _Candidate(Auto):
-    """Auto's first search, mean and cap, with `Signals` fed every iteration."""
+    """Auto's first search, mean and cap, with `Signals` fed every iteration.
 
-    def __init__(self, w: int = 3, **kw):
+    ``fixed_scale``: gamma = t / g_0, g_0^2 the first estimate of ||grad f||^2, instead
+    of Auto's running mean (see ``--scale``).
+    """
+
+    def __init__(self, w: int = 3, fixed_scale: bool = False, **kw):
         self.signals = Signals(w)
+        self.fixed_scale = fixed_scale
         super().__init__(**kw)
 
     def reset(self) -> None:
         super().reset()
         self.signals.reset()
+        self._g0 = None
 
     def _begin(self, k, ctx):
         f = ctx.cost
         if not math.isfinite(f):
             raise StepStall(f"f(X_{k}) = {f} is not finite")
         self.signals.add(ctx)
-        return f, math.sqrt(self._mean(ctx))
+        g = math.sqrt(self._mean(ctx))
+        if self.fixed_scale:
+            self._g0 = g if self._g0 is None else self._g0
+            g = self._g0
+        return f, g
 
     def _end(self, ctx, g: float) -> float:
         self._t = min(self._t, max_gamma(ctx) * g)
@@ -206,14 +230,14 @@ class CertificateRestart(_Candidate):
 
     ``at_cap``: the first length and every restart at the cap (times ``plateau`` when
     given: a virtual length above the cap, which the steps meet only once it has decayed
-    below it); ``fixed_scale``: gamma = t / g_0, g_0^2 the first estimate of
-    ||grad f||^2, instead of Auto's running mean.
+    below it); ``per_sweep``: ``beta`` is the decay per sweep of all binom(l, 2) block
+    pairs instead of per epoch (per epoch beta^(l/2 / binom(l, 2)) = beta^(1/(l-1))).
     """
 
     def __init__(self, beta=0.5, hi=0.8, slow=2 / 3, every=2.0, at_cap=False,
-                 plateau=None, fixed_scale=False, **kw):
+                 plateau=None, per_sweep=False, **kw):
         self.beta0, self.hi, self.slow, self.every = beta, hi, slow, every
-        self.at_cap, self.plateau, self.fixed_scale = at_cap, plateau, fixed_scale
+        self.at_cap, self.plateau, self.per_sweep = at_cap, plateau, per_sweep
         super().__init__(**kw)
 
     def _first(self, ctx, f, g):
@@ -226,7 +250,6 @@ class CertificateRestart(_Candidate):
         self.beta = self.beta0
         self._since = 0
         self.restarts = 0
-        self._g0 = None
 
     def _end(self, ctx, g: float) -> float:
         if self.plateau is None:
@@ -235,11 +258,10 @@ class CertificateRestart(_Candidate):
 
     def __call__(self, k, ctx):
         f, g = self._begin(k, ctx)
-        if self.fixed_scale:
-            self._g0 = g if self._g0 is None else self._g0
-            g = self._g0
         if not self._started:
             self._started = True
+            if self.per_sweep:
+                self.beta = self.beta0 ** (ctx.epoch / ctx.n_pairs)
             self._t = self._first(ctx, f, g)
             return self._end(ctx, g)
         self._t *= self.beta ** (1.0 / ctx.epoch)
@@ -281,6 +303,32 @@ class CosineThenAuto(CosineControl):
         return gamma
 
 
+class FirstSearchSwitch(StepSize):
+    """``switch by the first search`` of the module docstring: cosine control (fixed
+    scale) where Auto's first Armijo search accepts a length below ``frac`` of the cap (a
+    start close to a solution, as DPCP's spectral one), else the certificate restart
+    (fixed scale, ``beta`` per sweep, from 3 times the cap)."""
+
+    def __init__(self, beta: float = 0.6, frac: float = 0.125):
+        self.beta, self.frac = beta, frac
+        self.reset()
+
+    def reset(self) -> None:
+        self.near = CosineControl(fixed_scale=True)
+        self.far = CertificateRestart(beta=self.beta, slow=0.5, at_cap=True, plateau=3.0,
+                                      fixed_scale=True, per_sweep=True)
+        self.rule: StepSize | None = None
+
+    def __call__(self, k, ctx):
+        if self.rule is None:
+            gamma = self.near(k, ctx)              # the first search (trials at k = 0)
+            if self.near._t < self.frac * max_step_length(ctx):
+                self.rule = self.near
+                return gamma
+            self.rule = self.far
+        return self.rule(k, ctx)
+
+
 class BatchedSuccess(Auto):
     """``batched success`` of the module docstring."""
 
@@ -320,6 +368,11 @@ CANDIDATES = {
                                                                    at_cap=True),
     "certificate restart, fixed scale": lambda: CertificateRestart(
         beta=0.6, slow=0.5, at_cap=True, plateau=3.0, fixed_scale=True),
+    "certificate restart, fixed scale, per sweep": lambda: CertificateRestart(
+        beta=0.6, slow=0.5, at_cap=True, plateau=3.0, fixed_scale=True, per_sweep=True),
+    "cosine, fixed scale": lambda: CosineControl(fixed_scale=True),
+    "switch by the first search": lambda: FirstSearchSwitch(),
+    "switch by the first search, 0.7 per sweep": lambda: FirstSearchSwitch(beta=0.7),
     "cosine then auto": lambda: CosineThenAuto(),
     "batched success": lambda: BatchedSuccess(),
 }
@@ -512,6 +565,36 @@ def scale(cells, seeds, grid_csv) -> None:
               f"point's run: {growth}", flush=True)
 
 
+def _blocks_of(method: str) -> int:
+    """l of a benchmark method key: 1 for "rsm", l for "rssm-l<l>"."""
+    return 1 if method == "rsm" else int(method.rsplit("l", 1)[1])
+
+
+def sweep_decays(grid_csv: str) -> dict:
+    """(problem, method) -> (betas per epoch, the same as decays per sweep) of each seed's
+    best grid point. A sweep is binom(l, 2) iterations (every block pair once; one
+    iteration for RSM), an epoch l/2 (`rssm.blocks.epoch_iterations`), so a decay beta per
+    epoch is beta^(binom(l, 2) / (l/2)) = beta^(l-1) per sweep."""
+    from benchmarks.stepsizes import best_grid_points
+
+    out: dict = {}
+    for (name, method, _seed), (_t, beta, _its) in sorted(best_grid_points(grid_csv).items()):
+        ell = _blocks_of(method)
+        power = pair_count(ell) / epoch_iterations(ell)
+        per_epoch, per_sweep = out.setdefault((name, method), ([], []))
+        per_epoch.append(beta)
+        per_sweep.append(beta**power)
+    return out
+
+
+def per_sweep(grid_csv: str, problems=("dpcp", "odl", "l1_procrustes")) -> None:
+    """Print `sweep_decays` for ``problems``: the range over the seeds."""
+    for (name, method), (ep, sw) in sweep_decays(grid_csv).items():
+        if name in problems:
+            print(f"{name} {method}: best beta per epoch {min(ep):.2f}-{max(ep):.2f}, "
+                  f"per sweep {min(sw):.2f}-{max(sw):.2f} ({len(ep)} seeds)", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.step_signals",
                                  description=__doc__.split("\n\n")[0])
@@ -520,6 +603,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="Polyak's step with f* given, instead")
     ap.add_argument("--scale", action="store_true",
                     help="the best grid point over three normalizations, instead")
+    ap.add_argument("--per-sweep", action="store_true",
+                    help="the best grid points' decays per sweep of the block pairs, instead")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--candidates", nargs="*", default=list(CANDIDATES),
                     choices=list(CANDIDATES))
@@ -529,7 +614,9 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.exists(args.grid_csv):
         print(f"no grid CSV at {args.grid_csv}: run python -m benchmarks.stepsizes first")
         return 1
-    if args.signals:
+    if args.per_sweep:
+        per_sweep(args.grid_csv)
+    elif args.signals:
         signals(args.grid_csv)
     elif args.scale:
         scale(args.cells, list(range(1, args.seeds + 1)), args.grid_csv)

@@ -177,6 +177,64 @@ def test_step_signals_candidates_run_on_a_small_problem(monkeypatch, small_dpcp)
     f0 = small_dpcp.cost(x0)
     for name, make in mod.CANDIDATES.items():
         for method, opts in (("rssm", {"n_blocks": 4}), ("rsm", {})):
-            res = rssm.minimize(small_dpcp, x0, method=method, stepsize=make(), max_iter=40,
+            res = rssm.minimize(small_dpcp, x0, method=method, stepsize=make(), max_iter=120,
                                 seed=0, options=opts)
             assert res.fun < f0, (name, method)
+
+
+def test_step_signals_decay_per_sweep(monkeypatch):
+    """A decay beta per epoch (l/2 iterations) is beta^(l-1) per sweep of the binom(l, 2)
+    block pairs, and beta itself for RSM (a sweep is one iteration)."""
+    mod = _signals_module(monkeypatch)
+    import benchmarks.stepsizes as bench
+
+    grid = {("odl", "rsm", 1): (100.0, 0.6, 35), ("odl", "rssm-l3", 1): (10.0, 0.8, 104),
+            ("odl", "rssm-l5", 1): (3.0, 0.9, 394), ("odl", "rssm-l5", 2): (3.0, 0.95, 681)}
+    monkeypatch.setattr(bench, "best_grid_points", lambda path: grid)
+    out = mod.sweep_decays("unused.csv")
+    assert out[("odl", "rsm")] == ([0.6], [pytest.approx(0.6, rel=1e-12)])
+    assert out[("odl", "rssm-l3")][1] == [pytest.approx(0.64, rel=1e-12)]
+    assert out[("odl", "rssm-l5")][0] == [0.9, 0.95]
+    assert out[("odl", "rssm-l5")][1] == [pytest.approx(0.9**4, rel=1e-12),
+                                          pytest.approx(0.95**4, rel=1e-12)]
+
+
+def test_step_signals_per_sweep_restart_and_first_search_switch(monkeypatch, small_dpcp,
+                                                                 small_odl):
+    """The per-sweep certificate restart decays by beta^(epoch / n_pairs) per epoch; the
+    switch takes cosine control after DPCP's spectral start (its first search accepts a
+    short step) and the certificate restart after ODL's random one."""
+    import rssm
+
+    mod = _signals_module(monkeypatch)
+    rule = mod.CertificateRestart(beta=0.6, at_cap=True, plateau=3.0, fixed_scale=True,
+                                  per_sweep=True)
+    rssm.minimize(small_dpcp, small_dpcp.initial_point(0), method="rssm", stepsize=rule,
+                  max_iter=1, seed=0, options={"n_blocks": 4})
+    assert rule.beta == pytest.approx(0.6 ** (2.0 / 6.0), rel=1e-12)   # l = 4: 2 / 6
+    for prob, branch in ((small_dpcp, "near"), (small_odl, "far")):
+        switch = mod.FirstSearchSwitch()
+        x0 = prob.initial_point(0)
+        res = rssm.minimize(prob, x0, method="rssm", stepsize=switch, max_iter=60, seed=0,
+                            options={"n_blocks": 3})
+        assert switch.rule is getattr(switch, branch), branch
+        assert res.fun < prob.cost(x0)
+
+
+def test_valley_stalls_descent_steps_tell_a_minimizer_from_a_start(monkeypatch, small_dpcp):
+    """benchmarks.valley_stalls' check: subgradient steps never lower f at a converged
+    point (the steps overshoot a sharp minimizer) and do lower it at the start."""
+    import rssm
+
+    if not (ROOT / "benchmarks" / "valley_stalls.py").exists():
+        pytest.skip("benchmarks/ is not part of this checkout")
+    monkeypatch.syspath_prepend(str(ROOT))
+    import benchmarks.valley_stalls as mod
+
+    x0 = small_dpcp.initial_point(0)
+    res = rssm.minimize(small_dpcp, x0, method="rsm", seed=0)
+    assert res.success and small_dpcp.error(res.x) < 1e-9
+    assert mod.descent_steps(small_dpcp, res.x) == (0.0, None)
+    assert all(v > 0 for v in mod.line(small_dpcp, res.x))
+    best, hit = mod.descent_steps(small_dpcp, x0, first=1e-3)
+    assert best < -1e-6 and hit is not None

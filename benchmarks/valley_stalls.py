@@ -1,0 +1,109 @@
+"""Runs the convergence test calls converged though X is not a minimizer (docs/convergence.md,
+"Limits, and the probe").
+
+    python -m benchmarks.valley_stalls
+
+On ODL with RSSM, a step that shrinks while X crosses a narrow valley can stop X there, at
+error 0.06-0.44 from the dictionary. The recent partial subgradients cancel across the
+valley as much as they do at the dictionary (the certificate's ``cancel`` 0.10-0.19,
+inside the 0.01-0.24 of the runs that did reach it), no move along the bundle's aggregate
+lowers f (the probe passes), and ``minimize`` returns ``success=True``. For each such run
+and for converged runs beside them, this prints the verdict, the error, ``cancel``, and
+what two further checks find from the returned X:
+
+* a step along the negative Riemannian subgradient of lengths 1e-8 to 1e-2 ||X||_F (the
+  change of f, relative: at both kinds of point it rises);
+* ``k`` plain subgradient steps of lengths 1e-2 ||X||_F 0.7^i, i < k (the least f
+  reached, relative to f(X), and the step that first lowered f): the zigzag of a
+  subgradient method finds the valley's slope at two of the three stalls within 9 steps
+  and never lowers f at a minimizer; with k = 600 and factor 0.99 it lowers f at all
+  three stalls (none is a local minimizer) and still at no minimizer.
+
+Iteration counts and verdicts do not depend on the machine's load; no timing is taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+
+#: (problem, blocks, seed, rule): three stalls, and converged runs on the same problems.
+CASES = (
+    ("odl", 5, 1, "auto"),
+    ("odl", 3, 2, "switch by the first search"),
+    ("odl", 3, 4, "switch by the first search"),
+    ("odl", 3, 1, "auto"),
+    ("odl", 5, 3, "auto"),
+    ("dpcp", 5, 1, "auto"),
+    ("l1_procrustes", 5, 1, "auto"),
+)
+
+
+def _rule(name: str):
+    from benchmarks.step_signals import CANDIDATES
+    from rssm.stepsizes import Auto
+
+    return Auto() if name == "auto" else CANDIDATES[name]()
+
+
+def descent_steps(prob, x: np.ndarray, k: int = 12, first: float = 1e-2,
+                  factor: float = 0.7) -> tuple[float, int | None]:
+    """k subgradient steps from x, lengths first ||X||_F factor^i: (least f over f(x) - 1,
+    the step that first lowered f by more than 1e-12 |f(x)|, or None)."""
+    from rssm import stiefel
+
+    f0 = float(prob.cost(x))
+    scale = math.sqrt(x.shape[1])
+    y, best, hit = x.copy(), f0, None
+    for i in range(k):
+        g = prob.riemannian_subgradient(y)
+        y = stiefel.polar(y - (first * scale * factor**i) * g / np.linalg.norm(g))
+        fy = float(prob.cost(y))
+        best = min(best, fy)
+        if hit is None and fy < f0 - 1e-12 * abs(f0):
+            hit = i + 1
+    return best / f0 - 1.0, hit
+
+
+def line(prob, x: np.ndarray, lengths=(1e-8, 1e-6, 1e-4, 1e-2)) -> list[float]:
+    """f along -grad f(X) at ``lengths`` ||X||_F, relative to f(X)."""
+    from rssm import stiefel
+
+    f0 = float(prob.cost(x))
+    g = prob.riemannian_subgradient(x)
+    d = -g / np.linalg.norm(g)
+    scale = math.sqrt(x.shape[1])
+    return [float(prob.cost(stiefel.polar(x + t * scale * d))) / f0 - 1.0 for t in lengths]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.valley_stalls",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--max-iter", type=int, default=3000)
+    args = ap.parse_args(argv)
+    import rssm
+    from benchmarks.stepsizes import _problems
+
+    probs = _problems()
+    for name, ell, seed, rule in CASES:
+        prob, x0 = probs[name][0](seed)
+        res = rssm.minimize(prob, x0, method="rssm", stepsize=_rule(rule), seed=seed,
+                            max_iter=args.max_iter, options={"n_blocks": ell})
+        cert = res.certificate
+        best, hit = descent_steps(prob, res.x)
+        long_best, _ = descent_steps(prob, res.x, k=600, factor=0.99)
+        print(f"{name} l={ell} seed {seed} {rule}: success {res.success} after "
+              f"{res.n_iter} its, error {prob.error(res.x):.1e}, cancel "
+              f"{cert.cancel if cert else math.nan:.2g}; along -grad f "
+              + " ".join(f"{v:+.1e}" for v in line(prob, res.x))
+              + f"; 12 subgradient steps: least f {best:+.1e} (first lower at step {hit})"
+              + f"; 600 steps (factor 0.99): least f {long_best:+.1e}",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
