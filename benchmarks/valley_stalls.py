@@ -1,23 +1,23 @@
-"""Runs the convergence test calls converged though X is not a minimizer (docs/convergence.md,
-"Limits, and the probe").
+"""Verdicts of convergence at points that are not minimizers, and the check that catches
+them (docs/convergence.md, "A stall part 2 cannot tell from a minimizer, and the zigzag
+check").
 
     python -m benchmarks.valley_stalls
 
 On ODL with RSSM, a step that shrinks while X crosses a narrow valley can stop X there, at
 error 0.06-0.44 from the dictionary. The recent partial subgradients cancel across the
 valley as much as they do at the dictionary (the certificate's ``cancel`` 0.10-0.19,
-inside the 0.01-0.24 of the runs that did reach it), no move along the bundle's aggregate
-lowers f (the probe passes), and ``minimize`` returns ``success=True``. For each such run
-and for converged runs beside them, this prints the verdict, the error, ``cancel``, and
-what two further checks find from the returned X:
+inside the range of the runs that did reach it), and no move along the bundle's
+aggregate lowers f (the line probe passes). For each case this runs `rssm.minimize` twice,
+with the zigzag check off (``options={"verify_steps": 0}``: the verdict as it was before
+the check) and as the defaults have it (24 steps with blocks), and prints both verdicts,
+the error, ``cancel``, and from the point the unchecked run returned:
 
-* a step along the negative Riemannian subgradient of lengths 1e-8 to 1e-2 ||X||_F (the
-  change of f, relative: at both kinds of point it rises);
-* ``k`` plain subgradient steps of lengths 1e-2 ||X||_F 0.7^i, i < k (the least f
-  reached, relative to f(X), and the step that first lowered f): the zigzag of a
-  subgradient method finds the valley's slope at two of the three stalls within 9 steps
-  and never lowers f at a minimizer; with k = 600 and factor 0.99 it lowers f at all
-  three stalls (none is a local minimizer) and still at no minimizer.
+* f along the negative Riemannian subgradient at lengths 1e-8 to 1e-2 ||X||_F (relative
+  to f(X): it rises at stalls and at solutions alike);
+* the least f of 12 plain subgradient steps of lengths 1e-2 ||X||_F 0.7^i, and the step
+  that first lowered it; and of 600 steps with factor 0.99 (none is a local minimizer:
+  the long run lowers f at all three stalls, and at no solution).
 
 Iteration counts and verdicts do not depend on the machine's load; no timing is taken.
 """
@@ -91,12 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     for name, ell, seed, rule in CASES:
         prob, x0 = probs[name][0](seed)
         res = rssm.minimize(prob, x0, method="rssm", stepsize=_rule(rule), seed=seed,
-                            max_iter=args.max_iter, options={"n_blocks": ell})
+                            max_iter=args.max_iter,
+                            options={"n_blocks": ell, "verify_steps": 0})
+        checked = rssm.minimize(prob, x0, method="rssm", stepsize=_rule(rule), seed=seed,
+                                max_iter=args.max_iter, options={"n_blocks": ell})
         cert = res.certificate
         best, hit = descent_steps(prob, res.x)
         long_best, _ = descent_steps(prob, res.x, k=600, factor=0.99)
-        print(f"{name} l={ell} seed {seed} {rule}: success {res.success} after "
-              f"{res.n_iter} its, error {prob.error(res.x):.1e}, cancel "
+        print(f"{name} l={ell} seed {seed} {rule}: unchecked success {res.success} after "
+              f"{res.n_iter} its, error {prob.error(res.x):.1e}; checked success "
+              f"{checked.success} after {checked.n_iter} its ({checked.stop_reason.value}), "
+              f"error {prob.error(checked.x):.1e}; unchecked cancel "
               f"{cert.cancel if cert else math.nan:.2g}; along -grad f "
               + " ".join(f"{v:+.1e}" for v in line(prob, res.x))
               + f"; 12 subgradient steps: least f {best:+.1e} (first lower at step {hit})"

@@ -200,3 +200,38 @@ def test_stop_messages_name_the_default_rule_as_the_user_wrote_it():
     assert _rule_name(Auto()) == 'the default step-size rule (stepsize="auto")'
     assert _rule_name(Auto(grow=2.0)).startswith("the step-size rule Auto(")
     assert _rule_name(Geometric(1.0, 0.5)) == "the step-size rule Geometric(mu0=1, beta=0.5)"
+
+
+def test_a_valley_stall_on_odl_is_not_called_converged():
+    """Paper ODL, seed 7, RSSM with 3 blocks and the default rule: the block steps shrink
+    in a valley at error 0.02, where the recent subgradients cancel as at a minimizer and
+    the line probe finds no descent. The zigzag check (24 subgradient steps) finds f lower
+    along the valley, so the run is not called converged; with the check off it is (the
+    verdict this check exists to catch)."""
+    from rssm.experiments.configs import PROBLEMS
+
+    prob, x0 = PROBLEMS["odl"].build(7)
+    checked = rssm.minimize(prob, x0, method="rssm", seed=7, options={"n_blocks": 3})
+    assert not checked.success and checked.stop_reason is StopReason.MAX_ITER
+    assert 1e-3 < checked.error < 0.1
+    unchecked = rssm.minimize(prob, x0, method="rssm", seed=7,
+                              options={"n_blocks": 3, "verify_steps": 0})
+    assert unchecked.success and unchecked.n_iter < 500
+    assert unchecked.error == pytest.approx(checked.error, rel=0.1)
+
+
+def test_the_zigzag_check_is_opt_in_for_rsm_and_confirms_true_verdicts(small_dpcp):
+    """RSM runs skip the check unless asked (options={"verify_steps": n}); where the run
+    did converge the check confirms it: same iterations, verdict and bits, n more cost
+    evaluations."""
+    plain = rssm.minimize(small_dpcp, method="rsm", seed=0)
+    checked = rssm.minimize(small_dpcp, method="rsm", seed=0, options={"verify_steps": 24})
+    assert plain.success and checked.success and plain.n_iter == checked.n_iter
+    np.testing.assert_array_equal(plain.x, checked.x)
+    assert checked.n_cost == plain.n_cost + 24
+    blocks = rssm.minimize(small_dpcp, method="rssm", seed=0)
+    no_check = rssm.minimize(small_dpcp, method="rssm", seed=0, options={"verify_steps": 0})
+    assert blocks.success and no_check.success and blocks.n_iter == no_check.n_iter
+    assert blocks.n_cost == no_check.n_cost + 24
+    with pytest.raises(ValueError, match="verify_steps"):
+        rssm.minimize(small_dpcp, options={"verify_steps": -1})

@@ -214,7 +214,7 @@ def minimize(
         setup = time.perf_counter() - t0
         res = run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
                   observers=tuple(observers), snapshot=kw["callback"] is not None,
-                  settings=settings, setup_time=setup)
+                  settings=settings, setup_time=setup, verify=opts.verify_steps)
     res.threads = rt.describe()
     return res
 

@@ -23,7 +23,13 @@ from rssm import stiefel
 from rssm._validation import describe
 from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver
-from rssm.solvers.certificate import PROBE_LENGTHS, Certificate, GoldsteinTest, probe
+from rssm.solvers.certificate import (
+    PROBE_LENGTHS,
+    Certificate,
+    GoldsteinTest,
+    probe,
+    zigzag,
+)
 from rssm.solvers.record import Observer, Record, TraceRecorder
 from rssm.stepcontext import StepContext
 from rssm.stepsizes import StepSize, StepStall, make_auto
@@ -149,6 +155,7 @@ def run(
     threads: str | int | None = None,
     settings: dict[str, Any] | None = None,
     setup_time: float = 0.0,
+    verify: int | None = None,
 ) -> Result:
     """Run ``solver`` from its state until ``stop`` fires; return a `rssm.Result`.
 
@@ -179,26 +186,30 @@ def run(
         ``seed``, ``selection`` and other settings copied into the Result.
     setup_time : float
         Seconds already spent building the solver (added to the solver time).
+    verify : int, optional
+        Steps of the check of a verdict of convergence
+        (`rssm.solvers.certificate.zigzag`); default 24 with blocks, 0 for RSM.
     """
     if threads is not None:
         with RunThreads(threads) as rt:
             res = _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
-                       settings or {}, setup_time)
+                       settings or {}, setup_time, verify)
         res.threads = rt.describe()
         return res
     return _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
-                settings or {}, setup_time)
+                settings or {}, setup_time, verify)
 
 
 def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, settings,
-         setup_time) -> Result:
+         setup_time, verify=None) -> Result:
     opts = record if isinstance(record, Record) else Record(every=record or 10)
     st = solver.state
     st.time = setup_time
     problem, oracle = solver.problem, st.oracle
     n, p = st.x.shape
     rec = TraceRecorder(problem, opts, opts.every or 10, snapshot)
-    cert = GoldsteinTest(tol, p, solver.n_pairs if solver.n_blocks > 1 else 1) if tol else None
+    cert = (GoldsteinTest(tol, p, solver.n_pairs if solver.n_blocks > 1 else 1, verify=verify)
+            if tol else None)
     trial = _Trial(solver)
     ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=st.cost, trial=trial,
                       best=lambda: st.best_fun)
@@ -342,7 +353,12 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     if c is None or not c.converged or c.probed:
         return c
     st.n_cost += len(PROBE_LENGTHS)
-    if probe(solver.problem, st.x, cert.aggregate(st.x.shape), st.oracle, st.cost()):
+    ok = probe(solver.problem, st.x, cert.aggregate(st.x.shape), st.oracle, st.cost())
+    if ok and cert.verify:
+        ok, taken = zigzag(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify)
+        st.n_cost += taken
+        st.flops += taken * st.oracle.flops_subgradient()
+    if ok:
         cert.confirm()
     else:
         cert.refute()

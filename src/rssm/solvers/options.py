@@ -34,9 +34,29 @@ DEFAULT_MAX_ITER = DEFAULT_MAX_EPOCHS
 DEFAULT_TOL = 1e-10
 
 
+def _check_verify(value) -> None:
+    if value is not None:
+        as_int(value, "verify_steps", minimum=0)
+
+
 @dataclass(frozen=True)
 class RSMOptions:
-    """RSM has no options of its own."""
+    """Options of RSM.
+
+    Parameters
+    ----------
+    verify_steps : int, optional
+        Subgradient steps of the check that confirms a verdict of convergence before the
+        run stops (`rssm.solvers.certificate.zigzag`; 0 turns it off). Default 0 for RSM:
+        on the paper's DPCP the check would add more than half of a default RSM run; on
+        the paper's ODL it withdrew the verdict of 1 default RSM run in 15
+        (docs/convergence.md, "the zigzag check").
+    """
+
+    verify_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_verify(self.verify_steps)
 
     def epoch_iterations(self, p: int) -> float:
         return 1.0
@@ -55,14 +75,20 @@ class RSSMOptions:
         A partition of the columns (blocks may differ in size); overrides ``n_blocks``.
     selection : {"uniform", "cyclic", "shuffled"} or PairSelector
         Block-pair rule; "uniform" is the paper's.
+    verify_steps : int, optional
+        Subgradient steps of the check that confirms a verdict of convergence before the
+        run stops (`rssm.solvers.certificate.zigzag`; 0 turns it off). Default
+        `rssm.solvers.certificate.ZIGZAG_STEPS` (24).
     """
 
     n_blocks: int | None = None
     partition: Partition | Sequence[Sequence[int]] | None = None
     selection: str | PairSelector = "uniform"
+    verify_steps: int | None = None
 
     def __post_init__(self) -> None:
         make_selector(self.selection)         # a bad name fails here, at the door
+        _check_verify(self.verify_steps)
         if self.n_blocks is not None:
             as_int(self.n_blocks, "n_blocks")
 
