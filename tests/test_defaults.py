@@ -235,3 +235,25 @@ def test_the_zigzag_check_is_opt_in_for_rsm_and_confirms_true_verdicts(small_dpc
     assert blocks.n_cost == no_check.n_cost + 24
     with pytest.raises(ValueError, match="verify_steps"):
         rssm.minimize(small_dpcp, options={"verify_steps": -1})
+
+
+def test_the_zigzag_check_puts_the_iterate_and_the_oracle_back():
+    """The check moves the solver's iterate through the oracle (so data problems keep
+    their layout) and puts both back: X bit for bit, and the oracle's cost and
+    subgradient there; without an oracle it works on copies, with the same verdict."""
+    from rssm.solvers.certificate import zigzag
+
+    rng = np.random.default_rng(3)
+    pts = rng.standard_normal((600, 10))
+    pts[:400, 6:] = 0.0
+    prob = DPCP(rssm.data.samples(pts, chunk_size=200), p=4)
+    x = prob.initial_point(0)
+    keep = x.copy()
+    oracle = prob.make_oracle(x, None)
+    f, g = oracle.cost(), oracle.subgradient().copy()
+    verdict = zigzag(prob, x, oracle, steps=6)
+    np.testing.assert_array_equal(x, keep)
+    assert oracle.cost() == f
+    np.testing.assert_array_equal(oracle.subgradient(), g)
+    assert verdict == (False, 1)          # the start is no minimizer: the first step is lower
+    assert zigzag(prob, keep.copy(), None, steps=6) == verdict

@@ -167,17 +167,16 @@ class GoldsteinTest:
         Block pairs (1 for RSM).
     window : int
         Subgradients per bundle.
-    verify : int, optional
-        Steps of the `zigzag` check that confirms a verdict (0: none); default
-        `ZIGZAG_STEPS` with block pairs, 0 for RSM.
+    verify : int
+        Steps of the `zigzag` check that confirms a verdict (0: none; the solver loop
+        passes `ZIGZAG_STEPS` for RSSM, 0 for RSM, unless told otherwise).
     """
 
     def __init__(self, tol: float, p: int, n_pairs: int = 1, window: int = WINDOW,
-                 verify: int | None = None):
+                 verify: int = 0):
         self.tol = float(tol)
-        #: Steps of the `zigzag` check of a verdict (0: none); default `ZIGZAG_STEPS`
-        #: with block pairs, 0 for RSM.
-        self.verify = (ZIGZAG_STEPS if n_pairs > 1 else 0) if verify is None else int(verify)
+        #: Steps of the `zigzag` check of a verdict (0: none).
+        self.verify = int(verify)
         self._scale = math.sqrt(p)
         self.limit = self.tol * self._scale
         self.n_pairs = max(1, int(n_pairs))
@@ -335,25 +334,59 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
            steps: int = ZIGZAG_STEPS) -> tuple[bool, int]:
     """(True when none of ``steps`` plain Riemannian subgradient steps from X, of lengths
     `ZIGZAG_FIRST` ||X||_F `ZIGZAG_FACTOR`^i, lowers f below ``f0`` = f(X) by more than
-    rounding; the number of steps taken). The iterate ``x`` is not modified; the
-    subgradients are the problem's (``problem.riemannian_subgradient``), the costs as in
-    `probe`."""
+    rounding; the number of steps taken).
+
+    With an ``oracle`` (bound to ``x``, the solver's iterate) the steps are taken by the
+    oracle itself: ``x`` is moved in place, the oracle told (``update(None)``), and both
+    are put back at the end, so data problems keep their layout (a Dask oracle computes on
+    its workers; nothing of the data's size comes back). Without one, ``problem``'s cost
+    and Riemannian subgradient are evaluated on copies.
+    """
     from rssm import stiefel
 
-    f = _cost_fn(problem, oracle)
-    f0 = f(x) if f0 is None else float(f0)
+    length = ZIGZAG_FIRST * math.sqrt(x.shape[1])
+    if f0 is None:
+        f0 = float(problem.cost(x) if oracle is None else oracle.cost())
+    f0 = float(f0)
     if not math.isfinite(f0):
         return True, 0
-    margin = 1e-12 * abs(f0) + 1e-300
-    length = ZIGZAG_FIRST * math.sqrt(x.shape[1])
-    y = x
-    for i in range(steps):
-        g = problem.riemannian_subgradient(y)
-        norm = float(np.linalg.norm(g))
-        if not (norm > 0 and math.isfinite(norm)):
-            return True, i
-        y = stiefel.polar(y - (length / norm) * g)
-        if f(y) < f0 - margin:
-            return False, i + 1
-        length *= ZIGZAG_FACTOR
-    return True, steps
+    if oracle is None:
+        y = x
+        for i in range(steps):
+            y = _zig(y, stiefel.tangent_projection(y, problem.subgradient(y)), length)
+            if y is None:
+                return True, i
+            if float(problem.cost(y)) < f0 - _margin(f0):
+                return False, i + 1
+            length *= ZIGZAG_FACTOR
+        return True, steps
+    keep = x.copy()
+    try:
+        for i in range(steps):
+            y = _zig(x, stiefel.tangent_projection(x, oracle.subgradient()), length)
+            if y is None:
+                return True, i
+            np.copyto(x, y)
+            oracle.update(None)
+            if float(oracle.cost()) < f0 - _margin(f0):
+                return False, i + 1
+            length *= ZIGZAG_FACTOR
+        return True, steps
+    finally:
+        np.copyto(x, keep)
+        oracle.update(None)
+
+
+def _margin(f0: float) -> float:
+    """What counts as lower than f0: more than rounding (as in `probe`)."""
+    return 1e-12 * abs(f0) + 1e-300
+
+
+def _zig(x: np.ndarray, g: np.ndarray, length: float) -> np.ndarray | None:
+    """polar(X - length g / ||g||), or None when g is 0 or not finite."""
+    from rssm import stiefel
+
+    norm = float(np.linalg.norm(g))
+    if not (norm > 0 and math.isfinite(norm)):
+        return None
+    return stiefel.polar(x - (length / norm) * g)

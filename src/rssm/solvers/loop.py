@@ -25,6 +25,7 @@ from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver
 from rssm.solvers.certificate import (
     PROBE_LENGTHS,
+    ZIGZAG_STEPS,
     Certificate,
     GoldsteinTest,
     probe,
@@ -208,6 +209,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     problem, oracle = solver.problem, st.oracle
     n, p = st.x.shape
     rec = TraceRecorder(problem, opts, opts.every or 10, snapshot)
+    if verify is None:
+        verify = ZIGZAG_STEPS if solver.n_blocks > 1 else 0
     cert = (GoldsteinTest(tol, p, solver.n_pairs if solver.n_blocks > 1 else 1, verify=verify)
             if tol else None)
     trial = _Trial(solver)
