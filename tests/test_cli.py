@@ -294,3 +294,21 @@ def test_solve_bar_on_a_terminal_unless_quiet(monkeypatch):
         assert off.total == default_budget(1 if DEFAULT_METHOD == "rsm" else 5)
     finally:
         on.close()
+
+
+def test_solve_verify_steps_reaches_the_convergence_check(tmp_path):
+    """--verify-steps sets the steps of the check that confirms a verdict (recorded in the
+    JSON), as options={"verify_steps": N} does: with RSM and 24 steps the converged run
+    costs 24 more cost evaluations than with the check off, and stops at the same point."""
+    docs = {}
+    for n in ("0", "24"):
+        out = tmp_path / f"run{n}.json"
+        assert main(["solve", "dpcp", *SMALL, "--method", "rsm", "--verify-steps", n,
+                     "--quiet", "--out", str(out)]) == 0
+        docs[n] = json.loads(out.read_text())
+    assert docs["24"]["options"]["verify_steps"] == 24
+    off, on = docs["0"]["result"], docs["24"]["result"]
+    assert off["stop_reason"] == on["stop_reason"] == "converged"
+    assert off["n_iter"] == on["n_iter"] and off["fun"] == on["fun"]
+    assert on["n_cost"] == off["n_cost"] + 24 and on["flops"] > off["flops"]
+    assert main(["solve", "dpcp", "--verify-steps", "-1"]) == 2

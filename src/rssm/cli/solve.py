@@ -88,6 +88,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="tolerance of the convergence test: stop (success) once the recent "
                         "iterates lie within TOL ||X||_F of each other and their subgradients "
                         f"cancel or vanish; 0 turns it off (default: {DEFAULT_TOL:g})")
+    b.add_argument("--verify-steps", type=nonneg_int, default=None, metavar="N",
+                   help="subgradient steps of the check that confirms a verdict of the "
+                        "convergence test before the run stops; 0 turns it off (default: "
+                        "24 for RSSM, 0 for RSM)")
     b.add_argument("--stationarity-tol", type=positive_float, default=None, metavar="TOL",
                    help="also record ||P_T(G)||_F and stop once it is at most TOL at a "
                         "recording point (reason stationary; for smooth costs; default: none)")
@@ -232,7 +236,8 @@ def _minimize(problem, x0, args, rule, callback):
                          stationarity=args.stationarity_tol is not None
                          or args.record_stationarity)
     return rssm.minimize(problem, x0, method=args.method, stepsize=rule,
-                         options={"n_blocks": args.blocks, "selection": args.selection},
+                         options={"n_blocks": args.blocks, "selection": args.selection,
+                                  "verify_steps": args.verify_steps},
                          max_iter=args.max_iter, max_time=args.max_time,
                          target_error=args.target_error, seed=args.seed, tol=args.tol,
                          record=record, threads=args.threads, callback=callback,
