@@ -565,21 +565,16 @@ def scale(cells, seeds, grid_csv) -> None:
               f"point's run: {growth}", flush=True)
 
 
-def _blocks_of(method: str) -> int:
-    """l of a benchmark method key: 1 for "rsm", l for "rssm-l<l>"."""
-    return 1 if method == "rsm" else int(method.rsplit("l", 1)[1])
-
-
 def sweep_decays(grid_csv: str) -> dict:
     """(problem, method) -> (betas per epoch, the same as decays per sweep) of each seed's
     best grid point. A sweep is binom(l, 2) iterations (every block pair once; one
     iteration for RSM), an epoch l/2 (`rssm.blocks.epoch_iterations`), so a decay beta per
     epoch is beta^(binom(l, 2) / (l/2)) = beta^(l-1) per sweep."""
-    from benchmarks.stepsizes import best_grid_points
+    from benchmarks.stepsizes import _method, best_grid_points
 
     out: dict = {}
     for (name, method, _seed), (_t, beta, _its) in sorted(best_grid_points(grid_csv).items()):
-        ell = _blocks_of(method)
+        ell = _method(method)[1]
         power = pair_count(ell) / epoch_iterations(ell)
         per_epoch, per_sweep = out.setdefault((name, method), ([], []))
         per_epoch.append(beta)

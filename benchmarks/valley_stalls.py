@@ -51,16 +51,14 @@ def _rule(name: str):
 
 def descent_steps(prob, x: np.ndarray, k: int = 12, first: float = 1e-2,
                   factor: float = 0.7) -> tuple[float, int | None]:
-    """k subgradient steps from x, lengths first ||X||_F factor^i: (least f over f(x) - 1,
-    the step that first lowered f by more than 1e-12 |f(x)|, or None)."""
-    from rssm import stiefel
+    """k subgradient steps from x (`rssm.solvers.certificate.zigzag_points`), lengths
+    first ||X||_F factor^i: (least f over f(x) - 1, the step that first lowered f by more
+    than 1e-12 |f(x)|, or None)."""
+    from rssm.solvers.certificate import zigzag_points
 
     f0 = float(prob.cost(x))
-    scale = math.sqrt(x.shape[1])
-    y, best, hit = x.copy(), f0, None
-    for i in range(k):
-        g = prob.riemannian_subgradient(y)
-        y = stiefel.polar(y - (first * scale * factor**i) * g / np.linalg.norm(g))
+    best, hit = f0, None
+    for i, y in enumerate(zigzag_points(prob, x, k, first, factor)):
         fy = float(prob.cost(y))
         best = min(best, fy)
         if hit is None and fy < f0 - 1e-12 * abs(f0):

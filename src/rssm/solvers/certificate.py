@@ -89,7 +89,8 @@ import numpy as np
 from rssm.solvers.minnorm import min_norm_point
 
 __all__ = ["Certificate", "GoldsteinTest", "CANCEL", "VANISH", "WINDOW", "PROBE_LENGTHS",
-           "ZIGZAG_STEPS", "ZIGZAG_FIRST", "ZIGZAG_FACTOR", "probe", "zigzag", "least_norm"]
+           "ZIGZAG_STEPS", "ZIGZAG_FIRST", "ZIGZAG_FACTOR", "probe", "zigzag", "zigzag_points",
+           "least_norm"]
 
 #: delta / (mean norm of the bundle's vectors) at most this: the subgradients cancel.
 CANCEL = 0.25
@@ -351,15 +352,12 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     if not math.isfinite(f0):
         return True, 0
     if oracle is None:
-        y = x
-        for i in range(steps):
-            y = _zig(y, stiefel.tangent_projection(y, problem.subgradient(y)), length)
-            if y is None:
-                return True, i
+        taken = 0
+        for y in zigzag_points(problem, x, steps):
+            taken += 1
             if float(problem.cost(y)) < f0 - _margin(f0):
-                return False, i + 1
-            length *= ZIGZAG_FACTOR
-        return True, steps
+                return False, taken
+        return True, taken
     keep = x.copy()
     try:
         for i in range(steps):
@@ -375,6 +373,24 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     finally:
         np.copyto(x, keep)
         oracle.update(None)
+
+
+def zigzag_points(problem, x: np.ndarray, steps: int = ZIGZAG_STEPS,
+                  first: float = ZIGZAG_FIRST, factor: float = ZIGZAG_FACTOR):
+    """The points of `zigzag`'s steps from ``x`` (not modified), computed with
+    ``problem``'s Riemannian subgradient: Y_{i+1} = polar(Y_i - t_i g_i / ||g_i||),
+    t_i = ``first`` ||X||_F ``factor``^i; it ends early where a subgradient is 0 or not
+    finite."""
+    from rssm import stiefel
+
+    length = first * math.sqrt(x.shape[1])
+    y = x
+    for _ in range(steps):
+        y = _zig(y, stiefel.tangent_projection(y, problem.subgradient(y)), length)
+        if y is None:
+            return
+        yield y
+        length *= factor
 
 
 def _margin(f0: float) -> float:
