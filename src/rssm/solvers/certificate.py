@@ -377,10 +377,12 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
 
 def zigzag_points(problem, x: np.ndarray, steps: int = ZIGZAG_STEPS,
                   first: float = ZIGZAG_FIRST, factor: float = ZIGZAG_FACTOR):
-    """The points of `zigzag`'s steps from ``x`` (not modified), computed with
-    ``problem``'s Riemannian subgradient: Y_{i+1} = polar(Y_i - t_i g_i / ||g_i||),
-    t_i = ``first`` ||X||_F ``factor``^i; it ends early where a subgradient is 0 or not
-    finite."""
+    """The points of the zigzag check's steps from ``x``, which is not modified.
+
+    Y_{i+1} = polar(Y_i - t_i g_i / norm(g_i)), g_i the problem's Riemannian subgradient
+    at Y_i and t_i = first sqrt(p) factor^i; the points end early where a subgradient is
+    0 or not finite.
+    """
     from rssm import stiefel
 
     length = first * math.sqrt(x.shape[1])
