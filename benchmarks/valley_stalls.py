@@ -10,7 +10,8 @@ valley as much as they do at the dictionary (the certificate's ``cancel`` 0.10-0
 inside the range of the runs that did reach it), and no move along the bundle's
 aggregate lowers f (the line probe passes). For each case this runs `rssm.minimize` twice,
 with the zigzag check off (``options={"verify_steps": 0}``: the verdict as it was before
-the check) and as the defaults have it (24 steps with blocks), and prints both verdicts,
+the check) and as the defaults have it (24 steps on a verdict with cancel above 0.01; a step
+that lowers f is kept and the run goes on from it), and prints both verdicts,
 the error, ``cancel``, and from the point the unchecked run returned:
 
 * f along the negative Riemannian subgradient at lengths 1e-8 to 1e-2 ||X||_F (relative

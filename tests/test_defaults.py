@@ -184,6 +184,14 @@ def test_the_descent_probe_refutes_a_bundle_that_cancels_on_a_slope():
     assert not probe(prob, x, direction)
     test.refute()
     assert not test.last.converged and test.last.probed
+    # keep=True with an oracle: X and the oracle move to the first probe that is lower
+    oracle = prob.make_oracle(x, None)
+    start = x.copy()
+    f0 = oracle.cost()
+    assert not probe(prob, x, direction, oracle, keep=True)
+    moved = stiefel.polar(start - 1e-6 * math.sqrt(p) * a)
+    np.testing.assert_allclose(x, moved, atol=1e-15)
+    assert oracle.cost() == pytest.approx(f0 - 1e-6 * math.sqrt(p), rel=1e-9)
     # at a minimizer of a sharp f no probe lowers f
     sharp = rssm.Problem.from_functions(lambda y: float(np.abs(y - x).sum()), np.sign,
                                         shape=(n, p))
@@ -205,31 +213,56 @@ def test_stop_messages_name_the_default_rule_as_the_user_wrote_it():
 def test_a_valley_stall_on_odl_is_not_called_converged():
     """Paper ODL, seed 7, RSSM with 3 blocks and the default rule: the block steps shrink
     in a valley at error 0.02, where the recent subgradients cancel as at a minimizer and
-    the line probe finds no descent. The zigzag check (24 subgradient steps) finds f lower
-    along the valley, so the run is not called converged; with the check off it is (the
-    verdict this check exists to catch)."""
+    the line probe finds no descent. With the check off the run is called converged there
+    (the verdict this check exists to catch). The zigzag check (24 subgradient steps)
+    finds f lower along the valley, withdraws the verdict and leaves X at the lower point,
+    from which the run reaches the dictionary and converges there."""
     from rssm.experiments.configs import PROBLEMS
 
     prob, x0 = PROBLEMS["odl"].build(7)
-    checked = rssm.minimize(prob, x0, method="rssm", seed=7, options={"n_blocks": 3})
-    assert not checked.success and checked.stop_reason is StopReason.MAX_ITER
-    assert 1e-3 < checked.error < 0.1
     unchecked = rssm.minimize(prob, x0, method="rssm", seed=7,
                               options={"n_blocks": 3, "verify_steps": 0})
     assert unchecked.success and unchecked.n_iter < 500
-    assert unchecked.error == pytest.approx(checked.error, rel=0.1)
+    assert 1e-3 < unchecked.error < 0.1
+    checked = rssm.minimize(prob, x0, method="rssm", seed=7, options={"n_blocks": 3})
+    assert checked.success and checked.stop_reason is StopReason.CONVERGED
+    assert checked.error < 1e-9 and checked.n_iter > unchecked.n_iter
+    assert checked.fun < unchecked.fun
 
 
-def test_the_zigzag_check_is_opt_in_for_rsm_and_confirms_true_verdicts(small_dpcp):
-    """RSM runs skip the check unless asked (options={"verify_steps": n}); where the run
-    did converge the check confirms it: same iterations, verdict and bits, n more cost
-    evaluations."""
+def test_the_default_call_on_odl_seed_10_escapes_its_valley():
+    """The default call (RSM) on the paper's ODL, seed 10: without the check its verdict
+    came at error 0.15 (cancel 0.059, above `CHECK_ABOVE`, so the default check runs);
+    with the defaults the check lowers f, the run goes on from there and converges at the
+    dictionary."""
+    from rssm.experiments.configs import PROBLEMS
+    from rssm.solvers.certificate import CHECK_ABOVE
+
+    prob, x0 = PROBLEMS["odl"].build(10)
+    unchecked = rssm.minimize(prob, x0, seed=10, options={"verify_steps": 0})
+    assert unchecked.success and unchecked.error > 0.1
+    assert unchecked.certificate.cancel > CHECK_ABOVE
+    res = rssm.minimize(prob, x0, seed=10)
+    assert res.success and res.stop_reason is StopReason.CONVERGED and res.error < 1e-9
+    assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-12)
+
+
+def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dpcp):
+    """By default the zigzag check runs only where the subgradients cancel to more than
+    `CHECK_ABOVE` of their norm; ``verify_steps`` given runs it on every verdict. Where the
+    run did converge the check confirms it: same iterations, verdict and bits, n more
+    cost evaluations."""
+    from rssm.solvers.certificate import CHECK_ABOVE
+
     plain = rssm.minimize(small_dpcp, method="rsm", seed=0)
+    assert plain.certificate.cancel <= CHECK_ABOVE        # a strong verdict: no check
+    off = rssm.minimize(small_dpcp, method="rsm", seed=0, options={"verify_steps": 0})
     checked = rssm.minimize(small_dpcp, method="rsm", seed=0, options={"verify_steps": 24})
     assert plain.success and checked.success and plain.n_iter == checked.n_iter
     np.testing.assert_array_equal(plain.x, checked.x)
-    assert checked.n_cost == plain.n_cost + 24
+    assert plain.n_cost == off.n_cost and checked.n_cost == plain.n_cost + 24
     blocks = rssm.minimize(small_dpcp, method="rssm", seed=0)
+    assert blocks.certificate.cancel > CHECK_ABOVE        # a weak verdict: checked
     no_check = rssm.minimize(small_dpcp, method="rssm", seed=0, options={"verify_steps": 0})
     assert blocks.success and no_check.success and blocks.n_iter == no_check.n_iter
     assert blocks.n_cost == no_check.n_cost + 24
@@ -257,3 +290,12 @@ def test_the_zigzag_check_puts_the_iterate_and_the_oracle_back():
     np.testing.assert_array_equal(oracle.subgradient(), g)
     assert verdict == (False, 1)          # the start is no minimizer: the first step is lower
     assert zigzag(prob, keep.copy(), None, steps=6) == verdict
+    # keep=True: X and the oracle stay at the lower point the check found
+    assert zigzag(prob, x, oracle, steps=6, keep=True) == verdict
+    assert not np.array_equal(x, keep)
+    np.testing.assert_allclose(x.T @ x, np.eye(4), atol=1e-13)
+    assert oracle.cost() < f
+    assert oracle.cost() == pytest.approx(prob.cost(x), rel=1e-12)
+    fresh = prob.make_oracle(x.copy(), None)
+    np.testing.assert_allclose(oracle.subgradient(), fresh.subgradient(), rtol=1e-12,
+                               atol=1e-12)

@@ -24,6 +24,7 @@ from rssm._validation import describe
 from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver
 from rssm.solvers.certificate import (
+    CHECK_ABOVE,
     PROBE_LENGTHS,
     ZIGZAG_STEPS,
     Certificate,
@@ -189,7 +190,8 @@ def run(
         Seconds already spent building the solver (added to the solver time).
     verify : int, optional
         Steps of the check of a verdict of convergence
-        (`rssm.solvers.certificate.zigzag`); default 24 with blocks, 0 for RSM.
+        (`rssm.solvers.certificate.zigzag`); default 24 on verdicts whose ``cancel``
+        exceeds `rssm.solvers.certificate.CHECK_ABOVE`; given, on every verdict.
     """
     if threads is not None:
         with RunThreads(threads) as rt:
@@ -209,9 +211,13 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     problem, oracle = solver.problem, st.oracle
     n, p = st.x.shape
     rec = TraceRecorder(problem, opts, opts.every or 10, snapshot)
+    # The check of a verdict: by default ZIGZAG_STEPS steps on verdicts whose
+    # subgradients cancel only in part (cancel > CHECK_ABOVE); steps given: every verdict.
+    above = CHECK_ABOVE if verify is None else -math.inf
     if verify is None:
-        verify = ZIGZAG_STEPS if solver.n_blocks > 1 else 0
-    cert = (GoldsteinTest(tol, p, solver.n_pairs if solver.n_blocks > 1 else 1, verify=verify)
+        verify = ZIGZAG_STEPS
+    cert = (GoldsteinTest(tol, p, solver.n_pairs if solver.n_blocks > 1 else 1, verify=verify,
+                          check_above=above)
             if tol else None)
     trial = _Trial(solver)
     ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=st.cost, trial=trial,
@@ -304,7 +310,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             if reason is not None:
                 fired = stop.fired()
             elif n_still >= still_limit:
-                raise _still(solver, st, d, cert, stepsize, n_still)
+                halt = _still(solver, st, d, cert, stepsize, n_still)
+                if halt is not None:
+                    raise halt
+                n_still = 0            # a check moved X to a lower point: go on from there
     except _Halt as h:
         reason, message, converged = h.reason, h.message, h.converged
     except DataError as exc:
@@ -333,13 +342,18 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                    stepsize, settings, tol, dead)
 
 
-def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize, n_still: int) -> _Halt:
-    """The iterate stopped moving: converged if the certificate says so, else stalled."""
+def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
+           n_still: int) -> _Halt | None:
+    """The iterate stopped moving: converged if the certificate says so, else stalled;
+    None when the check of a verdict moved X to a lower point (the run goes on)."""
     if d.norm_sq == 0.0:
         return _Halt(StopReason.CONVERGED, (
             f"iteration {st.k}: the Riemannian subgradient is exactly 0 (X is stationary)"),
             converged=True)
+    moves = 0 if cert is None else cert.moves
     c = None if cert is None else _checked(cert, solver, st)
+    if cert is not None and cert.moves != moves:
+        return None
     if c is not None and c.converged:
         return _Halt(StopReason.CONVERGED, f"converged after {st.k} iterations: the step can "
                      f"no longer change X and {c.summary()}", converged=True)
@@ -356,15 +370,22 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     if c is None or not c.converged or c.probed:
         return c
     st.n_cost += len(PROBE_LENGTHS)
-    ok = probe(solver.problem, st.x, cert.aggregate(st.x.shape), st.oracle, st.cost())
-    if ok and cert.verify:
-        ok, taken = zigzag(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify)
+    ok = probe(solver.problem, st.x, cert.aggregate(st.x.shape), st.oracle, st.cost(),
+               keep=True)
+    if ok and cert.verify and c.cancel > cert.check_above:
+        ok, taken = zigzag(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify,
+                           keep=True)
         st.n_cost += taken
         st.flops += taken * st.oracle.flops_subgradient()
     if ok:
         cert.confirm()
     else:
+        # A check that lowered f left X at that lower point (the oracle told): the run
+        # goes on from there, and f there is the iterate's cost (and may be the best).
         cert.refute()
+        cert.moves += 1
+        st.fun_at = -1
+        st.cost()
     return cert.last
 
 

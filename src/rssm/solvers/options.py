@@ -47,10 +47,11 @@ class RSMOptions:
     ----------
     verify_steps : int, optional
         Subgradient steps of the check that confirms a verdict of convergence before the
-        run stops (`rssm.solvers.certificate.zigzag`; 0 turns it off). Default 0 for RSM:
-        on the paper's DPCP the check would add more than half of a default RSM run; on
-        the paper's ODL it withdrew the verdict of 1 default RSM run in 15
-        (docs/convergence.md, "the zigzag check").
+        run stops (`rssm.solvers.certificate.zigzag`; 0 turns it off); a step that lowers
+        f withdraws the verdict and the run goes on from that point. Default
+        `rssm.solvers.certificate.ZIGZAG_STEPS` (24) on the verdicts whose subgradients
+        cancel only in part (``cancel`` above `rssm.solvers.certificate.CHECK_ABOVE`);
+        given, on every verdict (docs/convergence.md, "the zigzag check").
     """
 
     verify_steps: int | None = None
@@ -77,8 +78,8 @@ class RSSMOptions:
         Block-pair rule; "uniform" is the paper's.
     verify_steps : int, optional
         Subgradient steps of the check that confirms a verdict of convergence before the
-        run stops (`rssm.solvers.certificate.zigzag`; 0 turns it off). Default
-        `rssm.solvers.certificate.ZIGZAG_STEPS` (24).
+        run stops (`rssm.solvers.certificate.zigzag`; 0 turns it off), as for RSM
+        (`RSMOptions`).
     """
 
     n_blocks: int | None = None
