@@ -254,10 +254,11 @@ def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dp
     cost evaluations."""
     from rssm.solvers.certificate import CHECK_ABOVE
 
-    plain = rssm.minimize(small_dpcp, method="rsm", seed=0)
+    paper = rssm.problems.DPCP.synthetic(seed=1)          # the paper's DPCP instance
+    plain = rssm.minimize(paper, method="rsm", seed=1)
     assert plain.certificate.cancel <= CHECK_ABOVE        # a strong verdict: no check
-    off = rssm.minimize(small_dpcp, method="rsm", seed=0, options={"verify_steps": 0})
-    checked = rssm.minimize(small_dpcp, method="rsm", seed=0, options={"verify_steps": 24})
+    off = rssm.minimize(paper, method="rsm", seed=1, options={"verify_steps": 0})
+    checked = rssm.minimize(paper, method="rsm", seed=1, options={"verify_steps": 24})
     assert plain.success and checked.success and plain.n_iter == checked.n_iter
     np.testing.assert_array_equal(plain.x, checked.x)
     assert plain.n_cost == off.n_cost and checked.n_cost == plain.n_cost + 24
@@ -299,3 +300,25 @@ def test_the_zigzag_check_puts_the_iterate_and_the_oracle_back():
     fresh = prob.make_oracle(x.copy(), None)
     np.testing.assert_allclose(oracle.subgradient(), fresh.subgradient(), rtol=1e-12,
                                atol=1e-12)
+
+
+def test_the_floor_under_rsms_gap_estimate_speeds_up_the_default_call():
+    """Issue 18, item 5: Auto's RSM rule scales its step by D_k, the decrease of the best
+    cost over the last 4 epochs. Where the best cost stalls for a few steps D_k collapsed
+    10-fold below the gap it stands for; D_k now falls by at most `DROP_FLOOR` (0.6) per
+    epoch. On the paper's DPCP (seeds 1-3) the default call converges in 48-51 iterations,
+    against 59-70 without the floor, at the same accuracy."""
+    from rssm.stepsizes import Auto
+    from rssm.stepsizes.auto import DROP_FLOOR
+
+    assert DROP_FLOOR == 0.6 and Auto().drop_floor == DROP_FLOOR
+    for seed in (1, 2, 3):
+        prob = rssm.problems.DPCP.synthetic(seed=seed)
+        res = rssm.minimize(prob, method="rsm", seed=seed)
+        old = rssm.minimize(prob, method="rsm", seed=seed, stepsize=Auto(drop_floor=1e-300))
+        assert res.success and old.success
+        assert res.error < 1e-10 and old.error < 1e-9
+        assert res.n_iter <= 55 and res.n_iter + 8 <= old.n_iter
+    for bad in (0.0, 1.5, float("nan"), "0.6"):
+        with pytest.raises((ValueError, TypeError), match="drop_floor"):
+            Auto(drop_floor=bad)
