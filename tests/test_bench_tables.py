@@ -238,3 +238,38 @@ def test_valley_stalls_descent_steps_tell_a_minimizer_from_a_start(monkeypatch, 
     assert all(v > 0 for v in mod.line(small_dpcp, res.x))
     best, hit = mod.descent_steps(small_dpcp, x0, first=1e-3)
     assert best < -1e-6 and hit is not None
+
+
+def test_drop_floor_compares_floors_against_the_grid_and_from_starts(monkeypatch, tmp_path,
+                                                                    capsys):
+    """benchmarks.drop_floor: each floor's ratio to the instance's best grid point (read
+    from the grid CSV), and its convergence from cold and warm starts; a floor outside
+    [0, 1] is refused with the allowed range."""
+    if not (ROOT / "benchmarks" / "drop_floor.py").exists():
+        pytest.skip("benchmarks/ is not part of this checkout")
+    monkeypatch.syspath_prepend(str(ROOT))
+    import benchmarks.drop_floor as mod
+
+    monkeypatch.setattr(mod, "PROBLEMS", ("l1_procrustes",))
+    monkeypatch.setattr(mod, "COLD", ("l1_procrustes",))
+    monkeypatch.setattr(mod, "NOISE", (1e-2,))
+    # a one-point "grid" for seed 1: 60 iterations to 1e-10
+    path = tmp_path / "grid.csv"
+    row = _row(1, "grid", "geometric(t=1,beta=0.6)", 60)
+    row.update(problem="l1_procrustes")
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(row)
+    mod.against_grid([0.6], [1], str(path))
+    out = capsys.readouterr().out
+    assert "floor 0.6: within 1.5x of the best grid point on" in out
+    ratio = float(out.split("l1_procrustes ")[1].split()[1])
+    assert 0.5 < ratio < 3.0
+    mod.starts([0.0, 0.6], 1)
+    out = capsys.readouterr().out
+    assert "floor 0.6, cold starts: converged at error below 1e-8 on 1/1" in out
+    assert "floor 0.6, warm starts: converged at error below 1e-8 on" in out
+    with pytest.raises(SystemExit):
+        mod.main(["--floors", "1.5"])
+    assert "--floors takes values in [0, 1]" in capsys.readouterr().err

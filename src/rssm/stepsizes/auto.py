@@ -41,8 +41,8 @@ FIRST_SEARCH_FACTOR = 0.25
 #: DPCP, ODL and l1 Procrustes). Measured with RSM (docs/stepsizes.md, "The floor under
 #: D_k"): within 1.5x of the best grid point on 10 of 15 instances (7 without the floor;
 #: with 0.4, 0.5, 0.7: 8, 11, 6); from 75 cold and 60 warm starts of
-#: five problems it converges on 71 and 60 (no floor: 70 and 60; 0.5: 70 and 58) in a
-#: median 64 and 50.5 iterations (no floor: 79 and 62).
+#: five problems it converges on 71 and 60 (no floor: 70 and 59; 0.5: 70 and 59) in a
+#: median 64 and 50.5 iterations (no floor: 79 and 62); `python -m benchmarks.drop_floor`.
 DROP_FLOOR = 0.6
 
 class Auto(StepSize):

@@ -1,0 +1,130 @@
+"""The floor under D_k in Auto's RSM rule, side by side (issue 18, item 5; docs/stepsizes.md,
+"The floor under D_k").
+
+    python -m benchmarks.drop_floor [--seeds 5] [--floors 0 0.4 0.5 0.6 0.7] [--starts 15]
+
+Auto's RSM step is kappa (f - f_best + D_k) / g, D_k the decrease of the best cost over the
+last 4 epochs. ``drop_floor`` q bounds how fast D_k may fall: D_k >= q^(1/epoch) D_{k-1}
+(q = 0: no floor, the rule before). Two parts, RSM only, iteration counts (they do not
+depend on the machine's load):
+
+1. **Against the best grid point.** For the paper's DPCP and ODL, l1 Procrustes and the
+   from_functions example, seeds 1-``--seeds``, from the start of `benchmarks.stepsizes`,
+   under its budget and stops (`benchmarks.stepsizes.run_rule`): iterations to error 1e-10
+   (rejected first-search trials counted as half an iteration) over those of the
+   instance's best geometric grid point, read from ``--grid-csv`` (the CSV that
+   `benchmarks.stepsizes` wrote). Printed: how many instances are within 1.5x, and the
+   ratios.
+2. **Cold and warm starts.** `rssm.minimize(prob, x0, method="rsm", stepsize=Auto(...))`
+   with the defaults otherwise (the convergence test on, budget 3000 iterations) from the
+   starts of DPCP, ODL, l1 Procrustes, from_functions and the planted sparse basis, seeds
+   1-``--starts`` (cold), and from warm starts of the first four, seeds 1-5: a solution of
+   a default RSM run moved by noise of relative size 1e-3, 1e-2, 1e-1 and put back on
+   St(n, p) by the polar factor. Printed: runs that stop `converged` at error below 1e-8,
+   and their median iterations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+PROBLEMS = ("dpcp", "odl", "l1_procrustes", "from_functions")
+COLD = PROBLEMS + ("sparse_basis",)
+FLOORS = (0.0, 0.4, 0.5, 0.6, 0.7)
+NOISE = (1e-3, 1e-2, 1e-1)
+
+
+def _rule(q: float):
+    from rssm.stepsizes import Auto
+
+    return Auto(drop_floor=q if q > 0 else 1e-300)
+
+
+def against_grid(floors, seeds, grid_csv) -> None:
+    from benchmarks.stepsizes import _problems, best_grid_points, first_at, run_rule
+
+    best = {k: v[2] for k, v in best_grid_points(grid_csv).items()}
+    probs = _problems()
+    inst = {(name, s): probs[name][0](s) for name in PROBLEMS for s in seeds}
+    for q in floors:
+        parts, within, total = [], 0, 0
+        for name in PROBLEMS:
+            ratios = []
+            for s in seeds:
+                prob, x0 = inst[(name, s)]
+                run = run_rule(prob, x0, "rsm", _rule(q), probs[name][1], s)
+                hit = first_at(run, 1e-10)
+                b = best.get((name, "rsm", s))
+                ratios.append((hit[0] + 0.5 * hit[1]) / b if hit and b else math.inf)
+            ok = sum(r <= 1.5 for r in ratios)
+            within += ok
+            total += len(ratios)
+            parts.append(f"{name} {ok}/{len(ratios)} " + " ".join(
+                f"{r:.2f}" if math.isfinite(r) else "-" for r in ratios))
+        print(f"floor {q:g}: within 1.5x of the best grid point on {within}/{total}: "
+              + " | ".join(parts), flush=True)
+
+
+def starts(floors, n_cold) -> None:
+    import rssm
+    from benchmarks.stepsizes import _problems
+    from rssm import stiefel
+
+    probs = _problems()
+    cases = [(name, s, None) for name in COLD for s in range(1, n_cold + 1)]
+    cases += [(name, s, e) for name in PROBLEMS for s in range(1, 6) for e in NOISE]
+    tally = {(q, warm): [0, 0, []] for q in floors for warm in (False, True)}
+    for name, s, noise in cases:
+        prob, x0 = probs[name][0](s)
+        if noise is not None:
+            xs = rssm.minimize(prob, x0, method="rsm", seed=s, max_iter=3000).x
+            rng = np.random.default_rng(s)
+            scale = noise * math.sqrt(xs.shape[1] / xs.size)
+            x0 = stiefel.polar(xs + scale * rng.standard_normal(xs.shape))
+        line = []
+        for q in floors:
+            res = rssm.minimize(prob, x0, method="rsm", stepsize=_rule(q), seed=s,
+                                max_iter=3000)
+            err = prob.error(res.x)
+            good = res.success and err < 1e-8
+            t = tally[(q, noise is not None)]
+            t[0] += good
+            t[1] += 1
+            if good:
+                t[2].append(res.n_iter)
+            line.append(f"{q:g}: {res.stop_reason.value} {res.n_iter} {err:.0e}")
+        print(f"{name} seed {s} {'cold' if noise is None else f'warm {noise:g}'}: "
+              + " | ".join(line), flush=True)
+    for (q, warm), (good, n, its) in tally.items():
+        med = f"{np.median(its):g}" if its else "-"
+        print(f"floor {q:g}, {'warm' if warm else 'cold'} starts: converged at error below "
+              f"1e-8 on {good}/{n}, median iterations {med}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.drop_floor",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--starts", type=int, default=15, help="cold-start seeds per problem")
+    ap.add_argument("--floors", type=float, nargs="+", default=list(FLOORS))
+    ap.add_argument("--grid-csv", default=os.path.join(
+        os.path.dirname(__file__), "results", "stepsizes", "stepsizes.csv"))
+    ap.add_argument("--skip-starts", action="store_true")
+    args = ap.parse_args(argv)
+    bad = [q for q in args.floors if not 0 <= q <= 1]
+    if bad:
+        ap.error(f"--floors takes values in [0, 1] (0: no floor), got {bad}")
+    print(f"# python -m benchmarks.drop_floor {' '.join(argv or sys.argv[1:])}".rstrip())
+    against_grid(args.floors, range(1, args.seeds + 1), args.grid_csv)
+    if not args.skip_starts:
+        starts(args.floors, args.starts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
