@@ -90,8 +90,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         f"cancel or vanish; 0 turns it off (default: {DEFAULT_TOL:g})")
     b.add_argument("--verify-steps", type=nonneg_int, default=None, metavar="N",
                    help="subgradient steps of the check that confirms a verdict of the "
-                        "convergence test before the run stops; 0 turns it off (default: "
-                        "24 for RSSM, 0 for RSM)")
+                        "convergence test before the run stops; a step that lowers f "
+                        "withdraws it and the run goes on from there; 0 turns it off "
+                        "(default: 24 on verdicts whose subgradients cancel only in part, "
+                        "cancel above 0.01; given: every verdict)")
     b.add_argument("--stationarity-tol", type=positive_float, default=None, metavar="TOL",
                    help="also record ||P_T(G)||_F and stop once it is at most TOL at a "
                         "recording point (reason stationary; for smooth costs; default: none)")
