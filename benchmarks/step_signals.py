@@ -53,6 +53,14 @@ as half an iteration, as `benchmarks.rssm_rule` does) over the best grid point's
   start), ``cosine, fixed scale`` goes on; where it accepts a longer one (ODL's and l1
   Procrustes' random starts), ``certificate restart, fixed scale, per sweep``; the
   ``0.7 per sweep`` variant decays by 0.7 per sweep in that branch;
+* ``switch by structure``: the same two branches, chosen by what the problem is instead
+  of where it starts: the share of the first gradient estimate that lies in the
+  off-diagonal blocks of X^T grad f (``StepContext.cross_sq / grad_sq``). It is 0 when
+  f(XQ) = f(X) for all orthogonal Q (DPCP: the blocks converge side by side, the best
+  decay is per epoch) and large when f needs rotations between blocks (ODL: 0.8 at
+  l = 5, l1 Procrustes: 0.2; only the drawn pair can make them, once per sweep):
+  cosine control below 1e-6, else the certificate restart per sweep;
+* ``auto``: the default rule, for the warm starts (``--warm``);
 * ``cosine then auto``: ``cosine`` until the cancel ratio exceeds 0.6, then Auto's rule;
 * ``batched success``: Auto's success rule with its factors applied once every 2
   epochs (a constant length within the batch).
@@ -329,6 +337,26 @@ class FirstSearchSwitch(StepSize):
         return self.rule(k, ctx)
 
 
+class StructureSwitch(FirstSearchSwitch):
+    """``switch by structure`` of the module docstring: the same two branches as
+    `FirstSearchSwitch`, chosen by the cross-block share of the first gradient estimate,
+    ``StepContext.cross_sq / grad_sq``: below ``thr`` (f invariant under X -> XQ, as
+    DPCP: its blocks converge side by side, one decay per epoch) cosine control, else the
+    certificate restart with a decay per sweep (rotations between blocks, which only the
+    drawn pair can make: one decay per sweep of all binom(l, 2) pairs)."""
+
+    def __init__(self, beta: float = 0.6, thr: float = 1e-6):
+        self.thr = thr
+        super().__init__(beta=beta)
+
+    def __call__(self, k, ctx):
+        if self.rule is None:
+            share = ctx.cross_sq / ctx.grad_sq if ctx.grad_sq > 0 else 0.0
+            self.share = share
+            self.rule = self.near if share < self.thr else self.far
+        return self.rule(k, ctx)
+
+
 class BatchedSuccess(Auto):
     """``batched success`` of the module docstring."""
 
@@ -373,6 +401,9 @@ CANDIDATES = {
     "cosine, fixed scale": lambda: CosineControl(fixed_scale=True),
     "switch by the first search": lambda: FirstSearchSwitch(),
     "switch by the first search, 0.7 per sweep": lambda: FirstSearchSwitch(beta=0.7),
+    "switch by structure": lambda: StructureSwitch(),
+    "switch by structure, 0.7 per sweep": lambda: StructureSwitch(beta=0.7),
+    "auto": lambda: Auto(),
     "cosine then auto": lambda: CosineThenAuto(),
     "batched success": lambda: BatchedSuccess(),
 }
@@ -443,6 +474,52 @@ def signals(grid_csv: str) -> None:
             print("     k   error  failed  cosine  cancel")
             for i, err, fail, cos, can in _windows(watch.log, run, ell / 2):
                 print(f"  {i:4d} {err:7.1e} {fail:7.2f} {cos:7.2f} {can:7.2f}")
+
+
+def warm_start(prob, seed: int, noise: float, key: str):
+    """A warm start: the default call's solution (the same method and blocks) moved by
+    Gaussian noise of relative size ``noise`` and projected back (polar)."""
+    import rssm
+    from benchmarks.stepsizes import _method
+
+    method, ell = _method(key)
+    sol = rssm.minimize(prob, method=method, seed=seed,
+                        options={"n_blocks": max(ell, 2)} if method == "rssm" else None).x
+    rng = np.random.default_rng([seed, 77])
+    e = rng.standard_normal(sol.shape)
+    return rssm.stiefel.polar(sol + noise * np.linalg.norm(sol) / np.linalg.norm(e) * e)
+
+
+def warm(names, cells, seeds, noises) -> None:
+    """Each candidate from warm starts (`warm_start`): how the run ends (the default
+    convergence test on) and its error."""
+    import rssm
+    from benchmarks.stepsizes import _method, _problems
+
+    probs = _problems()
+    for cell in cells:
+        name, key = cell.split(":")
+        build, epochs, _ = probs[name]
+        method, ell = _method(key)
+        starts = []
+        for seed in seeds:
+            prob, _ = build(seed)
+            for noise in noises:
+                starts.append((seed, noise, prob, warm_start(prob, seed, noise, key)))
+        for label in names:
+            ends, its = collections.Counter(), []
+            for seed, _noise, prob, x0 in starts:
+                res = rssm.minimize(prob, x0, method=method, stepsize=CANDIDATES[label](),
+                                    seed=seed, max_iter=int(math.ceil(epochs * ell / 2)),
+                                    options={"n_blocks": ell})
+                ok = res.success and res.error < 1e-8
+                ends["converged, error < 1e-8" if ok else f"{res.stop_reason} "
+                     f"(error {res.error:.0e})"] += 1
+                if ok:
+                    its.append(res.n_iter)
+            print(f"warm {label} {cell}: " + "; ".join(f"{v} {k}" for k, v in
+                                                      sorted(ends.items()))
+                  + (f"; median {int(np.median(its))} iterations" if its else ""), flush=True)
 
 
 def compare(names, cells, seeds, grid_csv) -> None:
@@ -605,11 +682,17 @@ def main(argv: list[str] | None = None) -> int:
                     choices=list(CANDIDATES))
     ap.add_argument("--cells", nargs="*", default=list(CELLS))
     ap.add_argument("--grid-csv", default="benchmarks/results/stepsizes/stepsizes.csv")
+    ap.add_argument("--warm", nargs="*", type=float, default=None, metavar="NOISE",
+                    help="from warm starts (a default solution plus noise of these "
+                         "relative sizes) instead: how each run ends")
     args = ap.parse_args(argv)
     if not os.path.exists(args.grid_csv):
         print(f"no grid CSV at {args.grid_csv}: run python -m benchmarks.stepsizes first")
         return 1
-    if args.per_sweep:
+    if args.warm is not None:
+        warm(args.candidates, args.cells, list(range(1, args.seeds + 1)),
+             args.warm or [1e-3, 1e-2, 1e-1])
+    elif args.per_sweep:
         per_sweep(args.grid_csv)
     elif args.signals:
         signals(args.grid_csv)

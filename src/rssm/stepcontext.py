@@ -51,6 +51,13 @@ class StepContext:
         An unbiased estimate of ||grad f(X_k)||^2, the squared norm of the full Riemannian
         subgradient: ||P(G_C) I_C^T||^2 in the A_X^{-1} metric (eq. ``eq-cindepNorm2`` of
         Lemma ``lem-cindep``) for RSSM, ||grad f(X_k)||^2 itself for RSM. NaN outside a run.
+    cross_sq : float
+        The part of ``grad_sq`` that lies in the off-diagonal blocks of X^T grad f(X_k):
+        binom(l, 2) (||S_ij||^2 + ||S_ji||^2), S = X_C^T P(G_C), an unbiased estimate of
+        the squared norm of the rotations *between* blocks, which only the drawn pair can
+        make (once in binom(l, 2) iterations on average). It is 0 whenever f(XQ) = f(X)
+        for every orthogonal Q (DPCP, any function of the subspace span(X)): X^T grad f
+        is then 0. 0 for RSM; NaN outside a run.
     max_gamma : float
         The longest step the loop takes: gamma is clipped to this, which makes the step
         ``gamma * direction_norm`` at most `rssm.solvers.max_step` long (see there).
@@ -70,6 +77,7 @@ class StepContext:
     """
 
     __slots__ = ("method", "n_blocks", "shape", "iteration", "direction_norm", "grad_sq",
+                 "cross_sq",
                  "max_gamma", "previous_gamma", "previous_cost", "direction", "columns",
                  "pair", "_cost", "_cost_fn", "_trial_fn", "_best_fn")
 
@@ -83,6 +91,7 @@ class StepContext:
         self.iteration = 0
         self.direction_norm = math.nan
         self.grad_sq = math.nan
+        self.cross_sq = math.nan
         self.max_gamma = math.inf
         self.previous_gamma: float | None = None
         self.previous_cost: float | None = None
@@ -141,7 +150,8 @@ class StepContext:
 
     def advance(self, k: int, direction_norm: float, grad_sq: float,
                 max_gamma: float = math.inf, direction: np.ndarray | None = None,
-                columns: slice | np.ndarray | None = None, pair: tuple = ()) -> None:
+                columns: slice | np.ndarray | None = None, pair: tuple = (),
+                cross_sq: float = 0.0) -> None:
         """Start iteration k (called by the loop once the direction is known)."""
         if direction is not None:
             direction = direction.view()
@@ -154,6 +164,7 @@ class StepContext:
         self.iteration = k
         self.direction_norm = direction_norm
         self.grad_sq = grad_sq
+        self.cross_sq = cross_sq
         self.max_gamma = max_gamma
 
     def __repr__(self) -> str:

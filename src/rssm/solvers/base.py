@@ -62,6 +62,9 @@ class Direction:
         Flop-model count of computing it.
     key : tuple
         The block pair (i, j) for RSSM, () for RSM: the bundle it belongs to.
+    cross_sq : float
+        The part of ``grad_sq`` in the off-diagonal blocks of X^T grad f (rotations
+        between two different blocks; `rssm.stepsizes.StepContext.cross_sq`); 0 for RSM.
     """
 
     cols: ColumnSet | None
@@ -71,6 +74,7 @@ class Direction:
     grad_sq: float
     flops: float
     key: tuple = ()
+    cross_sq: float = 0.0
 
     @property
     def size(self) -> int:
