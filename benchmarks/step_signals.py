@@ -95,7 +95,7 @@ import numpy as np
 
 from rssm.blocks import Partition, epoch_iterations, pair_count
 from rssm.solvers.certificate import least_norm
-from rssm.stepsizes import Auto, Geometric, Polyak, StepSize
+from rssm.stepsizes import Auto, BlockRule, Geometric, Polyak, StepSize
 from rssm.stepsizes._common import GradMean, max_gamma, max_step_length
 from rssm.stepsizes.base import StepStall
 
@@ -402,8 +402,12 @@ CANDIDATES = {
     "switch by the first search": lambda: FirstSearchSwitch(),
     "switch by the first search, 0.7 per sweep": lambda: FirstSearchSwitch(beta=0.7),
     "switch by structure": lambda: StructureSwitch(),
+    "switch by structure, 0.65 per sweep": lambda: StructureSwitch(beta=0.65),
     "switch by structure, 0.7 per sweep": lambda: StructureSwitch(beta=0.7),
     "auto": lambda: Auto(),
+    "auto before BlockRule": lambda: Auto(scale="length"),
+    "block rule": lambda: BlockRule(),
+    "block rule, no search": lambda: BlockRule(search=False),
     "cosine then auto": lambda: CosineThenAuto(),
     "batched success": lambda: BatchedSuccess(),
 }

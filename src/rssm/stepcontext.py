@@ -74,18 +74,21 @@ class StepContext:
         Which columns of X the direction belongs to (``X[:, columns]``).
     pair : tuple
         The block pair (i, j) the direction moves (RSSM), () for RSM.
+    partition : Partition or None
+        The run's `rssm.blocks.Partition` (RSSM), None for RSM.
     """
 
     __slots__ = ("method", "n_blocks", "shape", "iteration", "direction_norm", "grad_sq",
-                 "cross_sq",
+                 "cross_sq", "partition",
                  "max_gamma", "previous_gamma", "previous_cost", "direction", "columns",
                  "pair", "_cost", "_cost_fn", "_trial_fn", "_best_fn")
 
     def __init__(self, method: str, n_blocks: int, shape: tuple[int, int] | None = None, *,
                  cost: Callable[[], float] | None = None,
                  trial: Callable[[float], float] | None = None,
-                 best: Callable[[], float] | None = None):
+                 best: Callable[[], float] | None = None, partition=None):
         self.method = method
+        self.partition = partition
         self.n_blocks = int(n_blocks)
         self.shape = shape
         self.iteration = 0

@@ -221,7 +221,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             if tol else None)
     trial = _Trial(solver)
     ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=st.cost, trial=trial,
-                      best=lambda: st.best_fun)
+                      best=lambda: st.best_fun, partition=solver.partition)
     # A rule that reads f (the default) evaluates it at every iterate, which keeps the best
     # one up to date at no extra cost; with a plain schedule f is seen at the recorded rows
     # only, unless track_best asks for every iterate (one more cost pass per iteration).

@@ -6,7 +6,7 @@ for RSSM only). `from_spec` builds a rule from a number, a name, a dict or a str
 
 Modules: `rssm.stepsizes.context` (`StepContext`), `.base` (`StepSize`, `StepStall`),
 `.schedules` (plain schedules), `.polyak` and `.adaptive` (rules that read f),
-`.auto` (the default rule), `.spec` (`from_spec`, `as_stepsize`).
+`.auto` (the default rule), `.blockrule` (its RSSM part), `.spec` (`from_spec`, `as_stepsize`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from rssm.stepsizes._common import max_gamma, max_step_length
 from rssm.stepsizes.adaptive import AdaptiveGeometric, Backtracking
 from rssm.stepsizes.auto import Auto, make_auto
 from rssm.stepsizes.base import StepSize, StepStall
+from rssm.stepsizes.blockrule import BlockRule
 from rssm.stepsizes.context import StepContext
 from rssm.stepsizes.polyak import Polyak, PolyakBest, PolyakLevel
 from rssm.stepsizes.schedules import Constant, Geometric, InverseSqrt, PaperSchedule
@@ -34,6 +35,7 @@ __all__ = [
     "AdaptiveGeometric",
     "Backtracking",
     "Auto",
+    "BlockRule",
     "make_auto",
     "as_stepsize",
     "from_spec",

@@ -13,6 +13,7 @@ import numpy as np
 from rssm.stepsizes.adaptive import AdaptiveGeometric, Backtracking
 from rssm.stepsizes.auto import Auto, make_auto
 from rssm.stepsizes.base import StepSize, _CallableStep
+from rssm.stepsizes.blockrule import BlockRule
 from rssm.stepsizes.polyak import Polyak, PolyakBest, PolyakLevel
 from rssm.stepsizes.schedules import Constant, Geometric, InverseSqrt, PaperSchedule
 
@@ -29,6 +30,7 @@ RULES: dict[str, type[StepSize]] = {
     "polyak_best": PolyakBest,
     "adaptive_geometric": AdaptiveGeometric,
     "backtracking": Backtracking,
+    "block_rule": BlockRule,
 }
 
 #: Other spellings accepted (the CLI's ``invsqrt``).
@@ -155,7 +157,7 @@ def from_spec(spec: Any, *, base: StepSize | None = None) -> StepSize:
         * ``"auto"``: a fresh `Auto`, the default rule;
         * a dict ``{"rule": "geometric", "mu0": 0.1, "beta": 0.9}``: the rule of that
           name (`RULES`: auto, paper, geometric, constant, inverse_sqrt, polyak,
-          polyak_level, polyak_best, adaptive_geometric, backtracking; case and
+          polyak_level, polyak_best, adaptive_geometric, backtracking, block_rule; case and
           underscores do not matter, and class names such as ``"Geometric"`` work too)
           with those parameters. `StepSize.describe` writes this form, so
           ``from_spec(rule.describe())`` rebuilds ``rule``;

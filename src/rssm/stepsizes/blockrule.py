@@ -1,0 +1,266 @@
+"""Auto's rule for RSSM: a decay whose unit is read from the structure of f.
+
+A geometric schedule gamma_k = mu0 beta^k is fast when beta matches how quickly the
+iterates converge, and for RSSM that speed has a unit that depends on the problem
+(docs/stepsizes.md, "The unit of the decay"). The best tuned schedules decay by about
+0.5 per *epoch* (l/2 iterations) on DPCP, for every number of blocks, and by about
+0.5-0.8 per *sweep* of all binom(l, 2) block pairs on ODL, l1 Procrustes and the other
+problems measured. What tells the two apart is where the Riemannian subgradient lies
+(eq. ``eq-scaling-coordrep``): a step on the pair (i, j) changes X^T X_perp-parts and the
+diagonal blocks of X^T grad f of its two blocks, which every block sees once an epoch,
+and the off-diagonal block (i, j) (a rotation between the two blocks), which only that
+pair can make, once per sweep. When f(XQ) = f(X) for every orthogonal Q (DPCP, any
+function of span(X)), X^T grad f = 0 and only the first kind exists; otherwise the
+rotations between blocks set the pace. `rssm.stepsizes.StepContext.cross_sq` is the
+unbiased estimate of their part of ||grad f||^2, free from the step's own products.
+
+So, at the first iteration, `BlockRule` reads the share ``cross_sq / grad_sq``:
+
+* **0 (below 1e-6): a decay per epoch, steered by the cosine** of successive partial
+  subgradients on a block (Kesten's test). The first length comes from Auto's Armijo
+  search; every epoch log t_k moves by the mean cosine m of the epoch and log beta by
+  0.2 m (beta starts at 0.7 per epoch): subgradients that agree (m > 0) mean the steps
+  are too short to cross the kink, subgradients that reverse (m < 0) that they overshoot.
+* **Otherwise: a decay of 0.7 per sweep, restarted when it froze.** The first length is 3
+  times the longest step (`max_step_length`; the steps stay at that cap until the decay
+  has brought the virtual length below it, which is what the best schedules on ODL's and
+  l1 Procrustes' random starts do), beta = 0.7 per sweep; every 2 epochs the cancel
+  ratio of the last 3 subgradients of each pair (the quantity of the convergence test,
+  `rssm.solvers.certificate.least_norm`) is read, and above 0.8 (the subgradients no
+  longer cancel: the steps froze before X converged) the length starts again at 3 times
+  the cap with a slower decay, beta <- sqrt(beta).
+
+In both branches gamma_k = t_k / g_0, g_0^2 the first estimate of ||grad f||^2: a
+schedule of lengths over the *running* estimate decays 10 times more on ODL, whose
+subgradient norm grows 10-fold on the way to the dictionary (docs/stepsizes.md, "Why
+the scale matters on ODL"). Every quantity is a ratio, so multiplying f by c > 0 leaves
+the iterates unchanged (to rounding).
+
+Measured against the best of a 54-point geometric grid on the same instance, RSSM with
+l = 3 and 5, five seeds each (`python -m benchmarks.step_signals --seeds 5
+--candidates "switch by structure, 0.7 per sweep" auto --cells ...`): within 1.5x on 23
+of the 30 DPCP, ODL and l1 Procrustes instances (the success rule that was Auto's RSSM
+rule before: 3), and on 36 of 50 with from_functions and the planted sparse basis
+(before: 6).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+
+from rssm.stepsizes._common import grad_sq, max_gamma, max_step_length
+from rssm.stepsizes.base import StepSize, StepStall
+from rssm.stepsizes.context import StepContext
+
+__all__ = ["BlockRule", "SHARE_ZERO", "SWEEP_DECAY"]
+
+#: Below this share of ``cross_sq / grad_sq`` the first estimate counts as "no rotations
+#: between blocks" (DPCP's is 0 up to rounding; ODL's 0.8 at l = 5, l1 Procrustes' 0.2,
+#: the planted sparse basis' 0.03).
+SHARE_ZERO = 1e-6
+#: The decay per sweep of the branch for f with rotations between blocks. Measured over
+#: ODL, l1 Procrustes, from_functions and the planted sparse basis, l = 3 and 5, seeds
+#: 1-5 (docs/stepsizes.md): within 1.5x of the best grid point on 28 of 40 instances with
+#: 0.7, 23 with 0.6, 20 with 0.65.
+SWEEP_DECAY = 0.7
+#: The first length and every restart of that branch, in units of `max_step_length`.
+PLATEAU = 3.0
+#: Cancel ratio above which that branch restarts (read every `CHECK_EPOCHS` epochs).
+FROZEN = 0.8
+CHECK_EPOCHS = 2.0
+#: Subgradients per block pair in the cancel ratio.
+BUNDLE = 3
+#: Cosine control: the first decay per epoch, the gain on log beta, the largest beta.
+BETA0 = 0.7
+BETA_GAIN = 0.2
+BETA_MAX = 2.0
+#: Armijo search of the per-epoch branch (Auto's first search).
+_FACTOR = 0.25
+_C = 1e-4
+_TRIALS = 8
+
+
+class BlockRule(StepSize):
+    """RSSM's default step (what `Auto` does for RSSM): see the module docstring.
+
+    With RSM (one block, no rotations between blocks) it is the per-epoch branch, an
+    epoch being one iteration; `Auto`'s RSM rule is the default there.
+
+    Parameters
+    ----------
+    sweep_decay : float
+        beta per sweep of the branch for f with rotations between blocks, in (0, 1).
+    share_zero : float
+        Threshold on ``cross_sq / grad_sq`` at the first iteration, >= 0.
+    search : bool
+        Start the per-sweep branch with Auto's Armijo search (default): a first step
+        accepted at the cap (a random start) starts the plateau at 3 times the cap, a
+        shorter one (a start close to a solution) is kept and the start with it. False:
+        always the plateau (from warm starts of ODL, l = 5, seeds 1-3: 3 of 9 runs then
+        end at errors 1e-5 to 3e-5 and one at 1e-8; with the search all 9 end at 1e-10
+        or below).
+    """
+
+    def __init__(self, sweep_decay: float = SWEEP_DECAY, share_zero: float = SHARE_ZERO,
+                 search: bool = True):
+        self.search = bool(search)
+        from rssm._validation import as_positive_float
+
+        self.sweep_decay = as_positive_float(sweep_decay, "sweep_decay", upper=1.0,
+                                             upper_inclusive=False)
+        self.share_zero = as_positive_float(share_zero, "share_zero", allow_zero=True)
+        self.reset()
+
+    def reset(self) -> None:
+        self._branch: str | None = None       # "epoch" or "sweep" once chosen
+        self._share = math.nan
+        self._restarts = 0
+        self._g0 = math.nan
+        self._t = self._t0 = math.nan
+        self._beta = math.nan                 # per epoch
+        self._since = 0
+        self._prev: dict[int, np.ndarray] = {}
+        self._cos: list[float] = []
+        self._bundles: dict[tuple, collections.deque] = {}
+        self._block_of: np.ndarray | None = None
+
+    # -- what the branches read ----------------------------------------------------------
+    def _blocks(self, ctx: StepContext) -> dict[int, np.ndarray]:
+        """Positions within the direction of each block it moves."""
+        part = ctx.partition
+        p = ctx.shape[1] if ctx.shape is not None else ctx.direction.shape[1]
+        if self._block_of is None:
+            self._block_of = np.zeros(p, dtype=np.intp)
+            if part is not None:
+                for b, cols in enumerate(part.blocks):
+                    self._block_of[cols] = b
+        cols = ctx.columns if ctx.columns is not None else slice(None)
+        bid = self._block_of[np.arange(p)[cols]]
+        return {int(b): bid == b for b in np.unique(bid)}
+
+    def _cosines(self, ctx: StepContext) -> None:
+        d = ctx.direction
+        if d is None:
+            return
+        for b, pos in self._blocks(ctx).items():
+            v = d[:, pos]
+            prev = self._prev.get(b)
+            if prev is not None and prev.shape == v.shape:
+                den = float(np.linalg.norm(v) * np.linalg.norm(prev))
+                if den > 0:
+                    self._cos.append(float(np.vdot(v, prev)) / den)
+            self._prev[b] = np.array(v)
+
+    def _cancel(self, n_pairs: int) -> float:
+        """The cancel ratio over all pairs; NaN until each holds `BUNDLE` subgradients."""
+        # (imported here: rssm.solvers imports the step sizes)
+        from rssm.solvers.certificate import least_norm
+
+        qs = self._bundles.values()
+        if len(self._bundles) < n_pairs or any(len(q) < BUNDLE for q in qs):
+            return math.nan
+        d2 = m2 = 0.0
+        for q in qs:
+            sq, mean_norm, _ = least_norm(q)
+            d2 += sq
+            m2 += mean_norm**2
+        return math.sqrt(d2 / m2) if m2 > 0 else 0.0
+
+    # -- the first iteration --------------------------------------------------------------
+    def _search(self, ctx: StepContext, f: float) -> float:
+        """Auto's first search: t from the cap, divided by 4 until Armijo holds."""
+        t = max_step_length(ctx)
+        gamma = min(t / self._g0, max_gamma(ctx))
+        d2 = ctx.direction_norm**2
+        for _ in range(_TRIALS):
+            if ctx.trial(gamma) <= f - _C * gamma * d2:
+                break
+            gamma *= _FACTOR
+        return gamma * self._g0
+
+    def _start(self, ctx: StepContext) -> None:
+        g2 = grad_sq(ctx)
+        self._g0 = math.sqrt(g2)
+        cross = ctx.cross_sq if math.isfinite(ctx.cross_sq) else 0.0
+        self._share = cross / g2
+        f = ctx.cost
+        if not math.isfinite(f):
+            raise StepStall(f"f(X_0) = {f} is not finite")
+        if self._share <= self.share_zero:
+            self._branch = "epoch"
+            self._beta = BETA0
+            self._t = self._search(ctx, f)
+        else:
+            self._branch = "sweep"
+            self._beta = self.sweep_decay ** (ctx.epoch / ctx.n_pairs)
+            cap = max_step_length(ctx)
+            t = self._search(ctx, f) if self.search else cap
+            # A first step accepted at the cap (a random start) starts the plateau; a
+            # shorter one (a start close to a solution) is kept, and so is the start.
+            self._t0 = PLATEAU * cap if t >= (1.0 - 1e-12) * cap else t
+            self._t = self._t0
+
+    # -- the rule -------------------------------------------------------------------------
+    def __call__(self, k: int, ctx: StepContext) -> float:
+        if self._branch is None:
+            self._start(ctx)
+            self._observe(ctx)
+            return self._gamma(ctx)
+        self._observe(ctx)
+        self._since += 1
+        if self._branch == "epoch":
+            if self._since >= ctx.epoch:
+                if self._cos:
+                    m = float(np.mean(self._cos))
+                    self._t *= self._beta ** (self._since / ctx.epoch) * math.exp(m)
+                    self._beta = min(BETA_MAX, self._beta * math.exp(BETA_GAIN * m))
+                    self._since = 0
+                    self._cos = []
+        else:
+            self._t *= self._beta ** (1.0 / ctx.epoch)
+            if self._since >= CHECK_EPOCHS * ctx.epoch:
+                c = self._cancel(ctx.n_pairs)
+                if math.isfinite(c):
+                    self._since = 0
+                    if c > FROZEN:
+                        self._restarts += 1
+                        self._beta = math.sqrt(self._beta)
+                        self._bundles = {}
+                        self._t = self._t0
+        return self._gamma(ctx)
+
+    def _observe(self, ctx: StepContext) -> None:
+        if self._branch == "epoch":
+            self._cosines(ctx)
+        elif ctx.direction is not None:
+            q = self._bundles.get(ctx.pair)
+            if q is None:
+                q = self._bundles[ctx.pair] = collections.deque(maxlen=BUNDLE)
+            q.append(np.array(ctx.direction).ravel())
+
+    def _gamma(self, ctx: StepContext) -> float:
+        cap = max_gamma(ctx) * self._g0
+        if self._branch == "epoch":
+            self._t = min(self._t, cap)       # the length itself never exceeds the cap
+            return self._t / self._g0
+        # The sweep branch keeps its virtual length (above the cap while the plateau
+        # lasts); only the step is capped.
+        return min(self._t, cap) / self._g0
+
+    @property
+    def branch(self) -> str | None:
+        """"epoch" or "sweep" once the first iteration chose; None before."""
+        return self._branch
+
+    @property
+    def share(self) -> float:
+        """The share ``cross_sq / grad_sq`` the first iteration read (NaN before)."""
+        return self._share
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of the per-sweep branch so far."""
+        return self._restarts
