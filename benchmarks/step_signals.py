@@ -77,6 +77,13 @@ worse than the level itself.
 running estimate g_k of ||grad f(X_k)|| (gamma_k = t_k / g_k, what Auto and the
 candidates do), and as that length over the first estimate g_0 only.
 
+``--shares`` prints, for every problem, the shares of ||grad f||^2 in the off-diagonal
+blocks of X^T grad f (rotations between blocks, what `StepContext.cross_sq` estimates),
+in its diagonal blocks and in its X_perp part, at the start and at the solution.
+
+``--warm [NOISE ...]`` runs the candidates from warm starts (a default solution moved by
+noise of these relative sizes, default 1e-3 1e-2 1e-1) and prints how the runs end.
+
 ``--per-sweep`` reads the grid CSV only: each instance's best decay per epoch, and the
 same as a decay per *sweep* of all block pairs (binom(l, 2) iterations; one for RSM).
 
@@ -526,6 +533,36 @@ def warm(names, cells, seeds, noises) -> None:
                   + (f"; median {int(np.median(its))} iterations" if its else ""), flush=True)
 
 
+def _shares(prob, x, ell: int) -> tuple[float, float, float]:
+    """Shares of ||grad f(X)||^2 in the off-diagonal blocks of X^T grad f (rotations
+    between blocks), its diagonal blocks, and its X_perp part (uniform l blocks)."""
+    g = prob.riemannian_subgradient(x)
+    s = x.T @ g
+    blocks = Partition.uniform(x.shape[1], ell).blocks
+    diag = sum(float(np.sum(s[np.ix_(b, b)] ** 2)) for b in blocks)
+    off = float(np.sum(s**2)) - diag
+    perp = float(np.sum((g - x @ s) ** 2))
+    tot = off + diag + perp
+    return off / tot, diag / tot, perp / tot
+
+
+def shares(ell: int = 5, seed: int = 1) -> None:
+    """``--shares``: where the Riemannian subgradient lies, at the start and at the
+    default call's solution (RSM), for each problem of the benchmark."""
+    import rssm
+    from benchmarks.stepsizes import _problems
+
+    print(f"l = {ell}, seed {seed}: shares of ||grad f||^2 (off-diagonal blocks of "
+          "X^T grad f / diagonal blocks / X_perp part)")
+    for name, (build, _, _) in _problems().items():
+        prob, x0 = build(seed)
+        sol = rssm.minimize(prob, x0, seed=seed).x
+        blocks = min(ell, prob.shape[1])
+        a, b = _shares(prob, x0, blocks), _shares(prob, sol, blocks)
+        print(f"{name} {prob.shape[0]} x {prob.shape[1]}: start {a[0]:.3f} {a[1]:.3f} "
+              f"{a[2]:.3f}; solution {b[0]:.3f} {b[1]:.3f} {b[2]:.3f}", flush=True)
+
+
 def compare(names, cells, seeds, grid_csv) -> None:
     from benchmarks.stepsizes import _problems, best_grid_points, first_at, run_rule
 
@@ -686,6 +723,8 @@ def main(argv: list[str] | None = None) -> int:
                     choices=list(CANDIDATES))
     ap.add_argument("--cells", nargs="*", default=list(CELLS))
     ap.add_argument("--grid-csv", default="benchmarks/results/stepsizes/stepsizes.csv")
+    ap.add_argument("--shares", action="store_true",
+                    help="where the subgradient lies (rotations between blocks), instead")
     ap.add_argument("--warm", nargs="*", type=float, default=None, metavar="NOISE",
                     help="from warm starts (a default solution plus noise of these "
                          "relative sizes) instead: how each run ends")
@@ -693,7 +732,9 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.exists(args.grid_csv):
         print(f"no grid CSV at {args.grid_csv}: run python -m benchmarks.stepsizes first")
         return 1
-    if args.warm is not None:
+    if args.shares:
+        shares()
+    elif args.warm is not None:
         warm(args.candidates, args.cells, list(range(1, args.seeds + 1)),
              args.warm or [1e-3, 1e-2, 1e-1])
     elif args.per_sweep:

@@ -182,6 +182,24 @@ def test_step_signals_candidates_run_on_a_small_problem(monkeypatch, small_dpcp)
             assert res.fun < f0, (name, method)
 
 
+def test_step_signals_shares_split_the_gradient(monkeypatch, small_dpcp):
+    """--shares: the three shares add up to 1; DPCP has no rotations at all (it depends
+    on span(X) only), ODL with p = n has no X_perp part."""
+    import numpy as np
+
+    from rssm.problems import ODL
+
+    mod = _signals_module(monkeypatch)
+    x = small_dpcp.initial_point(0)
+    off, diag, perp = mod._shares(small_dpcp, x, 3)
+    assert off + diag + perp == pytest.approx(1.0, rel=1e-12)
+    assert off < 1e-12 and diag < 1e-12
+    odl = ODL.synthetic(n=12, m=400, seed=2)
+    off, diag, perp = mod._shares(odl, odl.initial_point(np.random.default_rng(5)), 3)
+    assert off + diag + perp == pytest.approx(1.0, rel=1e-12)
+    assert off > 0.5 and perp < 1e-12
+
+
 def test_step_signals_decay_per_sweep(monkeypatch):
     """A decay beta per epoch (l/2 iterations) is beta^(l-1) per sweep of the binom(l, 2)
     block pairs, and beta itself for RSM (a sweep is one iteration)."""
