@@ -165,50 +165,54 @@ def minimize(
     tol = DEFAULT_TOL if tol is None else as_positive_float(tol, "tol", allow_zero=True)
     n, p = problem.shape
     rng, start = _streams(kw["seed"])
-    x = problem.initial_point(start) if x0 is None else x0
-    x = problem.check_x(x, "x0", atol=kw.get("atol", 1e-8))
-    part = selector = None
-    if isinstance(opts, RSSMOptions):
-        part, selector = opts.build(p)
-    n_blocks = 1 if part is None else part.n_blocks
-
-    rule = kw["stepsize"]
-    if rule is None:
-        rule = problem.default_stepsize()
-    rule = _check_stepsize("auto" if rule is None else rule)
-
-    criteria: list[StoppingCriterion] = []
-    budget = kw["max_iter"]
-    if budget is not None:
-        criteria.append(MaxIterations(as_int(budget, "max_iter", minimum=0)))
-    if kw["max_time"] is not None:
-        criteria.append(MaxTime(as_positive_float(kw["max_time"], "max_time")))
-    if budget is None and kw["max_time"] is None and kw["stop"] is None:
-        budget = default_budget(n_blocks, problem.default_max_epochs())
-        criteria.append(MaxIterations(budget))
-    if tol > 0:
-        criteria.append(Converged(tol))
-    if kw["target_error"] is not None:
-        te = as_positive_float(kw["target_error"], "target_error")
-        if not problem.has_error:
-            raise ValueError(f"target_error needs a ground truth, but this "
-                             f"{type(problem).__name__} has none")
-        criteria.append(TargetError(te))
-    criteria += _legacy_criteria(kw, n_blocks, rec)
-    if kw["callback"] is not None:
-        criteria.append(CallbackStop(kw["callback"]))
-    if kw["stop"] is not None:
-        if not isinstance(kw["stop"], StoppingCriterion):
-            raise TypeError(f"stop must be a StoppingCriterion, got {type(kw['stop']).__name__}")
-        criteria.append(kw["stop"])
-    every = rec.every if rec.every is not None else (
-        max(1, int(budget) // 200) if budget else 10)
-    rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns)
-
-    settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
-                else "Generator", "selection": None if selector is None else selector.name}
-    cls = METHODS[method][0]
+    # The start, its check and the run under the run's thread setting: BLAS at one
+    # thread throughout (a multi-threaded BLAS call on a busy machine can stall for
+    # milliseconds, even for the small product of the check).
     with RunThreads(threads) as rt:
+        x = problem.initial_point(start) if x0 is None else x0
+        x = problem.check_x(x, "x0", atol=kw.get("atol", 1e-8))
+        part = selector = None
+        if isinstance(opts, RSSMOptions):
+            part, selector = opts.build(p)
+        n_blocks = 1 if part is None else part.n_blocks
+
+        rule = kw["stepsize"]
+        if rule is None:
+            rule = problem.default_stepsize()
+        rule = _check_stepsize("auto" if rule is None else rule)
+
+        criteria: list[StoppingCriterion] = []
+        budget = kw["max_iter"]
+        if budget is not None:
+            criteria.append(MaxIterations(as_int(budget, "max_iter", minimum=0)))
+        if kw["max_time"] is not None:
+            criteria.append(MaxTime(as_positive_float(kw["max_time"], "max_time")))
+        if budget is None and kw["max_time"] is None and kw["stop"] is None:
+            budget = default_budget(n_blocks, problem.default_max_epochs())
+            criteria.append(MaxIterations(budget))
+        if tol > 0:
+            criteria.append(Converged(tol))
+        if kw["target_error"] is not None:
+            te = as_positive_float(kw["target_error"], "target_error")
+            if not problem.has_error:
+                raise ValueError(f"target_error needs a ground truth, but this "
+                                 f"{type(problem).__name__} has none")
+            criteria.append(TargetError(te))
+        criteria += _legacy_criteria(kw, n_blocks, rec)
+        if kw["callback"] is not None:
+            criteria.append(CallbackStop(kw["callback"]))
+        if kw["stop"] is not None:
+            if not isinstance(kw["stop"], StoppingCriterion):
+                raise TypeError("stop must be a StoppingCriterion, got "
+                                f"{type(kw['stop']).__name__}")
+            criteria.append(kw["stop"])
+        every = rec.every if rec.every is not None else (
+            max(1, int(budget) // 200) if budget else 10)
+        rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns)
+
+        settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
+                    else "Generator", "selection": None if selector is None else selector.name}
+        cls = METHODS[method][0]
         t0 = time.perf_counter()
         solver = cls(problem, x, part, selector, rng)
         setup = time.perf_counter() - t0
