@@ -16,6 +16,7 @@ import rssm.torch as rt  # noqa: E402
 from rssm import stiefel  # noqa: E402
 from rssm.stepsizes import (  # noqa: E402
     Auto,
+    BlockRule,
     InverseSqrt,
     PaperSchedule,
     Polyak,
@@ -287,7 +288,7 @@ def test_state_dict_round_trip():
     assert torch.equal(w.detach(), x_a) and rt.feasibility(w) <= 1e-13
 
 
-@pytest.mark.parametrize("rule", [Auto(), Polyak(0.0)])
+@pytest.mark.parametrize("rule", [Auto(), BlockRule(), Polyak(0.0)])
 def test_rules_that_need_the_minimize_loop_are_refused_by_name(rule):
     w = torch.nn.Parameter(torch.from_numpy(
         stiefel.random_point(8, 4, np.random.default_rng(0))))

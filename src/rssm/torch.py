@@ -65,6 +65,7 @@ from rssm.stepsizes import (
     AdaptiveGeometric,
     Auto,
     Backtracking,
+    BlockRule,
     Constant,
     Polyak,
     PolyakBest,
@@ -75,7 +76,8 @@ from rssm.stepsizes import (
 
 #: Rules that read StepContext fields only `rssm.minimize` fills (grad_sq, trial, cost at
 #: every step): refused by the optimizers with a message instead of an AttributeError.
-_NEEDS_RUN = (Auto, Polyak, PolyakLevel, PolyakBest, AdaptiveGeometric, Backtracking)
+_NEEDS_RUN = (Auto, BlockRule, Polyak, PolyakLevel, PolyakBest, AdaptiveGeometric,
+              Backtracking)
 
 __all__ = ["RSSM", "RSM", "TorchStepContext", "feasibility"]
 
@@ -128,7 +130,8 @@ def _as_rule(lr: Any) -> tuple[float, StepSize | None]:
     if isinstance(lr, _NEEDS_RUN):
         raise TypeError(
             f"lr={type(lr).__name__}(...) needs what only rssm.minimize's loop provides (the "
-            "A_X^{-1} gradient estimate grad_sq, trial steps, or f at every step); the torch "
+            "A_X^{-1} gradient estimate grad_sq and its cross-block part, trial steps, or f at "
+            "every step); the torch "
             "optimizers take a number or a schedule (Constant, Geometric, InverseSqrt, "
             "PaperSchedule, a callable (k, ctx)) and PyTorch LR schedulers"
         )
