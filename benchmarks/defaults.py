@@ -34,6 +34,15 @@ import rssm
 
 PC = time.perf_counter
 METHODS = (("rsm", None), ("rssm l=5", 5), ("rssm l=10", 10))
+# Each timed call and each timed plain loop comes right after an untimed run of its own
+# (``--cold`` turns this off). OpenBLAS's worker threads spin for a while after a
+# multi-threaded product before they sleep (its THREAD_TIMEOUT); timed right after the
+# plain loop's two-thread products, an rssm call shares the 2 cores with them for its
+# first tens of milliseconds (measured: the default RSM call on the paper's DPCP took 211
+# ms right after 20 two-thread products, 171-184 ms after another call of its own;
+# ``--blas-burst``), while
+# the plain loop timed right after rssm (whose workers block on a queue) finds nothing
+# spinning. The untimed runs give each the same start: the state its own work leaves.
 
 
 def _call(prob, method, ell, **kw):
@@ -89,7 +98,14 @@ def _naive_rssm(yt: np.ndarray, x0: np.ndarray, ell: int, iters: int, gamma: flo
     return (PC() - t) / iters
 
 
-def measure(rounds: int, quick: bool) -> list[dict]:
+def _naive(yt: np.ndarray, x0: np.ndarray, ell: int | None, iters: int) -> float:
+    """The plain loop of RSM (``ell`` None) or RSSM with ``ell`` blocks: seconds per it."""
+    if ell is None:
+        return _naive_rsm(yt, x0, iters, 1e-3)
+    return _naive_rssm(yt, x0, ell, iters, 1e-3)
+
+
+def measure(rounds: int, quick: bool, warm: bool = True) -> list[dict]:
     prob = (rssm.problems.DPCP.synthetic(n=60, d=6, n_inliers=600, n_outliers=1400, seed=1)
             if quick else rssm.problems.DPCP.synthetic(seed=1))
     x0 = prob.initial_point(0)
@@ -97,10 +113,13 @@ def measure(rounds: int, quick: bool) -> list[dict]:
     best: dict[str, dict[str, float]] = {}
     for _ in range(rounds):
         for label, ell in METHODS:
+            if warm:
+                _call(prob, label, ell)
             wall, res = _call(prob, label, ell)
             n = max(res.n_iter, 1)
-            naive = (_naive_rsm(prob.yt, x0, n, 1e-3) if ell is None
-                     else _naive_rssm(prob.yt, x0, ell, n, 1e-3))
+            if warm:
+                _naive(prob.yt, x0, ell, n)
+            naive = _naive(prob.yt, x0, ell, n)
             b = best.setdefault(label, {"wall": np.inf, "solver": np.inf, "naive": np.inf})
             b["wall"] = min(b["wall"], wall / n)
             b["solver"] = min(b["solver"], res.time / n)
@@ -121,6 +140,37 @@ def measure(rounds: int, quick: bool) -> list[dict]:
             "goal wall/naive": "0.9" if label == "rsm" else "0.8",
         })
     return rows
+
+
+def blas_burst(reps: int = 6) -> None:
+    """``--blas-burst``: the default RSM call timed right after 20 two-thread NumPy
+    products (OpenBLAS's threads still spinning), after a 0.5 s rest, and right after
+    another call of its own; best 3 of ``reps`` each, in ms."""
+    prob = rssm.problems.DPCP.synthetic(seed=1)
+    yt, x = prob.yt, prob.initial_point(0)
+
+    def burst():
+        for _ in range(20):
+            np.matmul(yt, yt.T @ x)
+
+    def call():
+        t = PC()
+        rssm.minimize(prob)
+        return 1e3 * (PC() - t)
+
+    call()
+    after, rested, again = [], [], []
+    for _ in range(reps):
+        burst()
+        after.append(call())
+        burst()
+        time.sleep(0.5)
+        rested.append(call())
+        again.append(call())
+    for label, v in (("right after 20 two-thread products", after), ("after a 0.5 s rest", rested),
+                     ("right after another call", again)):
+        print(f"default RSM call, {label}: best 3 of {reps}: "
+              + ", ".join(f"{t:.0f}" for t in sorted(v)[:3]) + " ms")
 
 
 _BUSY = "import time\nt = time.time()\nwhile time.time() - t < 3600: pass\n"
@@ -168,12 +218,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a smaller DPCP, 2 rounds")
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--load", action="store_true", help="also measure under one busy process")
+    ap.add_argument("--cold", action="store_true",
+                    help="no untimed run before each timed one (each then starts right "
+                         "after the other's last product)")
     ap.add_argument("--out", default=None, help="folder for defaults.csv (and defaults_load.csv)")
+    ap.add_argument("--blas-burst", action="store_true",
+                    help="only: the default call right after multi-threaded NumPy products")
     args = ap.parse_args(argv)
+    if args.blas_burst:
+        blas_burst()
+        return 0
     rounds = args.rounds or (2 if args.quick else 5)
     print(f"default threads; {rounds} rounds, best per method; load average "
           f"{os.getloadavg()[0]:.2f}")
-    rows = measure(rounds, args.quick)
+    print("each timed call and loop right after an untimed one of its own"
+          if not args.cold else "no untimed runs: each timed right after the other")
+    rows = measure(rounds, args.quick, not args.cold)
     _print(rows)
     load_rows = under_load(rounds, args.quick) if args.load else []
     if load_rows:
