@@ -81,6 +81,9 @@ candidates do), and as that length over the first estimate g_0 only.
 blocks of X^T grad f (rotations between blocks, what `StepContext.cross_sq` estimates),
 in its diagonal blocks and in its X_perp part, at the start and at the solution.
 
+``--default-calls`` runs the default RSSM call (`BlockRule`) beside the success rule it
+replaced, with the default tolerance and budget, and prints how each run ends.
+
 ``--warm [NOISE ...]`` runs the candidates from warm starts (a default solution moved by
 noise of these relative sizes, default 1e-3 1e-2 1e-1) and prints how the runs end.
 
@@ -563,6 +566,34 @@ def shares(ell: int = 5, seed: int = 1) -> None:
               f"{a[2]:.3f}; solution {b[0]:.3f} {b[1]:.3f} {b[2]:.3f}", flush=True)
 
 
+def default_calls() -> None:
+    """``--default-calls``: the default RSSM call (Auto, so `BlockRule`) beside the
+    success rule it replaced (``Auto(scale="length")``), the default tolerance and
+    budget, from each problem's own start: stop reason, iterations, error. Seeds 1-3 at
+    l = 3, 5; seeds 1-2 at l = 2, 4, 10 (where l <= p)."""
+    import rssm
+    from benchmarks.stepsizes import _problems
+
+    probs = _problems()
+    for blocks, seeds in (((3, 5), (1, 2, 3)), ((2, 4, 10), (1, 2))):
+        for name in ("dpcp", "odl", "l1_procrustes", "from_functions", "sparse_basis"):
+            build = probs[name][0]
+            for ell in blocks:
+                out = []
+                for seed in seeds:
+                    prob, x0 = build(seed)
+                    if ell > prob.shape[1]:
+                        continue
+                    for label, rule in (("default", "auto"),
+                                        ("success rule", Auto(scale="length"))):
+                        r = rssm.minimize(prob, x0, method="rssm", seed=seed, stepsize=rule,
+                                          options={"n_blocks": ell})
+                        out.append(f"{label} seed {seed}: {r.stop_reason.value} "
+                                   f"{r.n_iter} its, error {r.error:.0e}")
+                if out:
+                    print(f"{name} l={ell}: " + " | ".join(out), flush=True)
+
+
 def compare(names, cells, seeds, grid_csv) -> None:
     from benchmarks.stepsizes import _problems, best_grid_points, first_at, run_rule
 
@@ -723,6 +754,8 @@ def main(argv: list[str] | None = None) -> int:
                     choices=list(CANDIDATES))
     ap.add_argument("--cells", nargs="*", default=list(CELLS))
     ap.add_argument("--grid-csv", default="benchmarks/results/stepsizes/stepsizes.csv")
+    ap.add_argument("--default-calls", action="store_true",
+                    help="the default RSSM call beside the success rule, instead")
     ap.add_argument("--shares", action="store_true",
                     help="where the subgradient lies (rotations between blocks), instead")
     ap.add_argument("--warm", nargs="*", type=float, default=None, metavar="NOISE",
@@ -732,7 +765,9 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.exists(args.grid_csv):
         print(f"no grid CSV at {args.grid_csv}: run python -m benchmarks.stepsizes first")
         return 1
-    if args.shares:
+    if args.default_calls:
+        default_calls()
+    elif args.shares:
         shares()
     elif args.warm is not None:
         warm(args.candidates, args.cells, list(range(1, args.seeds + 1)),
