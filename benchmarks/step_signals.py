@@ -108,6 +108,7 @@ from rssm.solvers.certificate import least_norm
 from rssm.stepsizes import Auto, BlockRule, Geometric, Polyak, StepSize
 from rssm.stepsizes._common import GradMean, max_gamma, max_step_length
 from rssm.stepsizes.base import StepStall
+from rssm.stepsizes.blockrule import block_cosines
 
 CELLS = tuple(f"{p}:rssm-l{ell}" for p in ("dpcp", "odl", "l1_procrustes") for ell in (3, 5))
 SIGNAL_CASES = (("dpcp", "rssm-l5", 1), ("odl", "rssm-l5", 1), ("l1_procrustes", "rssm-l3", 1))
@@ -141,14 +142,7 @@ class Signals:
 
     def add(self, ctx) -> None:
         d = ctx.direction
-        for b, pos in self._blocks(ctx).items():
-            v = d[:, pos]
-            prev = self.prev.get(b)
-            if prev is not None and prev.shape == v.shape:
-                den = float(np.linalg.norm(v) * np.linalg.norm(prev))
-                if den > 0:
-                    self.cosines.append(float(np.vdot(v, prev)) / den)
-            self.prev[b] = np.array(v)
+        self.cosines += block_cosines(d, self._blocks(ctx), self.prev)
         q = self.bundles.setdefault(ctx.pair, collections.deque(maxlen=self.w))
         q.append(np.array(d).ravel())
 

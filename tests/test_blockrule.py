@@ -192,3 +192,14 @@ def test_the_signals_on_hand_made_directions():
     # pairs (0, 1) and (1, 2) hold three equal vectors (ratio 1 each); pair (0, 2) holds
     # w, -w' and w (w' = w with block 0 reversed): least norm 1/sqrt(2) of their norm
     assert rule._cancel(3) == pytest.approx(np.sqrt((1.0 + 0.5 + 1.0) / 3.0), rel=1e-9)
+
+
+def test_the_default_rssm_call_gives_the_same_bits(small):
+    """The same call twice, and with one worker or two: the same iterate, bit for bit
+    (the rule reads only what the run computed; nothing depends on time or threads)."""
+    prob = small["odl"]
+    runs = [rssm.minimize(prob, method="rssm", options={"n_blocks": 3}, seed=4,
+                          threads=t, max_iter=300) for t in ("auto", "auto", 1, 2)]
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r.x, runs[0].x)
+        assert r.n_iter == runs[0].n_iter and r.fun == runs[0].fun

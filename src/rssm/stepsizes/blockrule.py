@@ -55,7 +55,7 @@ from rssm.stepsizes._common import grad_sq, max_gamma, max_step_length
 from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.context import StepContext
 
-__all__ = ["BlockRule", "SHARE_ZERO", "SWEEP_DECAY"]
+__all__ = ["BlockRule", "SHARE_ZERO", "SWEEP_DECAY", "block_cosines"]
 
 #: Below this share of ``cross_sq / grad_sq`` the first estimate counts as "no rotations
 #: between blocks" (DPCP's is 0 up to rounding; ODL's 0.8 at l = 5, l1 Procrustes' 0.2,
@@ -81,6 +81,23 @@ BETA_MAX = 2.0
 _FACTOR = 0.25
 _C = 1e-4
 _TRIALS = 8
+
+
+def block_cosines(direction: np.ndarray, blocks: dict, prev: dict) -> list[float]:
+    """Kesten's test per block: the cosine between each block's part of ``direction``
+    (``blocks`` maps a block to its positions among the direction's columns) and the
+    last one seen on that block (``prev``, updated in place with copies); blocks seen
+    for the first time, or whose part is 0, give none."""
+    out = []
+    for b, pos in blocks.items():
+        v = direction[:, pos]
+        last = prev.get(b)
+        if last is not None and last.shape == v.shape:
+            den = float(np.linalg.norm(v) * np.linalg.norm(last))
+            if den > 0:
+                out.append(float(np.vdot(v, last)) / den)
+        prev[b] = np.array(v)
+    return out
 
 
 class BlockRule(StepSize):
@@ -142,17 +159,8 @@ class BlockRule(StepSize):
         return {int(b): bid == b for b in np.unique(bid)}
 
     def _cosines(self, ctx: StepContext) -> None:
-        d = ctx.direction
-        if d is None:
-            return
-        for b, pos in self._blocks(ctx).items():
-            v = d[:, pos]
-            prev = self._prev.get(b)
-            if prev is not None and prev.shape == v.shape:
-                den = float(np.linalg.norm(v) * np.linalg.norm(prev))
-                if den > 0:
-                    self._cos.append(float(np.vdot(v, prev)) / den)
-            self._prev[b] = np.array(v)
+        if ctx.direction is not None:
+            self._cos += block_cosines(ctx.direction, self._blocks(ctx), self._prev)
 
     def _cancel(self, n_pairs: int) -> float:
         """The cancel ratio over all pairs; NaN until each holds `BUNDLE` subgradients."""
