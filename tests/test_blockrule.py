@@ -203,3 +203,26 @@ def test_the_default_rssm_call_gives_the_same_bits(small):
     for r in runs[1:]:
         np.testing.assert_array_equal(r.x, runs[0].x)
         assert r.n_iter == runs[0].n_iter and r.fun == runs[0].fun
+
+
+def test_a_share_that_was_zero_by_accident_moves_the_rule_to_the_sweep_branch():
+    """A start where X^T grad f happens to vanish reads a share of 0; once a later
+    estimate has rotations between blocks, the rule goes on per sweep from the length it
+    had (and restarts return there), instead of the cosine control that freezes on such
+    problems. A problem that ignores rotations never reads a share above rounding."""
+    part = Partition.uniform(6, 3)
+    f = [1.0]
+    ctx = StepContext("rssm", 3, (4, 6), cost=lambda: f[0], trial=lambda g: f[0] - 1.0,
+                      partition=part)
+    d = np.ones((4, 4))
+    rule = BlockRule()
+    ctx.advance(0, 4.0, 16.0, direction=d, columns=np.array([0, 1, 2, 3]), pair=(0, 1),
+                cross_sq=0.0)
+    g0 = rule(0, ctx)
+    assert rule.branch == "epoch" and g0 > 0
+    t = rule._t
+    ctx.advance(1, 4.0, 16.0, direction=d, columns=np.array([0, 1, 4, 5]), pair=(0, 2),
+                cross_sq=4.0)
+    rule(1, ctx)
+    assert rule.branch == "sweep" and rule.share == pytest.approx(0.25)
+    assert rule._t0 == t and rule._beta == pytest.approx(0.7 ** (1.5 / 3))

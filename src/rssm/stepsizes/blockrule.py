@@ -14,7 +14,9 @@ function of span(X)), X^T grad f = 0 and only the first kind exists; otherwise t
 rotations between blocks set the pace. `rssm.stepsizes.StepContext.cross_sq` is the
 unbiased estimate of their part of ||grad f||^2, free from the step's own products.
 
-So, at the first iteration, `BlockRule` reads the share ``cross_sq / grad_sq``:
+So, at the first iteration, `BlockRule` reads the share ``cross_sq / grad_sq`` (and, in
+the per-epoch branch, at every later one: a share above the threshold there means the
+first was 0 by accident, and the rule goes on per sweep from its current length):
 
 * **0 (below 1e-6): a decay per epoch, steered by the cosine** of successive partial
   subgradients on a block (Kesten's test). The first length comes from Auto's Armijo
@@ -217,6 +219,14 @@ class BlockRule(StepSize):
             self._start(ctx)
             self._observe(ctx)
             return self._gamma(ctx)
+        if self._branch == "epoch" and self._rotates(ctx):
+            # The first share was 0 by accident (a start where X^T grad f happened to
+            # vanish), not because f ignores rotations: go on per sweep from here.
+            self._branch = "sweep"
+            self._share = ctx.cross_sq / ctx.grad_sq
+            self._beta = self.sweep_decay ** (ctx.epoch / ctx.n_pairs)
+            self._t0 = self._t
+            self._since = 0
         self._observe(ctx)
         self._since += 1
         if self._branch == "epoch":
@@ -239,6 +249,13 @@ class BlockRule(StepSize):
                         self._bundles = {}
                         self._t = self._t0
         return self._gamma(ctx)
+
+    def _rotates(self, ctx: StepContext) -> bool:
+        """This iteration's estimate has a share of rotations between blocks above
+        ``share_zero`` (never for RSM, whose cross_sq is 0)."""
+        g2, cross = ctx.grad_sq, ctx.cross_sq
+        return (math.isfinite(g2) and g2 > 0 and math.isfinite(cross)
+                and cross > self.share_zero * g2)
 
     def _observe(self, ctx: StepContext) -> None:
         if self._branch == "epoch":
