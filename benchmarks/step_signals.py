@@ -412,6 +412,8 @@ CANDIDATES = {
     "auto before BlockRule": lambda: Auto(scale="length"),
     "block rule": lambda: BlockRule(),
     "block rule, no search": lambda: BlockRule(search=False),
+    **{f"block rule {b:g}/{c:g}": (lambda b=b, c=c: BlockRule(sweep_decay=b, frozen=c))
+       for b in (0.6, 0.65, 0.7) for c in (0.4, 0.5, 0.6, 0.8)},
     "cosine then auto": lambda: CosineThenAuto(),
     "batched success": lambda: BatchedSuccess(),
 }

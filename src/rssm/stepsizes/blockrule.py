@@ -114,6 +114,9 @@ class BlockRule(StepSize):
         beta per sweep of the branch for f with rotations between blocks, in (0, 1).
     share_zero : float
         Threshold on ``cross_sq / grad_sq`` at the first iteration, >= 0.
+    frozen : float
+        Cancel ratio in (0, 1] above which the per-sweep branch restarts (default
+        `FROZEN`, 0.8).
     search : bool
         Start the per-sweep branch with Auto's Armijo search (default): a first step
         accepted at the cap (a random start) starts the plateau at 3 times the cap, a
@@ -124,8 +127,11 @@ class BlockRule(StepSize):
     """
 
     def __init__(self, sweep_decay: float = SWEEP_DECAY, share_zero: float = SHARE_ZERO,
-                 search: bool = True):
+                 search: bool = True, frozen: float = FROZEN):
         self.search = bool(search)
+        from rssm._validation import as_positive_float as _pos
+
+        self.frozen = _pos(frozen, "frozen", upper=1.0)
         from rssm._validation import as_positive_float
 
         self.sweep_decay = as_positive_float(sweep_decay, "sweep_decay", upper=1.0,
@@ -243,7 +249,7 @@ class BlockRule(StepSize):
                 c = self._cancel(ctx.n_pairs)
                 if math.isfinite(c):
                     self._since = 0
-                    if c > FROZEN:
+                    if c > self.frozen:
                         self._restarts += 1
                         self._beta = math.sqrt(self._beta)
                         self._bundles = {}
