@@ -58,6 +58,11 @@ class StepContext:
         make (once in binom(l, 2) iterations on average). It is 0 whenever f(XQ) = f(X)
         for every orthogonal Q (DPCP, any function of the subspace span(X)): X^T grad f
         is then 0. 0 for RSM; NaN outside a run.
+    rotation_sq : float
+        The part of ``grad_sq`` that lies in X^T grad f(X_k) (the rotations of the columns
+        among themselves; the rest is the X_perp part): ||skew(X^T G)||^2 for RSM, and
+        for RSSM its unbiased estimate (the diagonal blocks weighted by l/2 and
+        ``cross_sq``). 0 whenever f(XQ) = f(X) for every orthogonal Q. NaN outside a run.
     max_gamma : float
         The longest step the loop takes: gamma is clipped to this, which makes the step
         ``gamma * direction_norm`` at most `rssm.solvers.max_step` long (see there).
@@ -79,7 +84,7 @@ class StepContext:
     """
 
     __slots__ = ("method", "n_blocks", "shape", "iteration", "direction_norm", "grad_sq",
-                 "cross_sq", "partition",
+                 "cross_sq", "rotation_sq", "partition",
                  "max_gamma", "previous_gamma", "previous_cost", "direction", "columns",
                  "pair", "_cost", "_cost_fn", "_trial_fn", "_best_fn")
 
@@ -95,6 +100,7 @@ class StepContext:
         self.direction_norm = math.nan
         self.grad_sq = math.nan
         self.cross_sq = math.nan
+        self.rotation_sq = math.nan
         self.max_gamma = math.inf
         self.previous_gamma: float | None = None
         self.previous_cost: float | None = None
@@ -154,7 +160,7 @@ class StepContext:
     def advance(self, k: int, direction_norm: float, grad_sq: float,
                 max_gamma: float = math.inf, direction: np.ndarray | None = None,
                 columns: slice | np.ndarray | None = None, pair: tuple = (),
-                cross_sq: float = 0.0) -> None:
+                cross_sq: float = 0.0, rotation_sq: float = math.nan) -> None:
         """Start iteration k (called by the loop once the direction is known)."""
         if direction is not None:
             direction = direction.view()
@@ -168,6 +174,7 @@ class StepContext:
         self.direction_norm = direction_norm
         self.grad_sq = grad_sq
         self.cross_sq = cross_sq
+        self.rotation_sq = rotation_sq
         self.max_gamma = max_gamma
 
     def __repr__(self) -> str:

@@ -331,12 +331,18 @@ def block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
 def descent_direction(x, g):
     """First half of `full_step`: -P_T(G) = X sym(X^T G) - G (eq. ``eq-Rsubdiff``); any
     array library."""
+    return descent_direction_parts(x, g)[0]
+
+
+def descent_direction_parts(x, g):
+    """(`descent_direction`, X^T G): the direction and the p x p product it was formed
+    from (whose skew part is X^T P_T(G)); any array library."""
     y = x.T @ g
     ys = y + y.T                         # 2 sym(X^T G)
     neg = x @ ys
     neg *= 0.5                           # X sym(X^T G)
     neg -= g                             # -P_T(G)
-    return neg
+    return neg, y
 
 
 def full_retraction_step(x: np.ndarray, neg: np.ndarray, gamma: float) -> np.ndarray:

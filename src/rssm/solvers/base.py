@@ -65,6 +65,9 @@ class Direction:
     cross_sq : float
         The part of ``grad_sq`` in the off-diagonal blocks of X^T grad f (rotations
         between two different blocks; `rssm.stepsizes.StepContext.cross_sq`); 0 for RSM.
+    rotation_sq : float
+        The part of ``grad_sq`` in X^T grad f, the rotations of the columns among
+        themselves (`rssm.stepsizes.StepContext.rotation_sq`).
     """
 
     cols: ColumnSet | None
@@ -75,6 +78,7 @@ class Direction:
     flops: float
     key: tuple = ()
     cross_sq: float = 0.0
+    rotation_sq: float = math.nan
 
     @property
     def size(self) -> int:

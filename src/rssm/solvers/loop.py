@@ -264,7 +264,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 trial.reset(d)
                 max_gamma = max_step(d.size) / math.sqrt(d.norm_sq)
                 ctx.advance(k, math.sqrt(d.norm_sq), d.grad_sq, max_gamma, d.neg, d.sel, d.key,
-                            d.cross_sq)
+                            d.cross_sq, d.rotation_sq)
                 try:
                     gamma = _ask(stepsize, k, ctx)
                 except _Halt:

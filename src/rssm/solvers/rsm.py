@@ -23,13 +23,18 @@ class RSMSolver(Solver):
         x = state.x
         n, p = x.shape
         g = state.oracle.subgradient()
-        neg = stiefel.descent_direction(x, g)                     # -P_T(G), eq. eq-Rsubdiff
+        neg, y = stiefel.descent_direction_parts(x, g)            # -P_T(G), eq. eq-Rsubdiff
         norm_sq = float(np.vdot(neg, neg))
+        # X^T P_T(G) = skew(X^T G): the rotations of the columns among themselves, 0 when
+        # f(XQ) = f(X) for every orthogonal Q (p^2 flops from the X^T G formed anyway)
+        skew = y - y.T
+        rotation_sq = 0.25 * float(np.vdot(skew, skew))
         flops = (state.oracle.flops_subgradient()
                  + 4.0 * n * p * p      # X^T G, X sym(.)
                  + 2.0 * n * p          # 0.5 *, - G
                  + 2.0 * n * p)         # ||P_T(G)||^2
-        return Direction(None, slice(None), neg, norm_sq, norm_sq, flops)
+        return Direction(None, slice(None), neg, norm_sq, norm_sq, flops,
+                         rotation_sq=rotation_sq)
 
     def candidate(self, state: SolverState, d: Direction, gamma: float) -> np.ndarray:
         return stiefel.full_retraction_step(state.x, d.neg, gamma)

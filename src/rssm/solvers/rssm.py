@@ -56,11 +56,13 @@ class RSSMSolver(Solver):
         perp = max(norm_sq - s_sq, 0.0)
         cross_sq = 0.5 * ell * (ell - 1) * off
         grad_sq = 0.5 * ell * (s_sq - off + perp) + cross_sq
+        rotation_sq = 0.5 * ell * (s_sq - off) + cross_sq      # X^T P(G_C): all of S
         flops = (state.oracle.flops_partial(c)
                  + 4.0 * n * p * c      # X^T G, X Y (tangent)
                  + n * c + 3.0 * c * c  # X Y - G; sym and skew of Y[C]
                  + 2.0 * n * c)         # ||P(G_C)||^2
-        return Direction(cols, sel, neg, norm_sq, grad_sq, flops, (i, j), cross_sq)
+        return Direction(cols, sel, neg, norm_sq, grad_sq, flops, (i, j), cross_sq,
+                         rotation_sq)
 
     def candidate(self, state: SolverState, d: Direction, gamma: float) -> np.ndarray:
         # eq. eq-projsubmfdblk through Lemma lem-projsubmfdblk's general form
