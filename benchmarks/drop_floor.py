@@ -39,9 +39,51 @@ FLOORS = (0.0, 0.4, 0.5, 0.6, 0.7)
 NOISE = (1e-3, 1e-2, 1e-1)
 
 
+#: ``--start``: the rules compared instead of floors (keys of `_start_rule`), each under
+#: a code number so that the functions below serve both modes.
+STARTS = {1.0: "success rule at the start (start_decay=None)",
+          2.0: "halving when the search rejects the longest step",
+          3.0: "halving when it does and rotation_sq is 0 (Auto's default)"}
+_MODE = {"start": False}
+
+
+def _start_rule(code: float):
+    """The three starts of ``--start`` (RSM): Auto before START_DECAY, the halving gated
+    by the first search alone, and Auto as it is (gated by the search and by f's
+    invariance under X -> XQ)."""
+    from rssm.stepsizes import Auto
+    from rssm.stepsizes._common import max_step_length
+
+    if code == 1.0:
+        return Auto(start_decay=None)
+    if code == 3.0:
+        return Auto()
+
+    class SearchGate(Auto):
+        def _first(self, ctx, f, g):
+            t = super()._first(ctx, f, g)
+            self._halve = t < (1.0 - 1e-12) * max_step_length(ctx)
+            return t
+
+        def __call__(self, k, ctx):
+            if not self._started:
+                gamma = super().__call__(k, ctx)
+                self._halve = self._t < (1.0 - 1e-12) * max_step_length(ctx)
+                return gamma
+            return super().__call__(k, ctx)
+
+    return SearchGate()
+
+
+def _label(q: float) -> str:
+    return f"start {q:g} ({STARTS[q]})" if _MODE["start"] else f"floor {q:g}"
+
+
 def _rule(q: float):
     from rssm.stepsizes import Auto
 
+    if _MODE["start"]:
+        return _start_rule(q)
     return Auto(drop_floor=q if q > 0 else 1e-300)
 
 
@@ -66,7 +108,7 @@ def against_grid(floors, seeds, grid_csv) -> None:
             total += len(ratios)
             parts.append(f"{name} {ok}/{len(ratios)} " + " ".join(
                 f"{r:.2f}" if math.isfinite(r) else "-" for r in ratios))
-        print(f"floor {q:g}: within 1.5x of the best grid point on {within}/{total}: "
+        print(f"{_label(q)}: within 1.5x of the best grid point on {within}/{total}: "
               + " | ".join(parts), flush=True)
 
 
@@ -102,7 +144,7 @@ def starts(floors, n_cold) -> None:
               + " | ".join(line), flush=True)
     for (q, warm), (good, n, its) in tally.items():
         med = f"{np.median(its):g}" if its else "-"
-        print(f"floor {q:g}, {'warm' if warm else 'cold'} starts: converged at error below "
+        print(f"{_label(q)}, {'warm' if warm else 'cold'} starts: converged at error below "
               f"1e-8 on {good}/{n}, median iterations {med}", flush=True)
 
 
@@ -115,8 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grid-csv", default=os.path.join(
         os.path.dirname(__file__), "results", "stepsizes", "stepsizes.csv"))
     ap.add_argument("--skip-starts", action="store_true")
+    ap.add_argument("--start", action="store_true",
+                    help="compare RSM's start instead of floors: " + "; ".join(
+                        f"{k:g} = {v}" for k, v in STARTS.items()))
     args = ap.parse_args(argv)
-    bad = [q for q in args.floors if not 0 <= q <= 1]
+
+    if args.start:
+        _MODE["start"] = True
+        args.floors = list(STARTS)
+    bad = [] if args.start else [q for q in args.floors if not 0 <= q <= 1]
     if bad:
         ap.error(f"--floors takes values in [0, 1] (0: no floor), got {bad}")
     print(f"# python -m benchmarks.drop_floor {' '.join(argv or sys.argv[1:])}".rstrip())
