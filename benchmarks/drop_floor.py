@@ -41,9 +41,9 @@ NOISE = (1e-3, 1e-2, 1e-1)
 
 #: ``--start``: the rules compared instead of floors (keys of `_start_rule`), each under
 #: a code number so that the functions below serve both modes.
-STARTS = {1.0: "success rule at the start (start_decay=None)",
+STARTS = {1.0: "success rule at the start (Auto's default, start_decay=None)",
           2.0: "halving when the search rejects the longest step",
-          3.0: "halving when it does and rotation_sq is 0 (Auto's default)"}
+          3.0: "halving when it does and rotation_sq is 0 (Auto(start_decay=0.5))"}
 _MODE = {"start": False}
 
 
@@ -55,9 +55,9 @@ def _start_rule(code: float):
     from rssm.stepsizes._common import max_step_length
 
     if code == 1.0:
-        return Auto(start_decay=None)
-    if code == 3.0:
         return Auto()
+    if code == 3.0:
+        return Auto(start_decay=0.5)
 
     class SearchGate(Auto):
         def _first(self, ctx, f, g):
@@ -72,7 +72,38 @@ def _start_rule(code: float):
                 return gamma
             return super().__call__(k, ctx)
 
-    return SearchGate()
+    return SearchGate(start_decay=0.5)
+
+
+def noisy_subspace(codes, seeds=(0, 1, 2), fractions=(0.3, 0.6, 0.8)) -> None:
+    """``--start``, last part: DPCP with noisy inliers (the robust-subspace model of
+    docs/estimators.md: n = 30, d = 5, 1000 unit-norm samples, inlier noise 1e-3), through
+    `rssm.estimators.RobustSubspace` with each start rule: iterations, stop, largest
+    principal angle to the planted subspace (degrees)."""
+    from scipy.linalg import subspace_angles
+
+    from rssm.estimators import RobustSubspace
+
+    for frac in fractions:
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            n, d, m = 30, 5, 1000
+            basis = np.linalg.qr(rng.standard_normal((n, d)))[0]
+            k = int(round(frac * m))
+            g = rng.standard_normal((m - k, d))
+            inl = (g @ basis.T) / np.linalg.norm(g, axis=1)[:, None]
+            inl += 1e-3 * rng.standard_normal((m - k, n))
+            out = rng.standard_normal((k, n))
+            out /= np.linalg.norm(out, axis=1)[:, None]
+            x = np.vstack([inl, out])
+            line = []
+            for q in codes:
+                est = RobustSubspace(n_components=d, stepsize=_rule(q)).fit(x)
+                comp = est.components_.T if est.components_.shape[0] == d else est.components_
+                ang = float(np.degrees(subspace_angles(comp, basis)).max())
+                line.append(f"{q:g}: {est.stop_reason_} {est.n_iter_} {ang:.4f} deg")
+            print(f"noisy subspace, {frac:.0%} outliers, seed {seed}: " + " | ".join(line),
+                  flush=True)
 
 
 def _label(q: float) -> str:
@@ -172,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     against_grid(args.floors, range(1, args.seeds + 1), args.grid_csv)
     if not args.skip_starts:
         starts(args.floors, args.starts)
+    if args.start:
+        noisy_subspace(args.floors)
     return 0
 
 

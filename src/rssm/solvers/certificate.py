@@ -77,9 +77,8 @@ DPCP, ODL, l1 Procrustes, from_functions, the planted sparse basis). It costs up
 `ZIGZAG_STEPS` subgradients and costs at points off the run, once per verdict; verdicts
 whose subgradients cancel to `CHECK_ABOVE` (0.01) of their norm or less skip it by default
 (at a valley stall ``cancel`` is the slope along the valley over the slope across it,
-0.06-0.19 at the stalls found; the paper's DPCP ends default RSM runs at 0.0002-0.0101
-on seeds 1-15, 14 of them below the gate, where the check would add half to the run).
-``verify_steps`` given
+0.06-0.19 at the stalls found; the paper's DPCP ends default RSM runs at 0.0003-0.007 on
+all of seeds 1-15, where the check would add half to the run). ``verify_steps`` given
 runs it on every verdict.
 
 **The escape.** A check that lowers f (the probe or the zigzag) leaves X at that lower
