@@ -23,14 +23,16 @@ first was 0 by accident, and the rule goes on per sweep from its current length)
   search; every epoch log t_k moves by the mean cosine m of the epoch and log beta by
   0.2 m (beta starts at 0.7 per epoch): subgradients that agree (m > 0) mean the steps
   are too short to cross the kink, subgradients that reverse (m < 0) that they overshoot.
-* **Otherwise: a decay of 0.7 per sweep, restarted when it froze.** The first length is 3
-  times the longest step (`max_step_length`; the steps stay at that cap until the decay
-  has brought the virtual length below it, which is what the best schedules on ODL's and
-  l1 Procrustes' random starts do), beta = 0.7 per sweep; every 2 epochs the cancel
-  ratio of the last 3 subgradients of each pair (the quantity of the convergence test,
+* **Otherwise: a decay of 0.7 per sweep, restarted when it froze.** Auto's Armijo search
+  runs first. If it accepts the longest step (a random start), the first length is 3
+  times that step (`max_step_length`; the steps stay at that cap until the decay has
+  brought the virtual length below it, which is what the best schedules on ODL's and l1
+  Procrustes' random starts do); if it accepts a shorter one (a start close to a
+  solution), that length. Then beta = 0.7 per sweep; every 2 epochs the cancel ratio of
+  the last 3 subgradients of each pair (the quantity of the convergence test,
   `rssm.solvers.certificate.least_norm`) is read, and above 0.8 (the subgradients no
-  longer cancel: the steps froze before X converged) the length starts again at 3 times
-  the cap with a slower decay, beta <- sqrt(beta).
+  longer cancel: the steps froze before X converged) the length starts again at the
+  first length with a slower decay, beta <- sqrt(beta).
 
 In both branches gamma_k = t_k / g_0, g_0^2 the first estimate of ||grad f||^2: a
 schedule of lengths over the *running* estimate decays 10 times more on ODL, whose
@@ -40,7 +42,7 @@ the iterates unchanged (to rounding).
 
 Measured against the best of a 54-point geometric grid on the same instance, RSSM with
 l = 3 and 5, five seeds each (`python -m benchmarks.step_signals --seeds 5
---candidates "switch by structure, 0.7 per sweep" auto --cells ...`): within 1.5x on 23
+--candidates "block rule" "auto before BlockRule" --cells ...`): within 1.5x on 23
 of the 30 DPCP, ODL and l1 Procrustes instances (the success rule that was Auto's RSSM
 rule before: 3), and on 36 of 50 with from_functions and the planted sparse basis
 (before: 6).
@@ -53,6 +55,7 @@ import math
 
 import numpy as np
 
+from rssm._validation import as_positive_float
 from rssm.stepsizes._common import grad_sq, max_gamma, max_step_length
 from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.context import StepContext
@@ -122,18 +125,13 @@ class BlockRule(StepSize):
         accepted at the cap (a random start) starts the plateau at 3 times the cap, a
         shorter one (a start close to a solution) is kept and the start with it. False:
         always the plateau (from warm starts of ODL, l = 5, seeds 1-3: 3 of 9 runs then
-        end at errors 1e-5 to 3e-5 and one at 1e-8; with the search all 9 end at 1e-10
-        or below).
+        end at errors 1e-5 to 3e-5; with the search all 9 end at 1e-10 or below).
     """
 
     def __init__(self, sweep_decay: float = SWEEP_DECAY, share_zero: float = SHARE_ZERO,
                  search: bool = True, frozen: float = FROZEN):
         self.search = bool(search)
-        from rssm._validation import as_positive_float as _pos
-
-        self.frozen = _pos(frozen, "frozen", upper=1.0)
-        from rssm._validation import as_positive_float
-
+        self.frozen = as_positive_float(frozen, "frozen", upper=1.0)
         self.sweep_decay = as_positive_float(sweep_decay, "sweep_decay", upper=1.0,
                                              upper_inclusive=False)
         self.share_zero = as_positive_float(share_zero, "share_zero", allow_zero=True)
