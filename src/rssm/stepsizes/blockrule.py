@@ -23,6 +23,10 @@ first was 0 by accident, and the rule goes on per sweep from its current length)
   search; every epoch log t_k moves by the mean cosine m of the epoch and log beta by
   0.2 m (beta starts at 0.7 per epoch): subgradients that agree (m > 0) mean the steps
   are too short to cross the kink, subgradients that reverse (m < 0) that they overshoot.
+  If f rises above its starting value after the first 2 epochs (cosine control gone
+  unstable: near a blunt minimizer, as DPCP's on real data, the subgradients vanish
+  instead of cancelling and a target cosine of 0 keeps the steps long), the rule hands
+  over to the success rule (`Auto` with ``scale="length"``) from its current length.
 * **Otherwise: a decay of 0.7 per sweep, restarted when it froze.** Auto's Armijo search
   runs first. If it accepts the longest step (a random start), the first length is 3
   times that step (`max_step_length`; the steps stay at that cap until the decay has
@@ -82,6 +86,10 @@ BUNDLE = 3
 BETA0 = 0.7
 BETA_GAIN = 0.2
 BETA_MAX = 2.0
+#: Epochs after which f above its start hands the per-epoch branch over to the success
+#: rule (before: the controller's first adjustments; the paper's DPCP, seed 3, l = 3,
+#: rose 9e-4 above its start at iteration 2 and converged in 64 iterations).
+GRACE_EPOCHS = 2.0
 #: Armijo search of the per-epoch branch (Auto's first search).
 _FACTOR = 0.25
 _C = 1e-4
@@ -143,6 +151,8 @@ class BlockRule(StepSize):
         self._restarts = 0
         self._g0 = math.nan
         self._t = self._t0 = math.nan
+        self._f0 = math.nan
+        self._handover: StepSize | None = None
         self._beta = math.nan                 # per epoch
         self._since = 0
         self._prev: dict[int, np.ndarray] = {}
@@ -203,6 +213,7 @@ class BlockRule(StepSize):
         f = ctx.cost
         if not math.isfinite(f):
             raise StepStall(f"f(X_0) = {f} is not finite")
+        self._f0 = f
         if self._share <= self.share_zero:
             self._branch = "epoch"
             self._beta = BETA0
@@ -223,6 +234,22 @@ class BlockRule(StepSize):
             self._start(ctx)
             self._observe(ctx)
             return self._gamma(ctx)
+        if self._branch == "success":
+            return self._success(k, ctx)
+        if self._branch == "epoch" and k >= GRACE_EPOCHS * ctx.epoch and ctx.cost > self._f0:
+            # Cosine control went unstable: f is back above its start. It aims at
+            # orthogonal successive subgradients, which near a smooth or blunt minimizer
+            # (DPCP on real data, where the subgradients vanish instead of cancelling)
+            # keeps the steps at a fixed fraction of the curvature's scale and lets f
+            # bounce. Hand over to the success rule, `Auto(scale="length")`, from the
+            # current length.
+            from rssm.stepsizes.auto import Auto  # (auto imports this module)
+
+            self._branch = "success"
+            self._handover = Auto(scale="length")
+            self._handover._started = True
+            self._handover._t = self._t / self._g0 * math.sqrt(grad_sq(ctx))
+            return self._success(k, ctx)
         if self._branch == "epoch" and self._rotates(ctx):
             # The first share was 0 by accident (a start where X^T grad f happened to
             # vanish), not because f ignores rotations: go on per sweep from here.
@@ -254,6 +281,9 @@ class BlockRule(StepSize):
                         self._t = self._t0
         return self._gamma(ctx)
 
+    def _success(self, k: int, ctx: StepContext) -> float:
+        return self._handover(k, ctx)
+
     def _rotates(self, ctx: StepContext) -> bool:
         """This iteration's estimate has a share of rotations between blocks above
         ``share_zero`` (never for RSM, whose cross_sq is 0)."""
@@ -281,13 +311,19 @@ class BlockRule(StepSize):
 
     @property
     def branch(self) -> str | None:
-        """"epoch" or "sweep" once the first iteration chose; None before."""
+        """"epoch" or "sweep" once the first iteration chose ("success" after a
+        hand-over); None before."""
         return self._branch
 
     @property
     def share(self) -> float:
         """The share ``cross_sq / grad_sq`` the first iteration read (NaN before)."""
         return self._share
+
+    @property
+    def handed_over(self) -> bool:
+        """The per-epoch branch went unstable and handed over to the success rule."""
+        return self._branch == "success"
 
     @property
     def restarts(self) -> int:
