@@ -104,7 +104,7 @@ import sys
 import numpy as np
 
 from rssm.blocks import Partition, epoch_iterations, pair_count
-from rssm.solvers.certificate import least_norm
+from rssm.solvers.certificate import cancel_ratio
 from rssm.stepsizes import Auto, BlockRule, Geometric, Polyak, StepSize
 from rssm.stepsizes._common import GradMean, max_gamma, max_step_length
 from rssm.stepsizes.base import StepStall
@@ -154,14 +154,7 @@ class Signals:
 
     def cancel(self, n_pairs: int) -> float:
         """The cancel ratio, NaN until every pair holds w subgradients."""
-        if len(self.bundles) < n_pairs or any(len(q) < self.w for q in self.bundles.values()):
-            return math.nan
-        d2 = m2 = 0.0
-        for q in self.bundles.values():
-            sq, mean_norm, _ = least_norm(q)
-            d2 += sq
-            m2 += mean_norm**2
-        return math.sqrt(d2 / m2) if m2 > 0 else 0.0
+        return cancel_ratio(self.bundles.values(), n_pairs, self.w)
 
     def clear_bundles(self) -> None:
         self.bundles = {}

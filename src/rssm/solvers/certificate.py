@@ -102,7 +102,7 @@ from rssm.solvers.minnorm import min_norm_point
 
 __all__ = ["Certificate", "GoldsteinTest", "CANCEL", "VANISH", "WINDOW", "PROBE_LENGTHS",
            "ZIGZAG_STEPS", "ZIGZAG_FIRST", "ZIGZAG_FACTOR", "CHECK_ABOVE", "probe", "zigzag",
-           "zigzag_points", "least_norm"]
+           "zigzag_points", "least_norm", "cancel_ratio"]
 
 #: delta / (mean norm of the bundle's vectors) at most this: the subgradients cancel.
 CANCEL = 0.25
@@ -154,6 +154,22 @@ def least_norm(vecs) -> tuple[float, float, np.ndarray]:
     gram = flat @ flat.T
     sq, lam = min_norm_point(gram)
     return sq, float(np.mean(np.sqrt(np.maximum(np.diag(gram), 0.0)))), lam
+
+
+def cancel_ratio(bundles, n_pairs: int, w: int) -> float:
+    """The cancel ratio of per-pair bundles: the root of the summed squared least norms
+    (`least_norm`) over the root of the summed squared mean norms; NaN until there are
+    ``n_pairs`` bundles holding ``w`` vectors each (`rssm.stepsizes.BlockRule`'s freeze
+    signal, and the benchmarks')."""
+    bundles = list(bundles)
+    if len(bundles) < n_pairs or any(len(q) < w for q in bundles):
+        return math.nan
+    d2 = m2 = 0.0
+    for q in bundles:
+        sq, mean_norm, _ = least_norm(q)
+        d2 += sq
+        m2 += mean_norm**2
+    return math.sqrt(d2 / m2) if m2 > 0 else 0.0
 
 
 class _Bundle:

@@ -6,7 +6,15 @@ import collections
 import math
 
 from rssm._validation import as_positive_float
-from rssm.stepsizes._common import GradMean, capped, check_t0, max_gamma, max_step_length
+from rssm.stepsizes._common import (  # FIRST_SEARCH_FACTOR: kept importable from here
+    FIRST_SEARCH_FACTOR,  # noqa: F401
+    GradMean,
+    check_t0,
+    first_search,
+    grad_sq,
+    max_gamma,
+    max_step_length,
+)
 from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.blockrule import BlockRule
 from rssm.stepsizes.context import StepContext
@@ -26,13 +34,6 @@ MANY_GROW = 1.4
 MANY_BLOCKS = 5
 
 
-#: Factor of the first step's backtracking search. A quarter rather than a half: from the
-#: diameter to DPCP's first length (about 0.15 of it, from the spectral start) takes 5
-#: trials instead of 8, each as costly as half an RSM iteration, and reached 1e-8 in 38,
-#: 42, 46 RSM iterations against 55, 42, 55 (paper DPCP, seeds 0-2); ODL and l1
-#: Procrustes, which accept their first trial or two, did not change (the table of
-#: docs/stepsizes.md was measured with this factor).
-FIRST_SEARCH_FACTOR = 0.25
 
 #: The least factor per epoch by which RSM's D_k (the decrease of the best cost over the
 #: last ``window`` epochs) may fall: a window in which the best cost barely moved (a few
@@ -165,17 +166,18 @@ class Auto(StepSize):
         self._drop = 0.0
         self._halve = False     # START_DECAY applies (RSM, invariant f, close start)
         self._block = BlockRule()
+        self._handed_over = False
+
+    @property
+    def handed_over(self) -> bool:
+        """RSSM: `BlockRule`'s per-epoch branch went unstable and this run goes on with
+        the success rule on the length."""
+        return self._handed_over
 
     def _first(self, ctx: StepContext, f: float, g: float) -> float:
         """t_0 from the Armijo search (trials at k = 0 only)."""
         t = max_step_length(ctx) if self.t0 is None else self.t0
-        gamma = capped(t / g, ctx)
-        d2 = ctx.direction_norm**2
-        for _ in range(self.patience):
-            if ctx.trial(gamma) <= f - self.c * gamma * d2:
-                break
-            gamma *= FIRST_SEARCH_FACTOR
-        return gamma * g
+        return first_search(ctx, f, g, t, self.c, self.patience)
 
     def _factor(self, f: float, scale: str, n_blocks: int) -> float:
         if f < self._f_prev:
@@ -205,14 +207,25 @@ class Auto(StepSize):
                              self._drop * self.drop_floor ** (1.0 / ctx.epoch))
 
     def __call__(self, k: int, ctx: StepContext) -> float:
+        rssm_length = False
         if ctx.method == "rssm" and self.scale is None:
-            return self._block(k, ctx)
+            if not self._handed_over:
+                gamma = self._block(k, ctx)
+                if not self._block.unstable:
+                    return gamma
+                # BlockRule's per-epoch branch went unstable (f above its start): go on
+                # with the success rule on the length, from BlockRule's length.
+                self._handed_over = True
+                self._started = True
+                self._t = self._block.length / self._block.g0 * math.sqrt(grad_sq(ctx))
+            rssm_length = True
         f = ctx.cost
         if not math.isfinite(f):
             raise StepStall(f"f(X_{k}) = {f} is not finite")
         g = math.sqrt(self._mean(ctx))
         self._f_best = min(self._f_best, f)
-        scale = self.scale or ("length" if ctx.method == "rssm" else "gap")
+        scale = "length" if rssm_length else (
+            self.scale or ("length" if ctx.method == "rssm" else "gap"))
         if scale == "gap":
             self._track_best(ctx)
         if not self._started:

@@ -25,8 +25,9 @@ first was 0 by accident, and the rule goes on per sweep from its current length)
   are too short to cross the kink, subgradients that reverse (m < 0) that they overshoot.
   If f rises above its starting value after the first 2 epochs (cosine control gone
   unstable: near a blunt minimizer, as DPCP's on real data, the subgradients vanish
-  instead of cancelling and a target cosine of 0 keeps the steps long), the rule hands
-  over to the success rule (`Auto` with ``scale="length"``) from its current length.
+  instead of cancelling and a target cosine of 0 keeps the steps long), the rule marks
+  itself `unstable`, and `Auto` hands over to its success rule (``scale="length"``)
+  from the current length.
 * **Otherwise: a decay of 0.7 per sweep, restarted when it froze.** Auto's Armijo search
   runs first. If it accepts the longest step (a random start), the first length is 3
   times that step (`max_step_length`; the steps stay at that cap until the decay has
@@ -60,7 +61,7 @@ import math
 import numpy as np
 
 from rssm._validation import as_positive_float
-from rssm.stepsizes._common import grad_sq, max_gamma, max_step_length
+from rssm.stepsizes._common import first_search, grad_sq, max_gamma, max_step_length
 from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.context import StepContext
 
@@ -90,8 +91,7 @@ BETA_MAX = 2.0
 #: rule (before: the controller's first adjustments; the paper's DPCP, seed 3, l = 3,
 #: rose 9e-4 above its start at iteration 2 and converged in 64 iterations).
 GRACE_EPOCHS = 2.0
-#: Armijo search of the per-epoch branch (Auto's first search).
-_FACTOR = 0.25
+#: Armijo search of the first step (`rssm.stepsizes._common.first_search`, as Auto's).
 _C = 1e-4
 _TRIALS = 8
 
@@ -152,13 +152,14 @@ class BlockRule(StepSize):
         self._g0 = math.nan
         self._t = self._t0 = math.nan
         self._f0 = math.nan
-        self._handover: StepSize | None = None
+        self._unstable = False
         self._beta = math.nan                 # per epoch
         self._since = 0
         self._prev: dict[int, np.ndarray] = {}
         self._cos: list[float] = []
         self._bundles: dict[tuple, collections.deque] = {}
         self._block_of: np.ndarray | None = None
+        self._positions: dict[tuple, dict] = {}      # per block pair: blocks -> positions
 
     # -- what the branches read ----------------------------------------------------------
     def _blocks(self, ctx: StepContext) -> dict[int, np.ndarray]:
@@ -170,9 +171,12 @@ class BlockRule(StepSize):
             if part is not None:
                 for b, cols in enumerate(part.blocks):
                     self._block_of[cols] = b
-        cols = ctx.columns if ctx.columns is not None else slice(None)
-        bid = self._block_of[np.arange(p)[cols]]
-        return {int(b): bid == b for b in np.unique(bid)}
+        pos = self._positions.get(ctx.pair)
+        if pos is None:
+            cols = ctx.columns if ctx.columns is not None else slice(None)
+            bid = self._block_of[np.arange(p)[cols]]
+            pos = self._positions[ctx.pair] = {int(b): bid == b for b in np.unique(bid)}
+        return pos
 
     def _cosines(self, ctx: StepContext) -> None:
         if ctx.direction is not None:
@@ -181,29 +185,14 @@ class BlockRule(StepSize):
     def _cancel(self, n_pairs: int) -> float:
         """The cancel ratio over all pairs; NaN until each holds `BUNDLE` subgradients."""
         # (imported here: rssm.solvers imports the step sizes)
-        from rssm.solvers.certificate import least_norm
+        from rssm.solvers.certificate import cancel_ratio
 
-        qs = self._bundles.values()
-        if len(self._bundles) < n_pairs or any(len(q) < BUNDLE for q in qs):
-            return math.nan
-        d2 = m2 = 0.0
-        for q in qs:
-            sq, mean_norm, _ = least_norm(q)
-            d2 += sq
-            m2 += mean_norm**2
-        return math.sqrt(d2 / m2) if m2 > 0 else 0.0
+        return cancel_ratio(self._bundles.values(), n_pairs, BUNDLE)
 
     # -- the first iteration --------------------------------------------------------------
     def _search(self, ctx: StepContext, f: float) -> float:
         """Auto's first search: t from the cap, divided by 4 until Armijo holds."""
-        t = max_step_length(ctx)
-        gamma = min(t / self._g0, max_gamma(ctx))
-        d2 = ctx.direction_norm**2
-        for _ in range(_TRIALS):
-            if ctx.trial(gamma) <= f - _C * gamma * d2:
-                break
-            gamma *= _FACTOR
-        return gamma * self._g0
+        return first_search(ctx, f, self._g0, max_step_length(ctx), _C, _TRIALS)
 
     def _start(self, ctx: StepContext) -> None:
         g2 = grad_sq(ctx)
@@ -234,22 +223,16 @@ class BlockRule(StepSize):
             self._start(ctx)
             self._observe(ctx)
             return self._gamma(ctx)
-        if self._branch == "success":
-            return self._success(k, ctx)
-        if self._branch == "epoch" and k >= GRACE_EPOCHS * ctx.epoch and ctx.cost > self._f0:
+        if (self._branch == "epoch" and not self._unstable
+                and k >= GRACE_EPOCHS * ctx.epoch and ctx.cost > self._f0):
             # Cosine control went unstable: f is back above its start. It aims at
             # orthogonal successive subgradients, which near a smooth or blunt minimizer
             # (DPCP on real data, where the subgradients vanish instead of cancelling)
             # keeps the steps at a fixed fraction of the curvature's scale and lets f
-            # bounce. Hand over to the success rule, `Auto(scale="length")`, from the
-            # current length.
-            from rssm.stepsizes.auto import Auto  # (auto imports this module)
-
-            self._branch = "success"
-            self._handover = Auto(scale="length")
-            self._handover._started = True
-            self._handover._t = self._t / self._g0 * math.sqrt(grad_sq(ctx))
-            return self._success(k, ctx)
+            # bounce. `Auto` reads `unstable` and hands over to its success rule from
+            # `length` (as it was before this iteration); alone, the rule goes on.
+            self._unstable = True
+            return self._gamma(ctx)
         if self._branch == "epoch" and self._rotates(ctx):
             # The first share was 0 by accident (a start where X^T grad f happened to
             # vanish), not because f ignores rotations: go on per sweep from here.
@@ -281,9 +264,6 @@ class BlockRule(StepSize):
                         self._t = self._t0
         return self._gamma(ctx)
 
-    def _success(self, k: int, ctx: StepContext) -> float:
-        return self._handover(k, ctx)
-
     def _rotates(self, ctx: StepContext) -> bool:
         """This iteration's estimate has a share of rotations between blocks above
         ``share_zero`` (never for RSM, whose cross_sq is 0)."""
@@ -311,8 +291,7 @@ class BlockRule(StepSize):
 
     @property
     def branch(self) -> str | None:
-        """"epoch" or "sweep" once the first iteration chose ("success" after a
-        hand-over); None before."""
+        """"epoch" or "sweep" once the first iteration chose; None before."""
         return self._branch
 
     @property
@@ -321,9 +300,20 @@ class BlockRule(StepSize):
         return self._share
 
     @property
-    def handed_over(self) -> bool:
-        """The per-epoch branch went unstable and handed over to the success rule."""
-        return self._branch == "success"
+    def unstable(self) -> bool:
+        """The per-epoch branch saw f above its start after `GRACE_EPOCHS` epochs (`Auto`
+        then hands over to its success rule)."""
+        return self._unstable
+
+    @property
+    def length(self) -> float:
+        """The current length t_k (gamma_k = t_k / `g0`)."""
+        return self._t
+
+    @property
+    def g0(self) -> float:
+        """The first estimate of ||grad f|| (NaN before the first iteration)."""
+        return self._g0
 
     @property
     def restarts(self) -> int:
