@@ -3,6 +3,7 @@ them (docs/convergence.md, "A stall part 2 cannot tell from a minimizer, and the
 check").
 
     python -m benchmarks.valley_stalls
+    python -m benchmarks.valley_stalls --full-bundle
 
 On ODL with RSSM, a step that shrinks while X crosses a narrow valley can stop X there, at
 error 0.06-0.44 from the dictionary. The recent partial subgradients cancel across the
@@ -22,6 +23,16 @@ the error, ``cancel``, and from the point the unchecked run returned:
 
 The rule that stalls is RSSM's success rule (``Auto(scale="length")``, the default
 until `rssm.stepsizes.BlockRule`) or a fast candidate of `benchmarks.step_signals`.
+
+With ``--full-bundle`` it measures the bundle that decides, for RSSM, whether a verdict
+gets the zigzag check and whether part 2 holds when the per-pair bundles do not cancel
+(`rssm.solvers.certificate.full_cancel`): at ten valley stalls (ODL; RSSM with the success
+rule at l = 3, 4, 5, the "switch by the first search" candidate at l = 3, and the default
+RSM call on seed 10, each run with the check off) and at the solutions of default runs
+(DPCP, ODL, l1 Procrustes, from_functions, the planted sparse basis; RSM and RSSM at
+l = 3, 5; seeds 1-5, check off, error below 1e-9), it prints the run's own ``cancel`` and
+the full bundle's ratio for 3, 4 and 6 subgradients at step lengths 1e-10 and 1e-6
+||X||_F (docs/convergence.md, "RSSM: a bundle of full subgradients").
 
 Iteration counts and verdicts do not depend on the machine's load; no timing is taken.
 """
@@ -84,11 +95,69 @@ def line(prob, x: np.ndarray, lengths=(1e-8, 1e-6, 1e-4, 1e-2)) -> list[float]:
     return [float(prob.cost(stiefel.polar(x + t * scale * d))) / f0 - 1.0 for t in lengths]
 
 
+def _points():
+    """(stalls, solutions): lists of (label, problem, x, error, run's cancel)."""
+    import rssm
+    from benchmarks.stepsizes import _problems
+
+    probs = _problems()
+    stalls = []
+    for ell, seeds, rule in ((3, (7, 8, 11), "success rule"), (4, (7, 8, 15), "success rule"),
+                             (5, (1,), "success rule"), (3, (2, 4), "switch by the first search")):
+        for seed in seeds:
+            prob, x0 = probs["odl"][0](seed)
+            r = rssm.minimize(prob, x0, method="rssm", seed=seed, stepsize=_rule(rule),
+                              max_iter=4000, options={"n_blocks": ell, "verify_steps": 0})
+            stalls.append((f"odl l={ell} seed {seed} ({rule})", prob, r.x, r.error,
+                           r.certificate.cancel))
+    prob, x0 = probs["odl"][0](10)
+    r = rssm.minimize(prob, x0, seed=10, options={"verify_steps": 0})
+    stalls.append(("odl rsm seed 10 (default call)", prob, r.x, r.error, r.certificate.cancel))
+    sols = []
+    for name in ("dpcp", "odl", "l1_procrustes", "from_functions", "sparse_basis"):
+        for ell in (None, 3, 5):
+            for seed in range(1, 6):
+                prob, x0 = probs[name][0](seed)
+                r = rssm.minimize(prob, x0, method="rssm" if ell else "rsm", seed=seed,
+                                  max_iter=4000, options={"verify_steps": 0,
+                                                          **({"n_blocks": ell} if ell else {})})
+                if r.success and r.error < 1e-9:
+                    sols.append((f"{name} {'rsm' if ell is None else f'l={ell}'}", prob, r.x,
+                                 r.error, r.certificate.cancel))
+    return stalls, sols
+
+
+def full_bundle() -> None:
+    """``--full-bundle``: the full bundle's ratio at stalls and at solutions."""
+    from rssm.solvers.certificate import full_cancel
+
+    stalls, sols = _points()
+    settings = [(k, t) for k in (3, 4, 6) for t in (1e-10, 1e-6)]
+    head = " | ".join(f"full k={k} t={t:g}" for k, t in settings)
+    print(f"point | error | run's cancel | {head}")
+    for label, prob, x, err, cancel in stalls:
+        vals = " | ".join(f"{full_cancel(prob, x, steps=k, length=t):.3g}" for k, t in settings)
+        print(f"stall {label} | {err:.1e} | {cancel:.3g} | {vals}", flush=True)
+    groups: dict[str, list] = {}
+    for label, prob, x, _err, cancel in sols:
+        row = [cancel] + [full_cancel(prob, x, steps=k, length=t) for k, t in settings]
+        groups.setdefault(label, []).append(row)
+    for label, rows in groups.items():
+        cols = list(zip(*rows, strict=True))
+        print(f"solutions {label} ({len(rows)}) | below 1e-9 | "
+              + " | ".join(f"{min(c):.2g}-{max(c):.2g}" for c in cols), flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.valley_stalls",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-iter", type=int, default=3000)
+    ap.add_argument("--full-bundle", action="store_true",
+                    help="only: the full bundle's ratio at stalls and at solutions")
     args = ap.parse_args(argv)
+    if args.full_bundle:
+        full_bundle()
+        return 0
     import rssm
     from benchmarks.stepsizes import _problems
 

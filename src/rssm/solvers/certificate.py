@@ -89,12 +89,32 @@ the planted sparse basis with RSM and l = 3, 5, seeds 1-10): with the checks off
 verdicts came at errors 1e-3 to 0.49; with the defaults 7 of those runs converge at the
 dictionary (error 1.7e-8 on one, below 1e-20 on six) and 1 (ODL, l = 3, seed 8, error
 0.49) is still called converged; the other 202 runs are unchanged, iterate for iterate.
+
+**RSSM: a bundle of full subgradients.** RSSM's bundles hold partial subgradients, one
+bundle per block pair, and they cancel far less than full ones at the same point: at the
+paper's DPCP solutions the per-pair ratio reads 0.05-0.12 where RSM's own bundle reads
+0.001-0.007, and at a small DPCP (St(20, 16), l = 5) it stayed at 0.3-0.35, above
+`CANCEL`, at error 3e-16, so the default RSSM call ran its whole budget. `full_cancel`
+takes `FULL_BUNDLE` full Riemannian subgradients at X and at points along plain
+subgradient steps of tol ||X||_F / (`FULL_BUNDLE` - 1) (so all within the radius of part
+1): the bundle RSM collects on its own. For RSSM it is asked (a) when part 1 holds and
+part 2 fails on the per-pair bundles (part 2 then passes on its ratio; after a failed ask
+the next waits a horizon, the wait doubling each time, so a frozen run, where the full
+ratio reads 1.0, asks it 6-7 times in 1600-2700 iterations), and (b) to decide whether a
+verdict gets the zigzag check (its ratio against `CHECK_ABOVE`, the threshold set on full
+bundles). Measured (`python -m benchmarks.valley_stalls --full-bundle`; 4 subgradients):
+0.011-0.18 at the ten valley stalls (0.018 and above at the nine the zigzag refutes),
+0.0001-0.003 at the DPCP solutions of RSM and RSSM, 0.005-0.03 at those of ODL, l1
+Procrustes and from_functions. So DPCP verdicts skip the zigzag (24 full subgradients and
+costs, a fifth of the default RSSM call's wall time at l = 5), and the valley stalls are
+checked as before. It costs `FULL_BUNDLE` subgradients and as many moves of the oracle
+(X is put back), once per ask.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -102,7 +122,7 @@ from rssm.solvers.minnorm import min_norm_point
 
 __all__ = ["Certificate", "GoldsteinTest", "CANCEL", "VANISH", "WINDOW", "PROBE_LENGTHS",
            "ZIGZAG_STEPS", "ZIGZAG_FIRST", "ZIGZAG_FACTOR", "CHECK_ABOVE", "probe", "zigzag",
-           "zigzag_points", "least_norm", "cancel_ratio"]
+           "zigzag_points", "least_norm", "cancel_ratio", "FULL_BUNDLE", "full_cancel"]
 
 #: delta / (mean norm of the bundle's vectors) at most this: the subgradients cancel.
 CANCEL = 0.25
@@ -132,6 +152,10 @@ class Certificate:
         `rssm.solvers.certificate`).
     probed : bool
         The descent probe ran (it runs once parts 1 and 2 hold).
+    full : float
+        RSSM only: delta / mean norm of a bundle of `FULL_BUNDLE` full Riemannian
+        subgradients within the radius (`full_cancel`), NaN when not computed. Part 2
+        passes on it when the per-pair bundles do not (`GoldsteinTest.with_full`).
     """
 
     radius: float
@@ -139,12 +163,16 @@ class Certificate:
     vanish: float = math.nan
     converged: bool = False
     probed: bool = False
+    full: float = math.nan
 
     def summary(self) -> str:
-        """One line: the radius and the two ratios."""
-        return (f"iterates within {self.radius:.2g} ||X||; least convex combination of the "
+        """One line: the radius and the ratios."""
+        text = (f"iterates within {self.radius:.2g} ||X||; least convex combination of the "
                 f"recent subgradients {self.cancel:.2g} of their norm, "
                 f"{self.vanish:.2g} of the largest")
+        if math.isfinite(self.full):
+            text += f"; of {FULL_BUNDLE} full subgradients near X, {self.full:.2g}"
+        return text
 
 
 def least_norm(vecs) -> tuple[float, float, np.ndarray]:
@@ -226,6 +254,10 @@ class GoldsteinTest:
         self._n = 0                      # iterations observed
         self._bundles: dict[tuple, _Bundle] = {}
         self._next_eval = 0
+        # the full-bundle fallback of part 2 (RSSM): next iteration it may run, and the gap
+        # after a failed one (doubled each time: a frozen run pays log2(its length) of them)
+        self._next_full = 0
+        self._full_gap = self.horizon
         self.last: Certificate | None = None
 
     def observe(self, key: tuple, vec: np.ndarray, norm: float, step_norm: float,
@@ -296,6 +328,32 @@ class GoldsteinTest:
             self._next_eval = self._n + max(1, self.horizon // 2)
         return self.last
 
+    def full_due(self) -> bool:
+        """RSSM: part 1 holds and part 2 failed on the per-pair bundles (``last`` is such a
+        certificate, not yet probed); whether the full bundle (`full_cancel`) is asked
+        now. After a failed ask the next comes `horizon` iterations later, the gap then
+        doubled each time."""
+        c = self.last
+        return (self.n_pairs > 1 and c is not None and not c.converged and not c.probed
+                and not math.isfinite(c.full) and self._n >= self._next_full)
+
+    def with_full(self, full: float) -> Certificate:
+        """Part 2 read on the full bundle's cancel ratio ``full``: the verdict passes when
+        it is at most `CANCEL` (the per-pair ratio and ``vanish`` are kept as read)."""
+        c = self.last
+        ok = math.isfinite(full) and full <= CANCEL
+        if not ok:
+            self._next_full = self._n + self._full_gap
+            self._full_gap *= 2
+        self.last = replace(c, converged=ok, full=float(full))
+        return self.last
+
+    def note_full(self, full: float) -> Certificate:
+        """Keep the full bundle's ratio on the current certificate (asked for the zigzag
+        decision of a verdict part 2 passed on the per-pair bundles)."""
+        self.last = replace(self.last, full=float(full))
+        return self.last
+
     def aggregate(self, shape: tuple[int, int]) -> np.ndarray:
         """-g*: the sum over bundles of their least-norm convex combinations (of the
         negated subgradients), each on its columns; zeros before an evaluation."""
@@ -315,14 +373,12 @@ class GoldsteinTest:
         """The probe lowered f: withdraw the verdict, and evaluate again only after a
         whole horizon of new subgradients."""
         if self.last is not None:
-            self.last = Certificate(self.last.radius, self.last.cancel, self.last.vanish,
-                                    False, True)
+            self.last = replace(self.last, converged=False, probed=True)
         self._next_eval = self._n + self.horizon
 
     def confirm(self) -> None:
         if self.last is not None:
-            self.last = Certificate(self.last.radius, self.last.cancel, self.last.vanish,
-                                    True, True)
+            self.last = replace(self.last, converged=True, probed=True)
 
 
 #: A verdict whose subgradients cancel to this fraction of their mean norm or less is
@@ -330,6 +386,9 @@ class GoldsteinTest:
 #: At a valley stall ``cancel`` is the ratio of the slope along the valley to the slope
 #: across it; the stalls found had 0.06-0.19 (docs/convergence.md).
 CHECK_ABOVE = 0.01
+#: Full Riemannian subgradients of `full_cancel`, the bundle that decides whether an RSSM
+#: verdict gets the zigzag check.
+FULL_BUNDLE = 4
 #: Lengths of the descent probe, relative to ||X||_F = sqrt(p).
 PROBE_LENGTHS = (1e-6, 1e-4, 1e-2)
 #: Subgradient steps of the zigzag check (RSSM), the first one's length relative to
@@ -425,6 +484,49 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
         if not lower:
             np.copyto(x, start)
             oracle.update(None)
+
+
+def full_cancel(problem, x: np.ndarray, oracle=None, steps: int = FULL_BUNDLE,
+                length: float = 1e-10) -> float:
+    """The cancel ratio of a bundle of ``steps`` full Riemannian subgradients taken within
+    ``length`` ||X||_F of X: at Y_0 = X and Y_{i+1} = polar(Y_i - length sqrt(p) g_i /
+    ||g_i||), g_i the Riemannian subgradient at Y_i (eq. ``eq-Rsubdiff``); delta / mean
+    norm of the g_i (`least_norm`). ``x`` ends as it began.
+
+    RSSM's own bundles are per block pair (partial subgradients, eq.
+    ``eq-partialRiemsubgrad``), and they cancel far less than RSM's full ones at the same
+    point: measured at the same DPCP solutions, 0.02-0.12 against 1e-4 (docs/convergence.md,
+    "When it runs"). `CHECK_ABOVE` was set on full bundles, so for an RSSM verdict the loop
+    asks this one. With an ``oracle`` (bound to ``x``) the subgradients are the oracle's, X
+    is moved in place and put back, the oracle told each time (`zigzag`); without one,
+    ``problem``'s on copies. NaN when a subgradient is 0 or not finite.
+    """
+    from rssm import stiefel
+
+    t = float(length) * math.sqrt(x.shape[1])
+    start = None if oracle is None else x.copy()
+    vecs = []
+    y = x
+    try:
+        for i in range(steps):
+            g = stiefel.tangent_projection(
+                y, problem.subgradient(y) if oracle is None else oracle.subgradient())
+            vecs.append(g)
+            if i + 1 == steps:
+                break
+            y = _zig(y, g, t)
+            if y is None:
+                return math.nan
+            if oracle is not None:
+                np.copyto(x, y)
+                oracle.update(None)
+                y = x
+    finally:
+        if start is not None and len(vecs) > 1:
+            np.copyto(x, start)
+            oracle.update(None)
+    sq, mean_norm, _ = least_norm(vecs)
+    return math.sqrt(max(sq, 0.0)) / mean_norm if mean_norm > 0 else math.nan
 
 
 def zigzag_points(problem, x: np.ndarray, steps: int = ZIGZAG_STEPS,

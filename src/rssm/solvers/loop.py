@@ -25,10 +25,12 @@ from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver
 from rssm.solvers.certificate import (
     CHECK_ABOVE,
+    FULL_BUNDLE,
     PROBE_LENGTHS,
     ZIGZAG_STEPS,
     Certificate,
     GoldsteinTest,
+    full_cancel,
     probe,
     zigzag,
 )
@@ -366,14 +368,18 @@ def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
 
 def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     """The certificate now; a new verdict of convergence is checked by the descent probe
-    (`rssm.solvers.certificate.probe`), whose cost evaluations count as solver work."""
+    (`rssm.solvers.certificate.probe`), whose cost evaluations count as solver work. For
+    RSSM, part 2 failing on the per-pair bundles is asked again on a bundle of full
+    subgradients (`rssm.solvers.certificate.full_cancel`, solver work) when due."""
     c = cert.evaluate()
+    if c is not None and cert.full_due():
+        c = cert.with_full(_full_cancel(cert, solver, st))
     if c is None or not c.converged or c.probed:
         return c
     st.n_cost += len(PROBE_LENGTHS)
     ok = probe(solver.problem, st.x, cert.aggregate(st.x.shape), st.oracle, st.cost(),
                keep=True)
-    if ok and cert.verify and c.cancel > cert.check_above:
+    if ok and cert.verify and _weak(cert, c, solver, st):
         ok, taken = zigzag(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify,
                            keep=True)
         st.n_cost += taken
@@ -388,6 +394,27 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
         st.fun_at = -1
         st.cost()
     return cert.last
+
+
+def _full_cancel(cert: GoldsteinTest, solver: Solver, st) -> float:
+    """`full_cancel` at the iterate, its points within the radius of part 1 (steps of
+    tol ||X||_F / (FULL_BUNDLE - 1)); its subgradients count as solver work."""
+    st.flops += FULL_BUNDLE * st.oracle.flops_subgradient()
+    return full_cancel(solver.problem, st.x, st.oracle, length=cert.tol / (FULL_BUNDLE - 1))
+
+
+def _weak(cert: GoldsteinTest, c: Certificate, solver: Solver, st) -> bool:
+    """Whether a verdict gets the zigzag check: every one when its steps were given; by
+    default those whose subgradients cancel to more than `CHECK_ABOVE`, read on RSM's own
+    bundle, and for RSSM (whose per-pair bundles cancel less at the same points) on the
+    full bundle (`_full_cancel`, asked now unless part 2 already did)."""
+    if cert.check_above == -math.inf:
+        return True
+    if cert.n_pairs == 1:
+        return c.cancel > cert.check_above
+    if not math.isfinite(c.full):
+        c = cert.note_full(_full_cancel(cert, solver, st))
+    return not c.full <= cert.check_above      # NaN: check
 
 
 def _record(rec: TraceRecorder, st, certificate, observers) -> Progress:
