@@ -269,7 +269,12 @@ def test_default_blocks_fit_a_narrow_stiefel():
 def test_cost_evaluations_count_every_call():
     """Issue 19, defect 11: with the default step ("auto", which reads f) the reported
     count was half the real one, and max_cost_evaluations=50 allowed 233 calls. Every
-    call of the cost is counted now, and the budget stops the run within one iteration."""
+    call of the cost is counted now, and the budget stops the run within one iteration.
+    One iteration may include a check of the loop whose steps evaluate f (here, at
+    iteration 240, the iterates settled where no bundle cancels and the zigzag check
+    found f lower at its 7th step: 58 calls), at most `ZIGZAG_STEPS` + 3 of them."""
+    from rssm.solvers.certificate import PROBE_LENGTHS, ZIGZAG_STEPS
+
     problem, calls = _counting_problem(12, 6)
     result = RSSM(n_blocks=3, seed=0, max_iterations=200, verbosity=0,
                   min_step_size=None).run(problem)
@@ -280,4 +285,4 @@ def test_cost_evaluations_count_every_call():
                   verbosity=0, min_step_size=None).run(problem)
     assert result.stopping_criterion.startswith("Terminated - max cost evals reached")
     assert result.cost_evaluations == calls[0]
-    assert 50 <= calls[0] <= 55, calls[0]
+    assert 50 <= calls[0] <= 55 + ZIGZAG_STEPS + len(PROBE_LENGTHS), calls[0]

@@ -81,12 +81,17 @@ class StepContext:
         The block pair (i, j) the direction moves (RSSM), () for RSM.
     partition : Partition or None
         The run's `rssm.blocks.Partition` (RSSM), None for RSM.
+    escapes : int
+        How many times a check of the loop has moved X to a lower point so far: a verdict
+        of convergence refuted by its checks, or a run whose iterates settled where no
+        bundle cancels (docs/convergence.md, "The escape"). A rule whose steps decayed
+        may start again when it grows (`rssm.stepsizes.BlockRule` does).
     """
 
     __slots__ = ("method", "n_blocks", "shape", "iteration", "direction_norm", "grad_sq",
                  "cross_sq", "rotation_sq", "partition",
                  "max_gamma", "previous_gamma", "previous_cost", "direction", "columns",
-                 "pair", "_cost", "_cost_fn", "_trial_fn", "_best_fn")
+                 "pair", "escapes", "_cost", "_cost_fn", "_trial_fn", "_best_fn")
 
     def __init__(self, method: str, n_blocks: int, shape: tuple[int, int] | None = None, *,
                  cost: Callable[[], float] | None = None,
@@ -107,6 +112,7 @@ class StepContext:
         self.direction: np.ndarray | None = None
         self.columns: slice | np.ndarray | None = None
         self.pair: tuple = ()
+        self.escapes = 0
         self._cost: float | None = None
         self._cost_fn = cost
         self._trial_fn = trial

@@ -242,6 +242,9 @@ class GoldsteinTest:
         self.check_above = float(check_above)
         #: Checks that refuted a verdict and moved X to their lower point (the loop's count).
         self.moves = 0
+        #: Failed asks of the full bundle (RSSM): the iterates settled where no bundle
+        #: cancels (the loop's count).
+        self.frozen = 0
         self._scale = math.sqrt(p)
         self.limit = self.tol * self._scale
         self.n_pairs = max(1, int(n_pairs))

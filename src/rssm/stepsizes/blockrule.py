@@ -91,6 +91,11 @@ BETA_MAX = 2.0
 #: rule (before: the controller's first adjustments; the paper's DPCP, seed 3, l = 3,
 #: rose 9e-4 above its start at iteration 2 and converged in 64 iterations).
 GRACE_EPOCHS = 2.0
+#: The length, relative to ||X||_F, the per-sweep branch starts again from after a check
+#: of the loop moved X to a lower point (``StepContext.escapes``): the first length of the
+#: zigzag check that found it (`rssm.solvers.certificate.ZIGZAG_FIRST`), not the plateau
+#: of a random start.
+ESCAPE_LENGTH = 0.1
 #: Armijo search of the first step (`rssm.stepsizes._common.first_search`, as Auto's).
 _C = 1e-4
 _TRIALS = 8
@@ -149,6 +154,7 @@ class BlockRule(StepSize):
         self._branch: str | None = None       # "epoch" or "sweep" once chosen
         self._share = math.nan
         self._restarts = 0
+        self._escapes = 0
         self._g0 = math.nan
         self._t = self._t0 = math.nan
         self._f0 = math.nan
@@ -241,6 +247,14 @@ class BlockRule(StepSize):
             self._beta = self.sweep_decay ** (ctx.epoch / ctx.n_pairs)
             self._t0 = self._t
             self._since = 0
+        if ctx.escapes != self._escapes:
+            # A check of the loop moved X to a lower point the steps had not reached (a
+            # refuted verdict, or iterates settled where no bundle cancels): in the
+            # per-sweep branch the decay froze too early; start again, more slowly.
+            self._escapes = ctx.escapes
+            if self._branch == "sweep":
+                p = ctx.shape[1] if ctx.shape is not None else 1
+                self._restart(min(self._t0, ESCAPE_LENGTH * math.sqrt(p)))
         self._observe(ctx)
         self._since += 1
         if self._branch == "epoch":
@@ -258,11 +272,17 @@ class BlockRule(StepSize):
                 if math.isfinite(c):
                     self._since = 0
                     if c > self.frozen:
-                        self._restarts += 1
-                        self._beta = math.sqrt(self._beta)
-                        self._bundles = {}
-                        self._t = self._t0
+                        self._restart()
         return self._gamma(ctx)
+
+    def _restart(self, length: float | None = None) -> None:
+        """The per-sweep branch starts again: from ``length`` (default: the first
+        length), beta <- sqrt(beta)."""
+        self._restarts += 1
+        self._beta = math.sqrt(self._beta)
+        self._bundles = {}
+        self._since = 0
+        self._t = self._t0 if length is None else length
 
     def _rotates(self, ctx: StepContext) -> bool:
         """This iteration's estimate has a share of rotations between blocks above
