@@ -38,6 +38,10 @@ first was 0 by accident, and the rule goes on per sweep from its current length)
   `rssm.solvers.certificate.least_norm`) is read, and above 0.8 (the subgradients no
   longer cancel: the steps froze before X converged) the length starts again at the
   first length with a slower decay, beta <- sqrt(beta).
+  It also starts again, from 0.1 ||X||_F (`ESCAPE_LENGTH`), when the solver loop
+  reports an escape (``StepContext.escapes``): a check that found the iterates stuck,
+  a verdict it refuted or iterates settled to ``tol`` where no bundle of the convergence
+  test cancels (docs/convergence.md, "A run that settles where no bundle cancels").
 
 In both branches gamma_k = t_k / g_0, g_0^2 the first estimate of ||grad f||^2: a
 schedule of lengths over the *running* estimate decays 10 times more on ODL, whose
