@@ -105,9 +105,8 @@ verdict gets the zigzag check (its ratio against `CHECK_ABOVE`, the threshold se
 bundles). Measured (`python -m benchmarks.valley_stalls --full-bundle`; 4 subgradients):
 0.011-0.18 at the ten valley stalls (0.018 and above at the nine the zigzag refutes),
 0.0001-0.003 at the DPCP solutions of RSM and RSSM, 0.005-0.03 at those of ODL, l1
-Procrustes and from_functions (and 0.47 at one ODL point called converged with the check
-off, about 1e-6 from the dictionary: the defaults would check it). So DPCP verdicts skip
-the zigzag (24 full subgradients and
+Procrustes and from_functions (and 0.12 at one ODL solution 4e-10 from the dictionary,
+whose verdict the zigzag then checks). So DPCP verdicts skip the zigzag (24 full subgradients and
 costs, a fifth of the default RSSM call's wall time at l = 5), and the valley stalls are
 checked as before. It costs `FULL_BUNDLE` subgradients and as many moves of the oracle
 (X is put back), once per ask.
