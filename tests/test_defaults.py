@@ -282,19 +282,24 @@ def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dp
         rssm.minimize(small_dpcp, options={"verify_steps": -1})
 
 
+def _chunked_dpcp_with_oracle():
+    """A chunked DPCP (600 samples in chunks of 200, 4 of 10 features outside the
+    subspace), its start X, a copy of X, and the run's oracle bound to X."""
+    rng = np.random.default_rng(3)
+    pts = rng.standard_normal((600, 10))
+    pts[:400, 6:] = 0.0
+    prob = DPCP(rssm.data.samples(pts, chunk_size=200), p=4)
+    x = prob.initial_point(0)
+    return prob, x, x.copy(), prob.make_oracle(x, None)
+
+
 def test_the_zigzag_check_puts_the_iterate_and_the_oracle_back():
     """The check moves the solver's iterate through the oracle (so data problems keep
     their layout) and puts both back: X bit for bit, and the oracle's cost and
     subgradient there; without an oracle it works on copies, with the same verdict."""
     from rssm.solvers.certificate import zigzag
 
-    rng = np.random.default_rng(3)
-    pts = rng.standard_normal((600, 10))
-    pts[:400, 6:] = 0.0
-    prob = DPCP(rssm.data.samples(pts, chunk_size=200), p=4)
-    x = prob.initial_point(0)
-    keep = x.copy()
-    oracle = prob.make_oracle(x, None)
+    prob, x, keep, oracle = _chunked_dpcp_with_oracle()
     f, g = oracle.cost(), oracle.subgradient().copy()
     verdict = zigzag(prob, x, oracle, steps=6)
     np.testing.assert_array_equal(x, keep)
@@ -360,13 +365,7 @@ def test_full_cancel_puts_the_iterate_and_the_oracle_back():
     gives the same ratio to rounding. Away from a kink the full subgradients agree."""
     from rssm.solvers.certificate import full_cancel
 
-    rng = np.random.default_rng(3)
-    pts = rng.standard_normal((600, 10))
-    pts[:400, 6:] = 0.0
-    prob = DPCP(rssm.data.samples(pts, chunk_size=200), p=4)
-    x = prob.initial_point(0)
-    keep = x.copy()
-    oracle = prob.make_oracle(x, None)
+    prob, x, keep, oracle = _chunked_dpcp_with_oracle()
     f = oracle.cost()
     with_oracle = full_cancel(prob, x, oracle, length=1e-10)
     np.testing.assert_array_equal(x, keep)
