@@ -385,20 +385,31 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     ok = probe(solver.problem, st.x, cert.aggregate(st.x.shape), st.oracle, st.cost(),
                keep=True)
     if ok and cert.verify and _weak(cert, c, solver, st):
-        ok, taken = zigzag(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify,
-                           keep=True)
-        st.n_cost += taken
-        st.flops += taken * st.oracle.flops_subgradient()
+        ok = _zigzag(cert, solver, st)
     if ok:
         cert.confirm()
     else:
-        # A check that lowered f left X at that lower point (the oracle told): the run
-        # goes on from there, and f there is the iterate's cost (and may be the best).
-        cert.refute()
-        cert.moves += 1
-        st.fun_at = -1
-        st.cost()
+        _moved(cert, st)
     return cert.last
+
+
+def _zigzag(cert: GoldsteinTest, solver: Solver, st) -> bool:
+    """The zigzag check from the iterate, keeping a lower point it finds (True: none);
+    its cost evaluations and subgradients count as solver work."""
+    ok, taken = zigzag(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify,
+                       keep=True)
+    st.n_cost += taken
+    st.flops += taken * st.oracle.flops_subgradient()
+    return ok
+
+
+def _moved(cert: GoldsteinTest, st) -> None:
+    """A check that lowered f left X at that lower point (the oracle told): no verdict for
+    a horizon, one more move, and f there is the iterate's cost (and may be the best)."""
+    cert.refute()
+    cert.moves += 1
+    st.fun_at = -1
+    st.cost()
 
 
 def _unfreeze(cert: GoldsteinTest, solver: Solver, st) -> None:
@@ -410,17 +421,8 @@ def _unfreeze(cert: GoldsteinTest, solver: Solver, st) -> None:
     lowers f leaves X there (the oracle told), and the certificate waits a horizon of
     new subgradients."""
     cert.frozen += 1
-    if not cert.verify:
-        return
-    ok, taken = zigzag(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify,
-                       keep=True)
-    st.n_cost += taken
-    st.flops += taken * st.oracle.flops_subgradient()
-    if not ok:
-        cert.refute()
-        cert.moves += 1
-        st.fun_at = -1
-        st.cost()
+    if cert.verify and not _zigzag(cert, solver, st):
+        _moved(cert, st)
 
 
 def _full_cancel(cert: GoldsteinTest, solver: Solver, st) -> float:
