@@ -37,10 +37,10 @@ first was 0 by accident, and the rule goes on per sweep from its current length)
   the last 3 subgradients of each pair (the quantity of the convergence test,
   `rssm.solvers.certificate.least_norm`) is read, and above 0.8 (the subgradients no
   longer cancel: the steps froze before X converged) the length starts again at the
-  first length with a slower decay, beta <- sqrt(beta), unless f read there is below
-  every f read at the earlier checks since the start (subgradients that agree while f
-  falls are a descent on its way: the test fired 12 iterations into l1 Procrustes l = 3
-  seed 5 and slowed its decay for the rest of the run).
+  first length with a slower decay, beta <- sqrt(beta), unless f is below every f read
+  where the test fired before since the start (subgradients that agree while f falls
+  are a descent on its way: the test fired 12 iterations into l1 Procrustes l = 3 seed
+  5 and slowed its decay for the rest of the run).
   It also starts again, from 0.1 ||X||_F (`ESCAPE_LENGTH`) with beta <- beta^0.75
   (`ESCAPE_SLOWING`), when the solver loop reports an escape (``StepContext.escapes``):
   a check that found the iterates stuck, a verdict it refuted or iterates settled to
@@ -168,7 +168,7 @@ class BlockRule(StepSize):
         self._share = math.nan
         self._restarts = 0
         self._escapes = 0
-        self._f_check = math.inf              # least f read at the freeze checks
+        self._f_check = math.inf              # least f read where the freeze test fired
         self._g0 = math.nan
         self._t = self._t0 = math.nan
         self._f0 = math.nan
@@ -285,15 +285,18 @@ class BlockRule(StepSize):
                 c = self._cancel(ctx.n_pairs)
                 if math.isfinite(c):
                     self._since = 0
-                    # Subgradients that agree while f still falls are a descent on
-                    # its way, not a freeze: restart only when f read here is not below
-                    # every f read at the earlier checks.
-                    f = ctx.cost
-                    falling = f < self._f_check
-                    self._f_check = min(f, self._f_check)
-                    if c > self.frozen and not falling:
+                    if c > self.frozen and not self._falling(ctx):
                         self._restart()
         return self._gamma(ctx)
+
+    def _falling(self, ctx: StepContext) -> bool:
+        """Subgradients that agree while f still falls are a descent on its way, not a
+        freeze: f now (one cost evaluation, read only when the freeze test fires) is
+        below every f read there since the last start."""
+        f = ctx.cost
+        falling = f < self._f_check
+        self._f_check = min(f, self._f_check)
+        return falling
 
     def _restart(self, length: float | None = None) -> None:
         """The per-sweep branch starts again: from the first length with beta <-
