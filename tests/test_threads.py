@@ -218,3 +218,26 @@ def test_parallel_for_outside_a_run_is_serial_and_in_order():
     parallel_for(order.append, 5)
     assert order == [0, 1, 2, 3, 4]
     assert T.workers() == 1
+
+
+def test_the_blas_controller_is_kept_until_python_imports_something(monkeypatch):
+    """Building threadpoolctl's controller scans every loaded shared object (2 ms with
+    SciPy and scikit-learn loaded); it is kept between runs and built again once Python
+    has imported a module, so a native library loaded since the last run is limited too.
+    The limit itself is read live: after a run every pool is back at its own setting."""
+    import sys
+    import types
+
+    from threadpoolctl import threadpool_info
+
+    from rssm import threads
+
+    first = threads._blas_controller()
+    assert threads._blas_controller() is first
+    monkeypatch.setitem(sys.modules, "rssm_test_fake_module", types.ModuleType("fake"))
+    second = threads._blas_controller()
+    assert second is not first and threads._blas_controller() is second
+    before = [(d["filepath"], d["num_threads"]) for d in threadpool_info()]
+    with threads.single_blas():
+        assert all(d["num_threads"] == 1 for d in threadpool_info())
+    assert [(d["filepath"], d["num_threads"]) for d in threadpool_info()] == before

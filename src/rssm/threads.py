@@ -38,6 +38,7 @@ import itertools
 import numbers
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -95,16 +96,33 @@ def _take_control() -> None:
         ctl.clear_controlling_thread(force=True)
 
 
+_controller = None
+_controller_modules = -1
+
+
+def _blas_controller():
+    """threadpoolctl's view of the loaded BLAS/OpenMP libraries, built again whenever
+    Python has imported modules since the last one: a native library (PyTorch's OpenMP,
+    SciPy's own OpenBLAS) comes with an import, so libraries loaded since the last run
+    are limited too. Building it scans every loaded shared object: 2 ms per call with
+    SciPy and scikit-learn loaded (measured on the wine data of `benchmarks.real_data`,
+    a tenth of that default call)."""
+    global _controller, _controller_modules
+    n = len(sys.modules)
+    if _controller is None or n != _controller_modules:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+        _controller_modules = len(sys.modules)
+    return _controller
+
+
 def _enter_single_blas() -> None:
     global _blas_depth, _blas_limiter
     with _BLAS_LOCK:
         if _blas_depth == 0:
-            from threadpoolctl import ThreadpoolController
-
-            # A fresh controller each time (0.1 ms): libraries loaded since the last run
-            # (PyTorch's OpenMP, SciPy's own OpenBLAS) are limited too.
             _take_control()
-            _blas_limiter = ThreadpoolController().limit(limits=1)
+            _blas_limiter = _blas_controller().limit(limits=1)
             _take_control()
         _blas_depth += 1
 
