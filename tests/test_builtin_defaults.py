@@ -27,7 +27,9 @@ def _solve(prob, method, seed, **kw):
 @pytest.mark.parametrize("method", ["rsm", "rssm"])
 def test_sparse_pca_defaults_reach_the_planted_loadings(method):
     """Geometric(2 / ||A||^2, 0.99) (SparsePCA.default_stepsize): error < 1e-4 within the
-    default budget on every seed; auto, for contrast, stays at error > 1 on seed 0."""
+    default budget on every seed. Auto, for contrast: with RSSM it stays at error > 1 on
+    seed 0; with RSM its steps froze there (the same error, before the loop counted
+    freezes) and its geometric decay after the freeze reaches the loadings."""
     for seed in SLOW_SEEDS:
         prob = SparsePCA.synthetic(seed=seed)
         rule = prob.default_stepsize()
@@ -36,8 +38,12 @@ def test_sparse_pca_defaults_reach_the_planted_loadings(method):
         assert res.stepsize["rule"] == "Geometric"
         assert prob.error(res.x) < 1e-4, (seed, prob.error(res.x))
     prob = SparsePCA.synthetic(seed=0)
-    auto = _solve(prob, method, 0, stepsize="auto", max_iter=600)
-    assert auto.stepsize["rule"] == "Auto" and prob.error(auto.x) > 1.0
+    if method == "rssm":
+        auto = _solve(prob, method, 0, stepsize="auto", max_iter=600)
+        assert auto.stepsize["rule"] == "Auto" and prob.error(auto.x) > 1.0
+    else:
+        auto = _solve(prob, method, 0, stepsize="auto")
+        assert auto.success and prob.error(auto.x) < 1e-4, auto.message
 
 
 @pytest.mark.parametrize("method", ["rsm", "rssm"])

@@ -395,3 +395,77 @@ def test_the_floor_under_rsms_gap_estimate_speeds_up_the_default_call():
     for bad in (0.0, 1.5, float("nan"), "0.6"):
         with pytest.raises((ValueError, TypeError), match="drop_floor"):
             Auto(drop_floor=bad)
+
+
+def _noisy_odl(n: int = 20, noise: float = 0.01, seed: int = 1) -> ODL:
+    """The paper's ODL with dense noise of relative size ``noise`` on the samples
+    (Y = X* S + noise): the minimizer sits near X*, no longer at it."""
+    base = ODL.synthetic(n=n, seed=seed)
+    y = np.asarray(base.y)
+    rng = np.random.default_rng([seed, 9])
+    y = y + noise * np.linalg.norm(y) / np.sqrt(y.size) * rng.standard_normal(y.shape)
+    return ODL(y, n, base.dictionary)
+
+
+@pytest.mark.parametrize("noise", [0.01, 0.1])
+def test_a_frozen_default_rsm_run_turns_to_a_geometric_decay_and_converges(noise):
+    """Before: on ODL with noisy samples the gap rule's steps fell faster than the distance
+    to the minimizer and froze X there (steps of 1e-16, subgradients agreeing); the
+    default call ran its 1000 iterations (3000 given: the same) without a verdict. Now the
+    loop counts the freeze as an escape (`StepContext.escapes`) and Auto's RSM rule turns
+    to a geometric decay from `ESCAPE_LENGTH` ||X||_F: converged within the default budget
+    at the noise floor, and the f it returns is below the frozen one."""
+    from rssm.stepsizes.auto import ESCAPE_DECAY
+
+    prob = _noisy_odl(noise=noise)
+    rule = Auto()
+    res = rssm.minimize(prob, seed=1, stepsize=rule)
+    assert res.success and res.stop_reason is StopReason.CONVERGED, res.message
+    assert res.n_iter < 600
+    assert res.error < 0.5 * noise**2                 # the noise floor: 2.6e-5 and 2.8e-3
+    assert rule._decay == ESCAPE_DECAY                # one freeze, then the decay
+    frozen = rssm.minimize(prob, seed=1, stepsize=Auto(), max_iter=200)
+    assert res.fun < frozen.fun
+    assert not frozen.success
+
+
+def test_auto_turns_to_a_geometric_decay_at_each_escape_of_rsm():
+    """The rule itself: after an escape the length restarts at ESCAPE_LENGTH ||X||_F and
+    falls by ESCAPE_DECAY per call; a second escape restarts it with sqrt(ESCAPE_DECAY)."""
+    from rssm.stepsizes.auto import ESCAPE_DECAY
+    from rssm.stepsizes.blockrule import ESCAPE_LENGTH
+
+    f = iter(np.linspace(10.0, 1.0, 50))
+    ctx = rssm.stepsizes.StepContext("rsm", 1, (8, 4), cost=lambda: next(f),
+                                     trial=lambda gamma: 0.0)
+    rule = Auto()
+    for k in range(5):
+        ctx.advance(k, 2.0, 4.0)
+        rule(k, ctx)
+    assert rule._decay is None
+    lengths = []
+    for k in range(5, 12):
+        ctx.escapes = 1 if k < 9 else 2
+        ctx.advance(k, 2.0, 4.0)
+        lengths.append(rule(k, ctx) * 2.0)            # gamma * g, g = 2
+    t0 = ESCAPE_LENGTH * math.sqrt(4)
+    np.testing.assert_allclose(lengths[:4], t0 * ESCAPE_DECAY ** np.arange(4), rtol=1e-12)
+    np.testing.assert_allclose(lengths[4:], t0 * math.sqrt(ESCAPE_DECAY) ** np.arange(3),
+                               rtol=1e-12)
+
+
+def test_a_frozen_rsm_run_is_counted_at_doubling_intervals():
+    """`GoldsteinTest.frozen_due` (RSM): part 1 holds and the subgradients agree; the first
+    call says yes, the next one a horizon later, then after twice that."""
+    from rssm.solvers.certificate import GoldsteinTest
+
+    test = GoldsteinTest(1e-10, 3)
+    g = np.ones((5, 3))
+    due = []
+    for _ in range(80):
+        test.observe((), g, 1.0, 0.0)
+        due.append(test.evaluate() is not None and test.frozen_due())
+    hits = [i for i, d in enumerate(due) if d]
+    h = test.horizon
+    assert hits[:3] == [h - 1, 2 * h - 1, 4 * h - 1]
+    assert test.last is not None and not test.last.converged

@@ -82,10 +82,12 @@ class StepContext:
     partition : Partition or None
         The run's `rssm.blocks.Partition` (RSSM), None for RSM.
     escapes : int
-        How many times a check of the loop has moved X to a lower point so far: a verdict
-        of convergence refuted by its checks, or a run whose iterates settled where no
-        bundle cancels (docs/convergence.md, "The escape"). A rule whose steps decayed
-        may start again when it grows (`rssm.stepsizes.BlockRule` does).
+        How many times the loop found the steps frozen so far (the iterates settled to
+        ``tol`` where no bundle of subgradients cancels) and, for RSSM, how many verdicts
+        of convergence its checks refuted, moving X to a lower point (docs/convergence.md,
+        "The escape"). A rule whose steps decayed may start again when it grows
+        (`rssm.stepsizes.BlockRule` does; `rssm.stepsizes.Auto`'s RSM rule turns to a
+        geometric decay).
     """
 
     __slots__ = ("method", "n_blocks", "shape", "iteration", "direction_norm", "grad_sq",

@@ -341,6 +341,20 @@ class GoldsteinTest:
         return (self.n_pairs > 1 and c is not None and not c.converged and not c.probed
                 and not math.isfinite(c.full) and self._n >= self._next_full)
 
+    def frozen_due(self) -> bool:
+        """RSM: part 1 holds and part 2 failed on its own bundle of full subgradients
+        (``last`` is such a certificate, not yet probed): the iterates settled where the
+        subgradients do not cancel, so the steps froze. Whether that counts now (then the
+        next count waits `horizon` iterations, the wait doubling each time: a frozen run
+        pays log2 of its length of them)."""
+        c = self.last
+        if not (self.n_pairs == 1 and c is not None and not c.converged and not c.probed
+                and self._n >= self._next_full):
+            return False
+        self._next_full = self._n + self._full_gap
+        self._full_gap *= 2
+        return True
+
     def with_full(self, full: float) -> Certificate:
         """Part 2 read on the full bundle's cancel ratio ``full``: the verdict passes when
         it is at most `CANCEL` (the per-pair ratio and ``vanish`` are kept as read)."""
