@@ -427,6 +427,8 @@ def test_a_frozen_default_rsm_run_turns_to_a_geometric_decay_and_converges(noise
     frozen = rssm.minimize(prob, seed=1, stepsize=Auto(), max_iter=200)
     assert res.fun < frozen.fun
     assert not frozen.success
+    one = rssm.minimize(prob, seed=1, threads=1)       # the freeze's check: the same bits
+    assert one.n_iter == res.n_iter and np.array_equal(one.x, res.x)
 
 
 def test_auto_turns_to_a_geometric_decay_at_each_escape_of_rsm():
