@@ -11,6 +11,12 @@ planted sparse basis (as in `benchmarks.stepsizes`) with RSSM at l = 3, 5 and RS
 * ``ok``: stopped ``converged`` at error below 1e-6;
 * ``budget``: did not stop converged (its stop reason, iterations and error printed);
 * ``FALSE``: stopped converged at error 1e-6 or above (printed with its certificate).
+  Each is then probed with short RSM steps from the returned point (lengths 1e-4, 3e-4
+  and 1e-3 ||X||_F decaying by 0.98, 600 iterations): the error they end at, how far f
+  rises on the way and the lowest f they reach, relative to the returned f. Ending at
+  the same error, with f rising on the way and barely lower at best, marks the basin of
+  a spurious local minimizer: the verdict of stationarity is near right, the answer is
+  not the solution.
 
 Iteration counts and verdicts do not depend on the machine's load; no timing is taken
 (about 5 minutes here).
@@ -29,6 +35,24 @@ def cases() -> list[tuple[str, int | None, int]]:
     others = ("dpcp", "l1_procrustes", "from_functions", "sparse_basis")
     out += [(n, ell, s) for n in others for ell in (3, 5, None) for s in range(1, 11)]
     return out
+
+
+def _probe(prob, res) -> None:
+    """Short RSM steps from a wrong verdict's point (see the module docstring)."""
+    import numpy as np
+
+    import rssm
+    from rssm.stepsizes import Geometric
+
+    x, f0 = res.x, float(res.fun)
+    g = float(np.linalg.norm(prob.riemannian_subgradient(x)))
+    for length in (1e-4, 3e-4, 1e-3):
+        run = rssm.minimize(prob, x, method="rsm", max_iter=600, tol=0, record=1,
+                            stepsize=Geometric(length * np.sqrt(x.shape[1]) / g, 0.98))
+        c = np.asarray(run.trace["cost"])
+        print(f"  steps of {length:g} ||X||_F: error {run.error:.2e}; f rises by "
+              f"{(c.max() - f0) / abs(f0):.1e} at most, its least is "
+              f"{(c.min() - f0) / abs(f0):+.1e} (relative)", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{res.stop_reason.value} after {res.n_iter} its, error {res.error:.1e}"
                   + (f"; {res.certificate.summary()}" if tag == "FALSE" else ""),
                   flush=True)
+        if tag == "FALSE":
+            _probe(prob, res)
     print(" ".join(f"{k} {count[k]}" for k in ("ok", "budget", "FALSE"))
           + f" of {sum(count.values())}")
     return 0
