@@ -9,6 +9,8 @@ n x n matrix.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rssm._validation import as_float_matrix, as_int, as_positive_float, check_generator
@@ -155,12 +157,18 @@ class ArrayOps:
     @staticmethod
     def add_diag(a, value: float) -> None:
         """a += value * I, in place (``a`` square)."""
-        a.flat[:: a.shape[0] + 1] += value
+        if a.flags.c_contiguous:
+            a.reshape(-1)[:: a.shape[0] + 1] += value    # a view: cheaper than a.flat
+        else:
+            a.flat[:: a.shape[0] + 1] += value
 
     @staticmethod
     def fro(a) -> float:
-        """The Frobenius norm of ``a``."""
-        return float(np.linalg.norm(a))
+        """The Frobenius norm of ``a`` (float64: what `numpy.linalg.norm` computes, the
+        square root of the dot product of the raveled array with itself, without its
+        dispatch)."""
+        v = a.ravel(order="K")
+        return math.sqrt(float(v.dot(v)))
 
     @staticmethod
     def ns_tol(a) -> float:

@@ -285,9 +285,9 @@ class NormKernel:
         r = ch.r
         if nb > 1:
             np.add.reduce(ch.bn, axis=0, out=r)
+            np.sqrt(r, out=r)
         else:
-            np.copyto(r, ch.bn[0])
-        np.sqrt(r, out=r)
+            np.sqrt(ch.bn[0], out=r)
         np.greater(r, 0.0, out=ch.mask)
         if self.is_norm:
             num = self.s if ch.cw is None else np.multiply(ch.cw, self.s, out=ch.tmp)

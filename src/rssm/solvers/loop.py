@@ -98,6 +98,8 @@ def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
         raise _Halt(StopReason.STALLED, (
             f"iteration {k}: {_rule_name(stepsize)} raised "
             f"{type(exc).__name__}: {exc}")) from None
+    if type(gamma) is float and 0.0 < gamma < math.inf:
+        return gamma                  # the common case, without the checks below
     ok = (not isinstance(gamma, (bool, np.bool_))
           and isinstance(gamma, (int, float, np.integer, np.floating, np.ndarray))
           and np.ndim(gamma) == 0 and np.asarray(gamma).dtype.kind in "iuf")
