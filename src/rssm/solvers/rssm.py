@@ -24,15 +24,16 @@ class RSSMSolver(Solver):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._masks: dict[tuple[int, int], np.ndarray] = {}
+        self._masks: dict[tuple[int, int], tuple] = {}
 
-    def _block_mask(self, cols, i: int) -> np.ndarray:
-        """Which positions of C = C_i u C_j belong to C_i (cached per pair)."""
+    def _off_block(self, cols, i: int) -> tuple:
+        """The index of the off-diagonal block (C_i rows, C_j columns) within a |C| x |C|
+        matrix on C = C_i u C_j (an `numpy.ix_` pair, cached per pair)."""
         key = cols.blocks
         m = self._masks.get(key)
         if m is None:
-            m = np.isin(cols.index, self.partition.blocks[i])
-            self._masks[key] = m
+            in_i = np.isin(cols.index, self.partition.blocks[i])
+            m = self._masks[key] = np.ix_(np.flatnonzero(in_i), np.flatnonzero(~in_i))
         return m
 
     def direction(self, state: SolverState) -> Direction:
@@ -49,9 +50,8 @@ class RSSMSolver(Solver):
         # X^T P(G_C) = S = skew(X_C^T G_C) on the rows C; A_X^{-1} multiplies its diagonal
         # blocks S_ii, S_jj and the X_perp part by l/2 and its off-diagonal blocks by binom(l,2).
         ell = self.partition.n_blocks
-        mask = self._block_mask(cols, i)
         s_sq = float(np.vdot(s, s))
-        s_off = s[mask][:, ~mask]
+        s_off = s[self._off_block(cols, i)]
         off = 2.0 * float(np.vdot(s_off, s_off))
         perp = max(norm_sq - s_sq, 0.0)
         cross_sq = 0.5 * ell * (ell - 1) * off
