@@ -243,8 +243,8 @@ class GoldsteinTest:
         self.check_above = float(check_above)
         #: Checks that refuted a verdict and moved X to their lower point (the loop's count).
         self.moves = 0
-        #: Failed asks of the full bundle (RSSM): the iterates settled where no bundle
-        #: cancels (the loop's count).
+        #: Freezes: the iterates settled where no bundle cancels (RSSM: a failed ask of the
+        #: full bundle; RSM: part 2 failing on its own bundle); the loop's count.
         self.frozen = 0
         self._scale = math.sqrt(p)
         self.limit = self.tol * self._scale
@@ -258,8 +258,9 @@ class GoldsteinTest:
         self._n = 0                      # iterations observed
         self._bundles: dict[tuple, _Bundle] = {}
         self._next_eval = 0
-        # the full-bundle fallback of part 2 (RSSM): next iteration it may run, and the gap
-        # after a failed one (doubled each time: a frozen run pays log2(its length) of them)
+        # the next iteration at which a freeze may be asked about or counted (RSSM's full
+        # bundle, RSM's count), and the wait after one (doubled each time: a frozen run
+        # pays log2(its length) of them; `_back_off`)
         self._next_full = 0
         self._full_gap = self.horizon
         self.last: Certificate | None = None
@@ -351,8 +352,7 @@ class GoldsteinTest:
         if not (self.n_pairs == 1 and c is not None and not c.converged and not c.probed
                 and self._n >= self._next_full):
             return False
-        self._next_full = self._n + self._full_gap
-        self._full_gap *= 2
+        self._back_off()
         return True
 
     def with_full(self, full: float) -> Certificate:
@@ -361,10 +361,15 @@ class GoldsteinTest:
         c = self.last
         ok = math.isfinite(full) and full <= CANCEL
         if not ok:
-            self._next_full = self._n + self._full_gap
-            self._full_gap *= 2
+            self._back_off()
         self.last = replace(c, converged=ok, full=float(full))
         return self.last
+
+    def _back_off(self) -> None:
+        """After a freeze (asked or counted): the next waits the current gap, which then
+        doubles."""
+        self._next_full = self._n + self._full_gap
+        self._full_gap *= 2
 
     def note_full(self, full: float) -> Certificate:
         """Keep the full bundle's ratio on the current certificate (asked for the zigzag
