@@ -2,6 +2,8 @@
 "The floor under D_k").
 
     python -m benchmarks.drop_floor [--seeds 5] [--floors 0 0.4 0.5 0.6 0.7] [--starts 15]
+    python -m benchmarks.drop_floor --start    # RSM's first iterations instead of floors
+    python -m benchmarks.drop_floor --stall    # D_k in windows without a new best cost
 
 Auto's RSM step is kappa (f - f_best + D_k) / g, D_k the decrease of the best cost over the
 last 4 epochs. ``drop_floor`` q bounds how fast D_k may fall: D_k >= q^(1/epoch) D_{k-1}
@@ -40,24 +42,55 @@ NOISE = (1e-3, 1e-2, 1e-1)
 
 
 #: ``--start``: the rules compared instead of floors (keys of `_start_rule`), each under
-#: a code number so that the functions below serve both modes.
-STARTS = {1.0: "success rule at the start (Auto's default, start_decay=None)",
+#: a code number so that the functions below serve all modes.
+STARTS = {1.0: "success rule at the start (Auto(start_decay=None))",
           2.0: "halving when the search rejects the longest step",
-          3.0: "halving when it does and rotation_sq is 0 (Auto(start_decay=0.5))"}
-_MODE = {"start": False}
+          3.0: "halving when it does and rotation_sq is 0 (Auto's default, start_decay=0.5)"}
+#: ``--stall``: D_k held in windows without a new best cost (the rule before) or falling
+#: by the floor there (Auto now), each with and without the halving at the start.
+STALLS = {1.0: "D_k held, success rule at the start (Auto before)",
+          2.0: "D_k held, halving at the start",
+          3.0: "D_k falls by the floor, success rule at the start",
+          4.0: "D_k falls by the floor, halving at the start (Auto's default)"}
+_MODE = {"start": False, "stall": False}
+
+
+class _HeldDrop:
+    """Mixin: D_k held at its last value in a window without a new best cost (Auto's
+    `_track_best` before it fell by the floor there)."""
+
+    def _track_best(self, ctx):
+        hist = self._best_hist
+        hist.append(self._f_best)
+        span = max(1, math.ceil(self.window * ctx.epoch))
+        while len(hist) > span + 1:
+            hist.popleft()
+        if len(hist) == span + 1 and hist[0] - self._f_best > 0:
+            self._drop = max(hist[0] - self._f_best,
+                             self._drop * self.drop_floor ** (1.0 / ctx.epoch))
+
+
+def _stall_rule(code: float):
+    from rssm.stepsizes import Auto
+
+    class Held(_HeldDrop, Auto):
+        pass
+
+    decay = None if code in (1.0, 3.0) else 0.5
+    return (Held if code <= 2.0 else Auto)(start_decay=decay)
 
 
 def _start_rule(code: float):
-    """The three starts of ``--start`` (RSM): Auto before START_DECAY, the halving gated
-    by the first search alone, and Auto as it is (gated by the search and by f's
+    """The three starts of ``--start`` (RSM): the success rule at the start, the halving
+    gated by the first search alone, and Auto as it is (gated by the search and by f's
     invariance under X -> XQ)."""
     from rssm.stepsizes import Auto
     from rssm.stepsizes._common import max_step_length
 
     if code == 1.0:
-        return Auto()
+        return Auto(start_decay=None)
     if code == 3.0:
-        return Auto(start_decay=0.5)
+        return Auto()
 
     class SearchGate(Auto):
         def _first(self, ctx, f, g):
@@ -107,12 +140,16 @@ def noisy_subspace(codes, seeds=(0, 1, 2), fractions=(0.3, 0.6, 0.8)) -> None:
 
 
 def _label(q: float) -> str:
+    if _MODE["stall"]:
+        return f"rule {q:g} ({STALLS[q]})"
     return f"start {q:g} ({STARTS[q]})" if _MODE["start"] else f"floor {q:g}"
 
 
 def _rule(q: float):
     from rssm.stepsizes import Auto
 
+    if _MODE["stall"]:
+        return _stall_rule(q)
     if _MODE["start"]:
         return _start_rule(q)
     return Auto(drop_floor=q if q > 0 else 1e-300)
@@ -191,19 +228,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", action="store_true",
                     help="compare RSM's start instead of floors: " + "; ".join(
                         f"{k:g} = {v}" for k, v in STARTS.items()))
+    ap.add_argument("--stall", action="store_true",
+                    help="compare D_k in windows without a new best cost: " + "; ".join(
+                        f"{k:g} = {v}" for k, v in STALLS.items()))
     args = ap.parse_args(argv)
 
+    if args.start and args.stall:
+        ap.error("--start and --stall compare different rules; give one")
     if args.start:
         _MODE["start"] = True
         args.floors = list(STARTS)
-    bad = [] if args.start else [q for q in args.floors if not 0 <= q <= 1]
+    if args.stall:
+        _MODE["stall"] = True
+        args.floors = list(STALLS)
+    bad = [] if args.start or args.stall else [q for q in args.floors if not 0 <= q <= 1]
     if bad:
         ap.error(f"--floors takes values in [0, 1] (0: no floor), got {bad}")
     print(f"# python -m benchmarks.drop_floor {' '.join(argv or sys.argv[1:])}".rstrip())
     against_grid(args.floors, range(1, args.seeds + 1), args.grid_csv)
     if not args.skip_starts:
         starts(args.floors, args.starts)
-    if args.start:
+    if args.start or args.stall:
         noisy_subspace(args.floors)
     return 0
 
