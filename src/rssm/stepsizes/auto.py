@@ -233,7 +233,8 @@ class Auto(StepSize):
         if len(hist) == span + 1:
             # A window without a new best cost lets D_k fall by the floor too: held
             # instead, a D_k measured on a lucky early drop kept the steps at its scale
-            # for hundreds of iterations (docs/stepsizes.md, "A window without progress").
+            # for hundreds of iterations (docs/stepsizes.md, "A window without a new
+            # best cost").
             self._drop = max(hist[0] - self._f_best,
                              self._drop * self.drop_floor ** (1.0 / ctx.epoch))
 
