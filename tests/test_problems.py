@@ -329,6 +329,27 @@ def test_dpcp_synthetic_structure():
     assert not np.array_equal(other.yt, prob.yt)
 
 
+def test_dpcp_synthetic_noise_moves_the_inliers_only():
+    """``noise`` adds N(0, noise^2) to the inliers after everything else is drawn: 0 is
+    the paper's instance bit for bit, the outliers and the subspace stay as they are, and
+    the inliers' distance to the subspace is the noise's (about noise sqrt(n - d))."""
+    kw = dict(n=15, d=4, n_inliers=400, n_outliers=250, seed=3)
+    base = DPCP.synthetic(**kw)
+    np.testing.assert_array_equal(DPCP.synthetic(**kw, noise=0.0).yt, base.yt)
+    noisy = DPCP.synthetic(**kw, noise=1e-3)
+    np.testing.assert_array_equal(noisy.subspace, base.subspace)
+    s = base.subspace
+    off = np.linalg.norm(base.yt - s @ (s.T @ base.yt), axis=0)
+    inl = off < 1e-12
+    assert inl.sum() == 400
+    np.testing.assert_array_equal(noisy.yt[:, ~inl], base.yt[:, ~inl])
+    moved = np.linalg.norm(noisy.yt[:, inl] - s @ (s.T @ noisy.yt[:, inl]), axis=0)
+    assert np.median(moved) == pytest.approx(1e-3 * np.sqrt(11), rel=0.1)
+    for bad in (-1e-3, float("nan"), "1e-3"):
+        with pytest.raises((ValueError, TypeError), match="noise"):
+            DPCP.synthetic(**kw, noise=bad)
+
+
 def test_dpcp_spectral_start_minimizes_the_quadratic(small_dpcp):
     x0 = small_dpcp.initial_point()
     n, p = small_dpcp.shape

@@ -13,6 +13,7 @@ import numpy as np
 from rssm import stiefel
 from rssm._validation import (
     as_int,
+    as_positive_float,
     check_array_size,
     check_memory,
     make_rng,
@@ -110,17 +111,23 @@ class DPCP(DataProblem):
         n_inliers: int = 1500,
         n_outliers: int = 3500,
         seed=None,
+        noise: float = 0.0,
     ) -> DPCP:
         """The paper's instance (Section 5.1): S Haar on St(n, d); inliers S g/||g|| with
         g ~ N(0, I_d); outliers o/||o|| with o ~ N(0, I_n); columns randomly permuted;
         p = n - d.
 
-        ``seed`` is an int, None or a numpy.random.Generator.
+        ``seed`` is an int, None or a numpy.random.Generator. ``noise`` > 0 adds
+        N(0, noise^2 I_n) to every inlier (drawn last, so ``noise=0`` is the paper's
+        instance bit for bit): the robust-subspace model of data that lie near, not on,
+        a subspace, whose minimizer is blunt at the noise's scale (docs/stepsizes.md, "A
+        window without a new best cost").
         """
         n = as_int(n, "n", minimum=2)
         d = as_int(d, "d", minimum=1, maximum=n - 1)
         n_in = as_int(n_inliers, "n_inliers", minimum=0)
         n_out = as_int(n_outliers, "n_outliers", minimum=0)
+        noise = as_positive_float(noise, "noise", allow_zero=True)
         check_array_size((n, max(n, n_in + n_out)), "n x max(n, n_inliers + n_outliers)")
         check_memory(4 * 8.0 * n * (n_in + n_out),
                      f"DPCP.synthetic: Y, n x m = {n} x {n_in + n_out},")
@@ -132,7 +139,10 @@ class DPCP(DataProblem):
         inl = s @ (g / np.linalg.norm(g, axis=0))
         o = rng.standard_normal((n, n_out))
         out = o / np.linalg.norm(o, axis=0)
-        yt = np.concatenate([inl, out], axis=1)[:, rng.permutation(n_in + n_out)]
+        perm = rng.permutation(n_in + n_out)
+        yt = np.concatenate([inl, out], axis=1)[:, perm]
+        if noise > 0:
+            yt[:, perm < n_in] += noise * rng.standard_normal((n, n_in))
         prob = cls(yt, n - d, s)
         prob.n_inliers, prob.n_outliers = n_in, n_out
         return prob
