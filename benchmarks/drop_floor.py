@@ -139,6 +139,33 @@ def noisy_subspace(codes, seeds=(0, 1, 2), fractions=(0.3, 0.6, 0.8)) -> None:
                   flush=True)
 
 
+def smooth_invariant(codes, trials: int = 4) -> None:
+    """``--stall``, last part: a smooth f that ignores rotations, the Rayleigh quotient
+    -tr(X^T A X) on St(60, 5) (A = B B^T / n + diag(0..3), B Gaussian), from a start
+    1e-2 from its top eigenvectors, where the halving start is not what a smooth f needs:
+    iterations to the default verdict per rule, and the error then."""
+    import rssm
+
+    rng = np.random.default_rng(0)
+    n, p = 60, 5
+    for trial in range(trials):
+        b = rng.standard_normal((n, n))
+        a = b @ b.T / n + np.diag(np.linspace(0.0, 3.0, n))
+        top = np.linalg.eigh(a)[1][:, -p:]
+        rssm.stiefel.random_point(n, p, rng)      # (a random start, drawn and not used)
+        x0 = rssm.stiefel.polar(top + 1e-2 * rng.standard_normal((n, p)))
+        prob = rssm.Problem.from_functions(
+            lambda x, a=a: -np.trace(x.T @ a @ x), lambda x, a=a: -2.0 * a @ x,
+            shape=(n, p), name="rayleigh",
+            error=lambda x, top=top: float(np.linalg.norm(top @ top.T - x @ x.T)))
+        line = []
+        for q in codes:
+            res = rssm.minimize(prob, x0, method="rsm", stepsize=_rule(q))
+            line.append(f"{q:g}: {res.stop_reason.value} {res.n_iter} {prob.error(res.x):.0e}")
+        print(f"smooth invariant (Rayleigh quotient), close start {trial}: " + " | ".join(line),
+              flush=True)
+
+
 def _label(q: float) -> str:
     if _MODE["stall"]:
         return f"rule {q:g} ({STALLS[q]})"
@@ -250,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         starts(args.floors, args.starts)
     if args.start or args.stall:
         noisy_subspace(args.floors)
+    if args.stall:
+        smooth_invariant(args.floors)
     return 0
 
 
