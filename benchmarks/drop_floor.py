@@ -139,7 +139,7 @@ def noisy_subspace(codes, seeds=(0, 1, 2), fractions=(0.3, 0.6, 0.8)) -> None:
                   flush=True)
 
 
-def smooth_invariant(codes, trials: int = 4) -> None:
+def smooth_invariant(codes, trials: int = 8) -> None:
     """``--stall``, last part: a smooth f that ignores rotations, the Rayleigh quotient
     -tr(X^T A X) on St(60, 5) (A = B B^T / n + diag(0..3), B Gaussian), from a start
     1e-2 from its top eigenvectors, where the halving start is not what a smooth f needs:
@@ -152,7 +152,6 @@ def smooth_invariant(codes, trials: int = 4) -> None:
         b = rng.standard_normal((n, n))
         a = b @ b.T / n + np.diag(np.linspace(0.0, 3.0, n))
         top = np.linalg.eigh(a)[1][:, -p:]
-        rssm.stiefel.random_point(n, p, rng)      # (a random start, drawn and not used)
         x0 = rssm.stiefel.polar(top + 1e-2 * rng.standard_normal((n, p)))
         prob = rssm.Problem.from_functions(
             lambda x, a=a: -np.trace(x.T @ a @ x), lambda x, a=a: -2.0 * a @ x,

@@ -61,8 +61,8 @@ DROP_FLOOR = 0.6
 #: inliers a lucky early drop then kept the steps long for hundreds of iterations (up to
 #: 902); with D_k falling there the nine noisy instances take 97-132 iterations (97-172
 #: before both changes), so it is on by default (``start_decay=None`` turns it off; on a
-#: smooth f that ignores rotations, from a warm start, the halving costs 6 % more
-#: iterations in sum; `python -m benchmarks.drop_floor --stall`).
+#: smooth f that ignores rotations, from a warm start, it is faster on 4 and slower on 4
+#: of 8 instances, 5 % fewer iterations in sum; `python -m benchmarks.drop_floor --stall`).
 START_DECAY = 0.5
 #: Below this share of ``rotation_sq / grad_sq`` f counts as invariant under X -> XQ.
 ROTATION_ZERO = 1e-6
