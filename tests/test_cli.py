@@ -46,6 +46,24 @@ def test_solve_csv_matches_minimize(tmp_path, capsys):
     np.testing.assert_allclose(float(rows[-1][3]), res.fun_last, rtol=1e-12)
 
 
+@pytest.mark.parametrize(("name", "cls"), [("sparse_pca", "SparsePCA"),
+                                         ("sparse_basis", "PlantedSparseBasis")])
+def test_solve_with_nothing_set_is_the_default_call(tmp_path, capsys, name, cls):
+    """`rssm solve NAME` with no --stepsize runs what `rssm.minimize(problem, seed=S)` runs,
+    the problem's own rule where it has one (before, the command line ran Auto there:
+    sparse_basis seed 5 ended at error 1.4 where the default call reaches 4e-12)."""
+    out = tmp_path / "run"
+    assert main(["solve", name, "--seed", "2", "--max-iter", "80", "--quiet",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    prob = getattr(rssm.problems, cls).synthetic(seed=2)
+    res = rssm.minimize(prob, seed=2, max_iter=80)
+    assert res.stepsize["rule"] == "Geometric"
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["stepsize"] == res.stepsize
+    np.testing.assert_array_equal(np.load(out / "X.npy"), res.x)
+
+
 def test_solve_json(tmp_path, capsys):
     out = tmp_path / "run.json"
     rc = main(["solve", "odl", "--n", "8", "--m", "200", "--method", "rsm", "--max-iter", "30",
@@ -99,7 +117,7 @@ def test_problem_options_come_from_registry(monkeypatch):
 def test_solve_uses_the_problems_own_stepsize(monkeypatch, capsys):
     """--stepsize default takes the problem's rule; parameters not given on the command
     line come from it, so a problem without the paper's schedule still runs. Without
-    --stepsize the run uses auto."""
+    --stepsize the run uses it too (as `rssm.minimize`); --stepsize auto selects Auto."""
 
     class Toy(DPCP):
         @classmethod
@@ -116,6 +134,8 @@ def test_solve_uses_the_problems_own_stepsize(monkeypatch, capsys):
     assert main(["solve", "toy", "--max-iter", "5", "--stepsize", "default", "--beta", "0.5"]) == 0
     assert "Geometric(mu0=0.25, beta=0.5)" in capsys.readouterr().out
     assert main(["solve", "toy", "--max-iter", "5"]) == 0
+    assert "Geometric(mu0=0.25, beta=0.9)" in capsys.readouterr().out
+    assert main(["solve", "toy", "--max-iter", "5", "--stepsize", "auto"]) == 0
     assert "Auto(" in capsys.readouterr().out
     assert main(["solve", "toy", "--stepsize", "paper"]) == 2
     err = capsys.readouterr().err

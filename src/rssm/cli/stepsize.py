@@ -27,15 +27,16 @@ _ALL = sorted({n for ps in PARAMS.values() for n in ps})
 def add_options(p: argparse.ArgumentParser) -> None:
     """The step-size group of ``rssm solve PROBLEM``."""
     s = p.add_argument_group("step size")
-    s.add_argument("--stepsize", choices=["auto", "default", *PARAMS], default="auto",
-                   help="auto: the tuning-free rule rssm.stepsizes.Auto (docs/stepsizes.md); "
-                        "default: the problem's own rule when it has one (else auto); "
+    s.add_argument("--stepsize", choices=["auto", "default", *PARAMS], default="default",
+                   help="default: what rssm.minimize uses with no step size, the problem's "
+                        "own rule when it has one (sparse_pca, sparse_basis), else auto; "
+                        "auto: the tuning-free rule rssm.stepsizes.Auto (docs/stepsizes.md); "
                         "paper: Delta_k/(sqrt(k+2) log(k+2)) with Delta_k = delta "
                         "binom(l,2)^(a rho^k - 1) for RSSM, delta for RSM; geometric: "
                         "mu0 beta^(k/epoch); constant: c; invsqrt: c/sqrt(k+1). Parameters "
                         "not given are the problem's own when its rule (or, for the "
                         "built-ins, its reference rule: the paper's schedule for dpcp and "
-                        "odl) is of that kind (default: auto)")
+                        "odl) is of that kind (default: default)")
     s.add_argument("--delta", type=positive_float, default=None,
                    help="paper: Delta (default: the problem's, e.g. 0.9 for dpcp, 1e-3 for odl)")
     s.add_argument("--a", type=positive_float, default=None,

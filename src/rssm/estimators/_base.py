@@ -97,8 +97,10 @@ class SolverMixin:
 
 
 def check_X(est: Any, X: Any, *, reset: bool) -> Any:
-    """``X`` checked as scikit-learn does: a float64 array for in-memory input (via
-    ``validate_data``), the array itself, its shape and dtype checked, for out-of-core input.
+    """``X`` checked as scikit-learn does: a C-ordered float64 array for in-memory input (via
+    ``validate_data``; one layout, so that a Fortran-ordered array or a DataFrame of the
+    same numbers gives the same bits as a C-ordered array), the array itself, its shape
+    and dtype checked, for out-of-core input.
 
     Sets ``n_features_in_`` (and ``feature_names_in_``) when ``reset``; otherwise checks the
     number of features against the fitted one.
@@ -108,7 +110,7 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
         raise TypeError(f"{name} takes the array itself (one sample per row), not "
                         "rssm.data.samples(...): it streams out-of-core arrays on its own")
     if not is_out_of_core(X):
-        kw = dict(reset=reset, dtype=np.float64)
+        kw = dict(reset=reset, dtype=np.float64, order="C")
         if _sk_validate_data is not None:
             return _sk_validate_data(est, X, **kw)
         return est._validate_data(X, **kw)  # pragma: no cover - scikit-learn < 1.6
