@@ -27,9 +27,10 @@ def _solve(prob, method, seed, **kw):
 @pytest.mark.parametrize("method", ["rsm", "rssm"])
 def test_sparse_pca_defaults_reach_the_planted_loadings(method):
     """Geometric(2 / ||A||^2, 0.993) (SparsePCA.default_stepsize): `converged` at error <
-    3e-5 within the default budget on every seed (measured 2e-6 to 1.8e-5). Auto, for contrast: with RSSM it stays at error > 1 on
-    seed 0; with RSM its steps froze there (the same error, before the loop counted
-    freezes) and its geometric decay after the freeze reaches the loadings."""
+    3e-5 within the default budget on every seed (measured 2e-6 to 1.8e-5). Auto, for
+    contrast: with RSSM it stays at error > 1 on seed 0; with RSM its steps froze there
+    (the same error, before the loop counted freezes) and its geometric decay after the
+    freeze reaches the loadings."""
     for seed in SLOW_SEEDS:
         prob = SparsePCA.synthetic(seed=seed)
         rule = prob.default_stepsize()

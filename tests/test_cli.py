@@ -64,6 +64,36 @@ def test_solve_with_nothing_set_is_the_default_call(tmp_path, capsys, name, cls)
     np.testing.assert_array_equal(np.load(out / "X.npy"), res.x)
 
 
+def test_blocks_without_a_method_run_rssm(capsys):
+    """--blocks (or a --selection other than uniform) without --method means RSSM, as
+    `options={"n_blocks": l}` does in `rssm.minimize`; before, it was refused."""
+    assert main(["solve", "dpcp", *SMALL, "--blocks", "3", "--max-iter", "5", "--quiet"]) == 0
+    assert "RSSM (l=3, uniform)" in capsys.readouterr().out
+    assert main(["solve", "dpcp", *SMALL, "--selection", "cyclic", "--max-iter", "5",
+                 "--quiet"]) == 0
+    assert "RSSM (l=5, cyclic)" in capsys.readouterr().out
+    assert main(["solve", "dpcp", *SMALL, "--max-iter", "5", "--quiet"]) == 0
+    assert "method         RSM" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("problem", "opts", "names"), [
+    ("dpcp", ["--d", "0"], ["argument --d:", "d must be >= 1"]),
+    ("sparse_pca", ["--r", "11"], ["argument --r:", "r must be <= 10"]),
+    ("l1_procrustes", ["--p", "6"], ["argument --p:", "1 <= p <= 5"]),
+])
+def test_data_options_are_named_in_their_errors(tmp_path, capsys, problem, opts, names):
+    """Errors about an option given with --data name that option and its own name (before:
+    sparse_pca said "p" for --r, l1_procrustes "b must have at most n = 4 columns" for
+    --p 6, and dpcp ran --d 0, a constant cost, to its budget)."""
+    path = tmp_path / "x.npy"
+    np.save(path, np.random.default_rng(0).standard_normal((30, 10)))
+    assert main(["solve", problem, "--data", str(path), *opts]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("rssm: error: ")
+    for name in names:
+        assert name in err, err
+
+
 def test_solve_json(tmp_path, capsys):
     out = tmp_path / "run.json"
     rc = main(["solve", "odl", "--n", "8", "--m", "200", "--method", "rsm", "--max-iter", "30",
@@ -172,9 +202,11 @@ def test_help_lists_defaults():
         (["solve", "dpcp", "--selection", "random"], ["--selection", "uniform", "cyclic"]),
         (["solve", "dpcp", "--method", "rssm", "--blocks", "200"],
          ["--blocks", "2 <= n_blocks <= p = 90"]),
-        (["solve", "dpcp", "--blocks", "3"], ["--blocks", "use --method rssm"]),
+        (["solve", "dpcp", "--method", "rsm", "--blocks", "3"], ["--blocks", "use --method rssm"]),
         (["solve", "dpcp", "--blocks", "0"], ["--blocks", ">= 1"]),
         (["solve", "dpcp", "--d", "0"], ["--d", ">= 1"]),
+        (["solve", "sparse_pca", "--support", "1000"],
+         ["synthetic instance", "--support 1000", "--r 5", "r * support must be <= n = 100"]),
         (["solve", "dpcp", "--max-iter", "ten"], ["--max-iter", "integer"]),
         (["solve", "dpcp", "--mu0", "0.1"], ["--mu0", "geometric"]),
         (["solve", "dpcp", "--stepsize", "geometric", "--mu0", "1"], ["--beta"]),

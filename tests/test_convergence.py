@@ -13,7 +13,7 @@ import pytest
 import rssm
 from rssm import stiefel
 from rssm.cli import main
-from rssm.problems import PlantedSparseBasis
+from rssm.problems import DPCP, PlantedSparseBasis
 from rssm.stepsizes import Constant
 from rssm.stopping import CostStagnation, MinStationarity, Progress, StopReason
 from rssm.trace import TRACE_COLUMNS
@@ -136,3 +136,14 @@ def test_planted_basis_unaffected():
     res = rssm.minimize(prob, max_iter=5, seed=0, record=rssm.Record(stationarity=True))
     assert math.isfinite(res.stationarity)
     assert math.isnan(rssm.minimize(prob, max_iter=5, seed=0).stationarity)  # off by default
+
+
+def test_a_run_with_the_test_off_does_not_say_the_test_failed_to_hold():
+    """tol=0 turns the convergence test off; the budget's message says so instead of
+    "before the convergence test held"."""
+    prob = DPCP.synthetic(n=20, d=3, n_inliers=100, n_outliers=50, seed=0)
+    off = rssm.minimize(prob, tol=0, max_iter=20)
+    assert off.stop_reason is StopReason.MAX_ITER
+    assert off.message == "reached the iteration limit (20) (the convergence test is off: tol=0)"
+    on = rssm.minimize(prob, max_iter=5)
+    assert on.message == "reached the iteration limit (5) before the convergence test held"

@@ -109,6 +109,19 @@ def test_from_functions_validates_inputs_and_outputs():
     assert isinstance(bad, FunctionProblem) and not bad.has_error
     with pytest.raises(ValueError, match="no ground truth"):
         bad.error(x)
+    # a flag or a complex number is not f(X); a complex subgradient is not one of a real f
+    # (before: True was taken as 1.0, the complex parts were dropped with a warning per call)
+    for out, kind in ((True, "bool"), (np.bool_(False), "bool"), (1 + 0j, "complex"),
+                      (np.array(2.0 + 0j), "ndarray")):
+        odd = rssm.Problem.from_functions(lambda x, out=out: out, sub, shape=(20, 5))
+        with pytest.raises(TypeError, match=f"cost must return a real number, got {kind}"):
+            odd.cost(x)
+    cplx = rssm.Problem.from_functions(cost, lambda x: sub(x) * (1 + 1j), shape=(20, 5))
+    with pytest.raises(TypeError, match="subgradient must return real numbers, got an array "
+                                        "of dtype complex128"):
+        cplx.subgradient(x)
+    listed = rssm.Problem.from_functions(cost, lambda x: sub(x).tolist(), shape=(20, 5))
+    assert listed.subgradient(x).dtype == np.float64       # lists of reals still serve
 
 
 # -- composite objectives ---------------------------------------------------------------
@@ -301,3 +314,17 @@ def test_autodiff_kink_conventions_documented():
         lambda X: (torch.relu(X[0, 0]) - torch.relu(-X[0, 0])), shape=(2, 1))
     g = prob.subgradient(np.array([[0.0], [1.0]]))
     assert g[0, 0] == 0.0  # the Clarke subdifferential of t is {1}: not a Clarke subgradient
+
+
+def test_a_float32_start_is_checked_at_its_precision_and_projected(small_dpcp):
+    """An orthonormal matrix rounded to float32 is off St(n, p) by ~1e-7, above the
+    float64 tolerance 1e-8 (before: always refused); it is accepted at float32's level and
+    projected, so the run starts on the manifold. One that is really off is refused."""
+    x0 = small_dpcp.initial_point(0)
+    res = rssm.minimize(small_dpcp, x0.astype(np.float32), max_iter=3)
+    assert res.feasibility < 1e-14
+    np.testing.assert_allclose(res.trace["cost"][0], small_dpcp.cost(x0), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"exceeds the tolerance 1\.0e-05"):
+        rssm.minimize(small_dpcp, (1.01 * x0).astype(np.float32), max_iter=3)
+    with pytest.raises(ValueError, match=r"exceeds the tolerance 1\.0e-08"):
+        rssm.minimize(small_dpcp, x0 + 1e-6, max_iter=3)

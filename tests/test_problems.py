@@ -438,3 +438,15 @@ def test_bad_problem_arguments(rng):
         ODL.synthetic(n=5, seed="zero")
     with pytest.raises(ValueError, match="ground"):
         DPCP(y, 3).error(np.eye(5)[:, :3])
+
+
+def test_odl_synthetic_with_few_samples_does_not_warn_about_its_own_layout():
+    """The layout check guesses "samples as rows" when m < n; the synthetic instance is
+    built with samples as columns, so it must not warn (`rssm solve odl --n 10 --m 3`
+    printed the raw warning)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prob = ODL.synthetic(n=10, m=3, seed=0)
+    assert prob.shape == (10, 10) and prob.m == 3

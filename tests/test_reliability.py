@@ -298,6 +298,24 @@ def test_non_finite_subgradient_stops_with_the_last_finite_iterate(method, where
     np.testing.assert_array_equal(bad.trace["cost"], good.trace["cost"])
 
 
+def test_non_finite_cost_read_by_the_default_rule_stops_non_finite():
+    """The default rule reads f at every iterate; a cost that turns NaN mid-run ends the
+    run `non_finite` (before: `stalled`, "a stall of the rule"), at the best finite
+    iterate."""
+    a = np.random.default_rng(0).standard_normal((20, 8))
+    calls = [0]
+
+    def cost(x):
+        calls[0] += 1
+        return np.nan if calls[0] > 30 else float(np.abs(a @ x).sum())
+
+    prob = rssm.Problem.from_functions(cost, lambda x: a.T @ np.sign(a @ x), shape=(8, 3))
+    res = rssm.minimize(prob)
+    assert res.stop_reason is StopReason.NON_FINITE and not res.success
+    assert "is not finite" in res.message and "best finite iterate" in res.message
+    assert np.isfinite(res.fun) and res.feasibility <= FEAS_TOL
+
+
 def test_non_finite_cost_stops_at_the_recording_point():
     a = np.random.default_rng(12).standard_normal((8, 30))
     prob = _Poisoned(a, 4, 6, where="cost")

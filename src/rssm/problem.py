@@ -32,6 +32,10 @@ from rssm.stepsizes import as_stepsize
 __all__ = ["Problem", "Oracle", "GenericOracle", "FunctionProblem", "FullSubgradientWarning",
            "start_rng"]
 
+#: The tolerance to which a float32 start is checked (`Problem.check_x`): an orthonormal
+#: matrix rounded to float32 is off St(n, p) by about 1e-7.
+FLOAT32_ATOL = 1e-5
+
 
 def start_rng(rng, name: str = "rng") -> np.random.Generator:
     """The generator of `Problem.initial_point`: a Generator as is, an int s as
@@ -140,8 +144,17 @@ class Problem(abc.ABC):
         return self.subgradient_flops()
 
     def check_x(self, x, name: str = "x0", atol: float = 1e-8) -> np.ndarray:
-        """Validate a point: 2-D real finite array of this problem's shape, on the manifold."""
+        """Validate a point: 2-D real finite array of this problem's shape, on the manifold.
+
+        A float32 start is checked to `FLOAT32_ATOL` (1e-5) instead of ``atol``, which a
+        rounded orthonormal matrix cannot meet (its rounding is about 1e-7), and then
+        projected onto St(n, p) in float64 (`rssm.stiefel.polar`), so the run starts
+        exactly on the manifold."""
+        single = getattr(x, "dtype", None) == np.float32
         arr = as_float_matrix(x, name, shape=self.shape, copy=True)
+        if single:
+            stiefel.check_point(arr, atol=max(atol, FLOAT32_ATOL), name=name)
+            return stiefel.polar(arr)
         stiefel.check_point(arr, atol=atol, name=name)
         return arr
 
@@ -340,7 +353,9 @@ class FunctionProblem(Problem):
     def cost(self, x) -> float:
         out = self._cost(x)
         try:
-            if isinstance(out, (str, bytes)):  # float("1.5") would accept text
+            if isinstance(out, (str, bytes, bool, np.bool_, complex, np.complexfloating)):
+                raise TypeError   # float("1.5") would accept text, float(True) a flag
+            if isinstance(out, np.ndarray) and out.dtype.kind not in "iuf":
                 raise TypeError
             return float(out)
         except (TypeError, ValueError):
@@ -350,6 +365,11 @@ class FunctionProblem(Problem):
             ) from None
 
     def _check(self, g, what: str, cols: int) -> np.ndarray:
+        g = np.asarray(g)
+        if g.dtype.kind not in "biuf":
+            raise TypeError(f"{what} must return real numbers, got an array of dtype "
+                            f"{g.dtype}" + (" (a complex subgradient: f is a real function "
+                                            "of real X)" if g.dtype.kind == "c" else ""))
         g = np.asarray(g, dtype=np.float64)
         want = (self.shape[0], cols)
         if g.shape != want:

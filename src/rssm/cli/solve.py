@@ -69,9 +69,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("method")
     g.add_argument("--method", choices=sorted(METHODS), default=None,
                    help="RSSM (Algorithm alg-RSSM) or the Riemannian subgradient method "
-                        f"(default: {DEFAULT_METHOD}, as rssm.minimize)")
+                        f"(default: {DEFAULT_METHOD}, or rssm when --blocks or a --selection other "
+                        "than uniform is given, as rssm.minimize)")
     g.add_argument("--blocks", type=positive_int, default=None,
-                   help="RSSM's number of column blocks l (2 <= l <= p; ignored by RSM) "
+                   help="RSSM's number of column blocks l (2 <= l <= p; selects rssm when "
+                        "--method is not given) "
                         "(default: min(5, p))")
     g.add_argument("--selection", choices=sorted(SELECTION_RULES), default="uniform",
                    help="block-pair rule of RSSM (uniform is the paper's)")
@@ -257,7 +259,9 @@ def run(args, argv: Sequence[str]) -> int:
     from rssm.solvers import DEFAULT_METHOD
     from rssm.stopping import StopReason
 
-    args.method = args.method or DEFAULT_METHOD
+    if args.method is None:   # blocks or a pair rule mean RSSM, as in rssm.minimize
+        asks = args.blocks is not None or args.selection != "uniform"
+        args.method = "rssm" if asks else DEFAULT_METHOD
     target = output.plan(args.out, args.overwrite)
     cls = REGISTRY[args.problem]
     if getattr(args, "data", None) is not None:
@@ -266,7 +270,14 @@ def run(args, argv: Sequence[str]) -> int:
     else:
         data_cli.refuse_without_data(args)
         instance = {k[4:]: v for k, v in vars(args).items() if k.startswith("syn_")}
-        problem = cls.synthetic(**instance, seed=args.seed)
+        try:
+            problem = cls.synthetic(**instance, seed=args.seed)
+        except (ValueError, TypeError) as exc:
+            if getattr(exc, "argument", None) is not None or not instance:
+                raise        # one named option: the command line names it (issue 19)
+            # a condition on several options: name them all
+            opts = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in instance.items())
+            raise UsageError(f"the synthetic instance ({opts}): {exc}") from None
         label = f"{args.problem} {', '.join(f'{k}={v}' for k, v in instance.items())}"
     n, p = problem.shape
     if args.method == "rssm" and p < 2:

@@ -253,8 +253,8 @@ verbosity, log_verbosity
         subgradients cancel, so a test on the step length would stop such runs early:
         with 1e-10 the default RSSM and RSM calls on an l1 PCA cost (8 x 60 data,
         St(8, 3), seeds 0-2) stopped after 95-200 iterations, at costs 0.02-0.8 % above
-        the ones they converge to (after 333-858). See `run` for how each is checked. ``None`` switches ``min_gradient_norm`` or
-        ``min_step_size`` off.
+        the ones they converge to (after 333-858). See `run` for how each is checked.
+        ``None`` switches ``min_gradient_norm`` or ``min_step_size`` off.
 
     Examples
     --------

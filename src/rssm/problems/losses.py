@@ -211,7 +211,10 @@ class EntrywiseKernel:
 
     def cost(self, ch) -> float:
         if ch.stale.any():
-            for run in _runs(np.flatnonzero(ch.stale)):
+            # every column after an RSM step: one run, without searching for runs
+            runs = ((slice(0, self.p),) if ch.stale.all()
+                    else _runs(np.flatnonzero(ch.stale)))
+            for run in runs:
                 buf = ch.w[: run.stop - run.start]
                 val = _apply(self.loss.value, _resid(ch, run, buf), buf)
                 if ch.cw is None:

@@ -6,6 +6,8 @@ where Y = X* S with X* orthogonal and S sparse.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from rssm import stiefel
@@ -17,6 +19,7 @@ from rssm._validation import (
     make_rng,
 )
 from rssm.data.engine import DataOracle
+from rssm.data.store import LayoutWarning
 from rssm.problems._data import DataProblem
 from rssm.problems.losses import EntrywiseLoss
 from rssm.stepsizes import PaperSchedule
@@ -90,7 +93,11 @@ class ODL(DataProblem):
         rng = make_rng(seed)
         x_star = stiefel.random_point(n, n, rng)
         codes = rng.standard_normal((n, m)) * (rng.random((n, m)) < theta)
-        prob = cls(x_star @ codes, None, x_star)
+        with warnings.catch_warnings():
+            # the instance is built with samples as columns: the layout check's guess
+            # (fewer samples than features, m < n) does not apply to it
+            warnings.simplefilter("ignore", LayoutWarning)
+            prob = cls(x_star @ codes, None, x_star)
         prob.theta = theta
         return prob
 

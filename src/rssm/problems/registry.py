@@ -117,11 +117,13 @@ def _sparse_basis(rows: Any, p: int) -> PlantedSparseBasis:
 
 def _l1_procrustes(rows: Any, p: int) -> L1Procrustes:
     n_cols = int(rows.shape[1])
-    if not 1 <= p < n_cols:
+    if not 1 <= p <= n_cols // 2:
         from rssm._validation import InvalidValue
 
-        raise InvalidValue("p", f"p must satisfy 1 <= p < {n_cols} (the file's columns: n "
-                                f"design columns, then p target columns), got {p}")
+        # X is n x p on St(n, p): the p target columns need at least p design columns
+        raise InvalidValue("p", f"p must satisfy 1 <= p <= {n_cols // 2} (the file's "
+                                f"{n_cols} columns: n design columns, then p <= n target "
+                                f"columns), got {p}")
     return L1Procrustes(rows[:, : n_cols - p], rows[:, n_cols - p:])
 
 

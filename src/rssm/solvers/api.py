@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -90,10 +90,13 @@ def minimize(
     problem : Problem
         The objective (e.g. `rssm.problems.DPCP`, `rssm.problems.ODL`, or your own).
     x0 : ndarray, shape (n, p), optional
-        Start on St(n, p) (checked to 1e-8). Default ``problem.initial_point(seed)``.
+        Start on St(n, p) (checked to 1e-8; a float32 start to 1.2e-5, then projected
+        onto St(n, p) in float64). Default ``problem.initial_point(seed)``.
     method : {"rssm", "rsm"}, optional
         RSSM (Algorithm ``alg-RSSM``) or the Riemannian subgradient method. Default
-        `rssm.solvers.options.DEFAULT_METHOD`.
+        `rssm.solvers.options.DEFAULT_METHOD` (RSM), or RSSM when ``options`` sets one of
+        RSSM's own (``n_blocks``, ``partition``, a ``selection`` other than "uniform", or
+        an `RSSMOptions`): blocks mean Algorithm ``alg-RSSM``.
     stepsize : StepSize, callable, float or "auto", optional
         Rule ``(k, ctx) -> gamma_k`` (`rssm.stepsizes.StepContext` says what ``ctx``
         offers); a number is a constant step; a spec such as ``"geometric:mu0=0.1,beta=0.9"``
@@ -155,7 +158,9 @@ def minimize(
     kw = _legacy(args, legacy, dict(stepsize=stepsize, max_iter=max_iter, max_time=max_time,
                                       target_error=target_error, seed=seed, callback=callback,
                                       record=record, stop=stop, options=options))
-    method = DEFAULT_METHOD if method is None else method
+    if method is None:
+        method = "rssm" if _asks_for_blocks(kw["options"]) else DEFAULT_METHOD
+    obs = _check_observers(observers)
     if not isinstance(method, str) or method.lower() not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {describe(method)}")
     method = method.lower()
@@ -217,10 +222,34 @@ def minimize(
         solver = cls(problem, x, part, selector, rng)
         setup = time.perf_counter() - t0
         res = run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
-                  observers=tuple(observers), snapshot=kw["callback"] is not None,
+                  observers=obs, snapshot=kw["callback"] is not None,
                   settings=settings, setup_time=setup, verify=opts.verify_steps)
     res.threads = rt.describe()
     return res
+
+
+def _asks_for_blocks(options: Any) -> bool:
+    """``options`` sets something only RSSM has (blocks, a partition, a pair rule)."""
+    if isinstance(options, RSSMOptions):
+        return True
+    if not isinstance(options, Mapping):
+        return False
+    return (options.get("n_blocks") is not None or options.get("partition") is not None
+            or options.get("selection", "uniform") != "uniform")
+
+
+def _check_observers(observers: Any) -> tuple:
+    """``observers=`` as a tuple, each with the hooks of `rssm.Observer`."""
+    try:
+        obs = tuple(observers)
+    except TypeError:
+        raise TypeError("observers must be a sequence of rssm.Observer objects, got "
+                        f"{describe(observers)}") from None
+    for i, o in enumerate(obs):
+        if not all(callable(getattr(o, h, None)) for h in ("start", "record", "finish")):
+            raise TypeError(f"observers[{i}] must be an rssm.Observer (with start, record "
+                            f"and finish methods), got {describe(o)}")
+    return obs
 
 
 def _streams(seed: Any) -> tuple[np.random.Generator, Any]:

@@ -87,7 +87,13 @@ def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
     try:
         gamma = stepsize(k, ctx)
     except StepStall as exc:
-        raise _Halt(StopReason.STALLED, f"iteration {k}: {exc}") from None
+        # A rule that read a non-finite f (the cost itself broke down) ends the run as the
+        # loop would on reading it: non_finite, not a stall of the rule.
+        f = ctx._cost
+        reason = (StopReason.NON_FINITE if f is not None and not math.isfinite(f)
+                  else StopReason.STALLED)
+        raise _Halt(reason, f"iteration {k}: {exc}; returning the best finite iterate"
+                    if reason is StopReason.NON_FINITE else f"iteration {k}: {exc}") from None
     except Exception as exc:
         if k == 0:
             if isinstance(exc, (OverflowError, ZeroDivisionError)):
@@ -183,8 +189,10 @@ def run(
         Give criteria and observers a copy of X at each row (callbacks need it).
     track_best : bool
         Evaluate f at every iterate to keep the best one even when the step rule does not
-        read f (default False: a rule that reads f, such as the default, sees every iterate
-        anyway; a plain schedule then sees the recorded rows).
+        read f and the oracle's cost is not cheap (default False: a rule that reads f, such
+        as the default, sees every iterate anyway, and so does any rule on a problem whose
+        oracle has ``cheap_cost``, the data problems; a plain schedule on another problem
+        sees the recorded rows).
     threads : "auto", int or None
         Thread setting around the loop (`rssm.threads`); `rssm.minimize` sets it around
         the solver's construction as well and passes None here.
@@ -227,9 +235,11 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=st.cost, trial=trial,
                       best=lambda: st.best_fun, partition=solver.partition)
     # A rule that reads f (the default) evaluates it at every iterate, which keeps the best
-    # one up to date at no extra cost; with a plain schedule f is seen at the recorded rows
-    # only, unless track_best asks for every iterate (one more cost pass per iteration).
-    track_best = bool(track_best)
+    # one up to date at no extra cost. With a plain schedule f is evaluated at every
+    # iterate too where the oracle says f is cheap next to an iteration (the data
+    # problems' caches, `Oracle.cheap_cost`) or track_best asks for it; otherwise it is
+    # seen at the recorded rows only.
+    track_best = bool(track_best) or bool(getattr(oracle, "cheap_cost", False))
     still_limit = 1 if solver.n_blocks <= 1 else 2 * solver.n_pairs
     info = {"method": solver.method, "n_blocks": solver.n_blocks, "shape": (n, p), **settings}
     for obs in observers:
@@ -349,6 +359,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     if fired is not None:
         message = fired.message(prog)
         converged = fired.indicates_convergence
+        if cert is None and message.endswith(" before the convergence test held"):
+            # tol=0: there was no convergence test to hold
+            message = message[: -len(" before the convergence test held")] + (
+                " (the convergence test is off: tol=0)")
     return _finish(solver, st, rec, stop, cert, reason, message, converged, observers,
                    stepsize, settings, tol, dead)
 
@@ -368,10 +382,12 @@ def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
     if c is not None and c.converged:
         return _Halt(StopReason.CONVERGED, f"converged after {st.k} iterations: the step can "
                      f"no longer change X and {c.summary()}", converged=True)
+    test = ("the convergence test does not hold" if cert is not None
+            else "the convergence test is off (tol=0)")
     return _Halt(StopReason.STALLED, (
         f"iteration {st.k}: the last {n_still} step(s) of {_rule_name(stepsize)} were too "
-        f"short to change X (step size {st.gamma:.3g}) and the convergence test does not "
-        "hold; X is returned as it is"))
+        f"short to change X (step size {st.gamma:.3g}) and {test}; X is returned as it "
+        "is"))
 
 
 def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
