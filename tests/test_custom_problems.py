@@ -294,6 +294,31 @@ def test_from_torch_rejects_non_scalar_cost():
         prob.cost(np.eye(3, 2))
 
 
+def test_from_torch_errors_and_edges_a_user_meets():
+    """A float32 cost says that X is float64 (before: torch's "expected m1 and m2 to have
+    the same dtype"); a cost that reads a tensor with grad but not X has subgradient 0
+    (before: torch's "appears to not have been used in the graph"); a cost that divides
+    X in place when called without grad leaves the iterate alone (before: feasibility
+    0.75 after 50 iterations)."""
+    torch = pytest.importorskip("torch")
+    a32 = torch.ones(40, 6)
+    prob = rssm.Problem.from_torch(lambda X: (a32 @ X).abs().sum(), shape=(6, 2))
+    with pytest.raises(TypeError, match=r"X, a torch\.float64 tensor .* A\.double\(\)"):
+        rssm.minimize(prob, max_iter=3)
+    w = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+    free = rssm.Problem.from_torch(lambda X: 2 * w.sum(), shape=(6, 2))
+    np.testing.assert_array_equal(free.subgradient(np.eye(6, 2)), np.zeros((6, 2)))
+    a64 = torch.from_numpy(np.random.default_rng(0).standard_normal((40, 6)))
+
+    def halves(x):
+        y = x.clone() if x.requires_grad else x
+        y /= 2.0
+        return (a64 @ y).abs().sum()
+
+    res = rssm.minimize(rssm.Problem.from_torch(halves, shape=(6, 2)), max_iter=50, seed=0)
+    assert res.feasibility < 1e-14
+
+
 def test_from_jax_matches_numpy():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy

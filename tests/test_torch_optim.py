@@ -361,3 +361,29 @@ def test_the_optimizers_call_the_solvers_kernels(monkeypatch):
     assert calls[:2] == ["block_descent_direction", "block_candidate"]
     assert "descent_direction" in calls and "full_candidate" in calls
     assert not hasattr(rt, "_polar") and not hasattr(rt, "_block_step")
+
+
+def test_numpy_integers_as_seed_and_blocks_and_an_lr_edited_after_construction():
+    """np.int64 seeds and block counts are ints (before: "seed must be an int >= 0, got
+    np.int64(1)"); an lr set to a negative number in param_groups after construction is
+    refused at the next step (before: the step moved uphill); 0, where an annealing
+    scheduler ends, leaves the parameter where it is."""
+    a = torch.randn(20, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    runs = []
+    for seed, nb in ((1, 2), (np.int64(1), np.int64(2))):
+        w = _param(8, 4)
+        opt = rt.RSSM([w], lr=0.1, n_blocks=nb, seed=seed)
+        w.grad = _l1_grad(a, w)
+        opt.step()
+        runs.append(w.detach().clone())
+    assert torch.equal(runs[0], runs[1])
+    opt.param_groups[0]["lr"] = 0.0
+    before = w.detach().clone()
+    w.grad = _l1_grad(a, w)
+    opt.step()
+    assert torch.equal(w.detach(), before)
+    opt.param_groups[0]["lr"] = -0.1
+    with pytest.raises(ValueError, match=r"param_groups\[0\]\['lr'\] must be a finite number "
+                                         r">= 0, got -0.1"):
+        opt.step()
+    assert torch.equal(w.detach(), before)

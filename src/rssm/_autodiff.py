@@ -10,8 +10,11 @@ missing one raises ImportError naming the extra to install.
 
 Arrays cross the boundary without copies where the library allows it:
 
-* PyTorch: ``torch.from_numpy`` shares the iterate's memory (a read-only array, which
-  torch cannot wrap, is copied), and ``Tensor.numpy()`` shares the gradient's memory.
+* PyTorch: for the subgradient ``torch.from_numpy`` shares the iterate's memory (a
+  read-only array, which torch cannot wrap, is copied; torch refuses an in-place change of
+  a leaf that requires grad), and ``Tensor.numpy()`` shares the gradient's memory. The
+  cost alone gets a copy (n p numbers, next to the cost's own products): without grad a
+  cost that changed X in place would change the solver's iterate.
 * JAX: ``jax.device_put`` aliases a NumPy array on the CPU when its buffer is 64-byte
   aligned and copies it otherwise; ``numpy.asarray`` of the result shares its memory
   (read-only). Costs are evaluated in float64 inside ``jax.enable_x64`` (the global
@@ -50,25 +53,40 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
     """(value, subgradient) NumPy functions for a PyTorch ``cost(X: Tensor) -> Tensor``."""
     torch = _import("torch")
 
-    def as_tensor(x: np.ndarray):
+    def as_tensor(x: np.ndarray, copy: bool = False):
         x = np.asarray(x, dtype=np.float64)
-        if not x.flags.writeable:
+        if copy or not x.flags.writeable:
             x = x.copy()
         return torch.from_numpy(x)
 
+    def call(xt):
+        try:
+            return cost(xt)
+        except RuntimeError as exc:
+            text = str(exc)
+            if "dtype" in text or ("Float" in text and "Double" in text):
+                raise TypeError(
+                    "the cost given to Problem.from_torch failed on X, a torch.float64 "
+                    "tensor (rssm computes in float64): make the tensors it uses float64 "
+                    f"(e.g. A.double()) or cast X inside it; torch said: {text}") from exc
+            raise
+
     def value(x: np.ndarray) -> float:
         with torch.no_grad():
-            out = cost(as_tensor(x))
+            out = call(as_tensor(x, copy=True))
         return _scalar(out, torch)
 
     def subgradient(x: np.ndarray) -> np.ndarray:
         xt = as_tensor(x).requires_grad_(True)
         with torch.enable_grad():
-            out = cost(xt)
+            out = call(xt)
             _scalar(out, torch)
             if not out.requires_grad:  # cost does not depend on X
                 return np.zeros(xt.shape)
-            (g,) = torch.autograd.grad(out, xt)
+            # allow_unused: a cost that reads other tensors with grad but not X
+            (g,) = torch.autograd.grad(out, xt, allow_unused=True)
+        if g is None:
+            return np.zeros(xt.shape)
         return g.detach().numpy()
 
     return value, subgradient

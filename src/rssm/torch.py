@@ -157,9 +157,10 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-                raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-            generator = torch.Generator().manual_seed(seed)
+            if (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral)
+                    or seed < 0):
+                raise ValueError(f"seed must be an int >= 0 (Python or NumPy), got {seed!r}")
+            generator = torch.Generator().manual_seed(int(seed))
         elif generator is None:
             # Follow torch's global seed: torch.manual_seed(s) makes runs reproducible.
             generator = torch.Generator().manual_seed(
@@ -261,10 +262,15 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         cost = None if loss is None else float(loss)
-        for group in self.param_groups:
+        for gi, group in enumerate(self.param_groups):
             lr = group["lr"]
             if isinstance(lr, torch.Tensor):
                 lr = float(lr)
+            if not (_is_number(lr) and math.isfinite(lr) and lr >= 0):
+                # set after construction (a hand edit of param_groups; 0 is allowed, where
+                # an annealing LR scheduler ends)
+                raise ValueError(f"param_groups[{gi}]['lr'] must be a finite number >= 0, "
+                                 f"got {group['lr']!r}")
             for w in group["params"]:
                 if w.grad is None:
                     continue
@@ -272,7 +278,8 @@ class _StiefelOptimizer(torch.optim.Optimizer):
                     raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                 state = self.state[w]
                 k = int(state.get("step", 0))
-                self._update(w, w.grad, float(lr), k, group, state, cost)
+                if lr > 0:        # lr = 0: no move (a retraction would still round X)
+                    self._update(w, w.grad, float(lr), k, group, state, cost)
                 state["step"] = k + 1
         return loss
 
@@ -353,8 +360,12 @@ class RSSM(_StiefelOptimizer):
     def __init__(self, params: Iterable, lr: Any = 1e-3, n_blocks: int | None = None, *,
                  generator: torch.Generator | None = None, seed: int | None = None,
                  check_finite: bool = True, atol: float | None = None):
-        if n_blocks is not None and (isinstance(n_blocks, bool) or not isinstance(n_blocks, int)):
-            raise TypeError(f"n_blocks must be an int or None, got {type(n_blocks).__name__}")
+        if n_blocks is not None:
+            if (isinstance(n_blocks, (bool, np.bool_))
+                    or not isinstance(n_blocks, numbers.Integral)):
+                raise TypeError(f"n_blocks must be an int (Python or NumPy) or None, got "
+                                f"{type(n_blocks).__name__}")
+            n_blocks = int(n_blocks)
         self._index_cache: dict[tuple, torch.Tensor | slice] = {}
         self._pairs: dict[int, list[tuple[int, int]]] = {}
         super().__init__(params, lr, {"n_blocks": n_blocks}, generator=generator, seed=seed,
