@@ -288,6 +288,22 @@ def test_sparse_pca_defaults_converge_on_breast_cancer():
     assert np.count_nonzero(est.components_) <= 100
 
 
+def test_sparse_pca_zero_tol_is_bounded_and_no_loading_is_minus_zero():
+    """zero_tol must lie in [0, 1) and may not zero a whole loading (before: zero_tol=1
+    returned all-zero components); the sign flip leaves no -0.0 in components_."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    x = StandardScaler().fit_transform(load_breast_cancer().data)
+    est = OrthogonalSparsePCA(5, mu=0.5, random_state=0).fit(x)
+    c = est.components_
+    assert (c == 0).sum() > 0 and not np.any((c == 0) & np.signbit(c))
+    with pytest.raises(ValueError, match=r"zero_tol must be a number in \[0, 1\), got 1.0"):
+        OrthogonalSparsePCA(5, zero_tol=1.0).fit(x)
+    with pytest.raises(ValueError, match=r"zero_tol=0.9 would set every entry of loading"):
+        OrthogonalSparsePCA(5, mu=0.5, zero_tol=0.9, random_state=0).fit(x)
+
+
 def test_sparse_pca_normalize_and_transforms():
     a, _, step = spca_data()
     rng = np.random.default_rng(0)

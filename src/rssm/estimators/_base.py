@@ -169,7 +169,9 @@ def flip_signs(rows: np.ndarray) -> np.ndarray:
     idx = np.argmax(np.abs(rows), axis=1)
     s = np.sign(rows[np.arange(rows.shape[0]), idx])
     s[s == 0] = 1.0
-    return rows * s[:, None]
+    out = rows * s[:, None]
+    out += 0.0          # -0.0 (a flipped zero) -> 0.0
+    return out
 
 
 def check_int(value: Any, name: str, lo: int, hi: int, est: str, extra: str = "") -> int:

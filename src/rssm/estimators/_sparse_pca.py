@@ -43,7 +43,10 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
     Parameters
     ----------
     n_components : int, default=None
-        Number of loading vectors r, 1 <= r <= n_features; None: n_features.
+        Number of loading vectors r, 1 <= r <= n_features; None: n_features (as
+        scikit-learn's SparsePCA). With a complete basis (r = n_features) the variance term
+        -tr(V^T Sigma V) is the same for every V, so the fit returns the sparsest
+        orthonormal basis, a signed permutation of the identity: set r < n_features.
     mu : float, default=0.2
         Weight mu > 0 of the l1 penalty (rssm.problems.SparsePCA's default; with
         ``normalize=True`` Sigma is a correlation matrix, trace n_features).
@@ -55,7 +58,8 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         Loadings below this magnitude are set to exactly 0 in ``components_`` (a subgradient
         method leaves them at the level of its last steps; `rssm.problems.SparsePCA` counts
         them as zeros at the same tolerance). The rows stay orthonormal to about
-        ``zero_tol``.
+        ``zero_tol``. In [0, 1); a value that would set every entry of a loading to 0 is
+        refused.
     method, n_blocks, stepsize, max_iter, tol : default=None
         Solver settings passed to `rssm.minimize` when set (None: rssm's defaults).
     random_state : int, RandomState, Generator or None, default=None
@@ -64,12 +68,13 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
     Attributes
     ----------
     components_ : ndarray of shape (``n_components_``, n_features)
-        Sparse orthonormal loadings (rows), ordered by the variance they explain; each row's
-        largest entry is positive.
+        Sparse orthonormal loadings (rows), ordered by the variance of their scores,
+        v^T Sigma v (largest first); each row's largest entry is positive.
     explained_variance_ : ndarray of shape (``n_components_``,)
         Adjusted variance of the components (Zou, Hastie and Tibshirani, 2006): the squared
         diagonal of R in the QR factorization of the training scores, over n_samples - 1,
-        so that variance shared by correlated scores is counted once.
+        so that variance shared by correlated scores is counted once (it depends on the
+        order of the rows and need not decrease along it).
     explained_variance_ratio_ : ndarray of shape (``n_components_``,)
         ``explained_variance_`` over the total variance of the (scaled) training data.
     mean_, scale_ : ndarray of shape (n_features,)
@@ -132,7 +137,7 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         r = n if self.n_components is None else check_int(
             self.n_components, "n_components", 1, n, name, " (the number of loadings) or None")
         mu = check_float(self.mu, "mu", name)
-        zero_tol = check_float(self.zero_tol, "zero_tol", name, open_lo=False)
+        zero_tol = check_float(self.zero_tol, "zero_tol", name, open_lo=False, hi=1.0)
         if not isinstance(self.normalize, (bool, np.bool_)):
             raise ValueError(f"{name}: normalize must be True or False, got {self.normalize!r}")
 
@@ -161,6 +166,11 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
             data = np.sqrt(np.maximum(w, 0.0))[:, None] * v.T  # R^T R = Sigma
         res = self._run(SparsePCA(data, r, mu))
         v = res.x.copy()
+        top = np.abs(v).max(axis=0)
+        if np.any(top < zero_tol):
+            j = int(np.argmin(top))
+            raise ValueError(f"{name}: zero_tol={zero_tol:g} would set every entry of loading "
+                             f"{j} to 0 (its largest is {top[j]:.3g}); use a smaller zero_tol")
         v[np.abs(v) < zero_tol] = 0.0
         var = np.einsum("ij,ik,kj->j", v, sigma, v)
         order = np.argsort(-var, kind="stable")
