@@ -34,7 +34,7 @@ def test_sparse_pca_defaults_reach_the_planted_loadings(method):
     for seed in SLOW_SEEDS:
         prob = SparsePCA.synthetic(seed=seed)
         rule = prob.default_stepsize()
-        assert isinstance(rule, Geometric) and rule.beta == 0.993
+        assert isinstance(rule, Geometric) and rule.beta == 0.993 and rule.restart
         res = _solve(prob, method, seed)
         assert res.stepsize["rule"] == "Geometric"
         assert res.success and prob.error(res.x) < 3e-5, (seed, prob.error(res.x), res.message)
@@ -85,3 +85,22 @@ def test_auto_recovers_a_small_odl_dictionary():
         res = _solve(prob, "rsm", seed, target_error=1e-8)
         assert prob.error(res.x) <= 1e-8, (seed, prob.error(res.x))
         assert np.isfinite(res.fun)
+
+
+def test_sparse_pca_default_starts_again_after_a_freeze():
+    """Standardized digits, 5 loadings, mu = 0.02: the decay of 0.993 per epoch freezes
+    (the loop finds it and moves X to a lower point) and, as a plain schedule, ends on its
+    budget of 6000 iterations; the default rule starts again from its first step with
+    beta <- sqrt(beta) and stops `converged` (5631 iterations) at a lower f."""
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    x = StandardScaler().fit_transform(load_digits(return_X_y=True)[0])
+    x = x[:, x.std(axis=0) > 0]
+    prob = SparsePCA(x / np.sqrt(len(x)), 5, 0.02)
+    rule = prob.default_stepsize()
+    plain = _solve(prob, "rsm", 0, stepsize=Geometric(rule.mu0, rule.beta))
+    again = _solve(prob, "rsm", 0)
+    assert not plain.success and plain.n_iter == 6000
+    assert again.success and again.n_iter < 6000, again.message
+    assert again.fun < plain.fun - 1e-3

@@ -221,3 +221,27 @@ def test_a_callable_returning_a_bad_step_is_caught(bad, small_dpcp):
     assert res.stop_reason is rssm.StopReason.STALLED and res.n_iter == 3
     assert "gamma_3" in res.message
     assert res.trace["iteration"][-1] == 3 and np.isfinite(res.fun)
+
+
+def test_geometric_restart_starts_again_slower_after_each_freeze():
+    """Geometric(restart=True): at a change of ``ctx.escapes`` (a freeze the solver loop
+    found) gamma starts again from mu0 with beta <- sqrt(beta); without a freeze, and with
+    restart=False, it is mu0 beta^(k / epoch) to the bit; reset() forgets the restarts."""
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(epoch=2.0, escapes=0)
+    plain, again = Geometric(0.5, 0.81), Geometric(0.5, 0.81, restart=True)
+    for k in range(6):
+        assert again(k, ctx) == plain(k, ctx) == 0.5 * 0.81 ** (k / 2.0)
+    ctx.escapes = 1
+    assert again(6, ctx) == 0.5 and again(8, ctx) == pytest.approx(0.5 * 0.9)
+    assert plain(8, ctx) == 0.5 * 0.81 ** 4
+    ctx.escapes = 2
+    assert again(10, ctx) == 0.5 and again(12, ctx) == pytest.approx(0.5 * 0.9 ** 0.5)
+    again.reset()
+    ctx.escapes = 0
+    assert again(4, ctx) == 0.5 * 0.81 ** 2
+    assert again.describe() == {"rule": "Geometric", "mu0": 0.5, "beta": 0.81, "restart": True}
+    assert plain.describe() == {"rule": "Geometric", "mu0": 0.5, "beta": 0.81}
+    with pytest.raises(TypeError, match="restart must be True or False"):
+        Geometric(0.5, 0.81, restart="yes")

@@ -94,6 +94,8 @@ def spec_from_args(args: argparse.Namespace, problem) -> Any:
     known = base.describe() if rule == base_kind else {}
     values = {n: getattr(args, n) if getattr(args, n) is not None else known.get(n)
               for n in PARAMS[rule]}
+    # settings of the problem's own rule that have no option (e.g. Geometric's restart)
+    values.update({n: v for n, v in known.items() if n != "rule" and n not in values})
     if rule == "paper":
         if values["delta"] is None:
             raise UsageError(f"argument --stepsize paper: {type(problem).__name__} has no paper "

@@ -86,14 +86,40 @@ class Geometric(StepSize):
         Initial step, > 0.
     beta : float
         Decay factor per epoch, in (0, 1].
+    restart : bool
+        Start the schedule again, from ``mu0`` with beta <- sqrt(beta), each time the
+        solver loop finds the steps frozen (``StepContext.escapes``: the iterates settled
+        where the subgradients do not cancel; with ``tol=0`` there is no such check). A
+        decay that is too fast for the problem freezes X short of a stationary point; a
+        slower one from the start reaches it (default False: the plain schedule). What
+        sparse PCA's default rule uses (`rssm.problems.SparsePCA.default_stepsize`).
     """
 
-    def __init__(self, mu0: float, beta: float):
+    def __init__(self, mu0: float, beta: float, restart: bool = False):
         self.mu0 = as_positive_float(mu0, "mu0")
         self.beta = as_positive_float(beta, "beta", upper=1.0)
+        if not isinstance(restart, (bool, np.bool_)):
+            raise TypeError(f"restart must be True or False, got {restart!r}")
+        self.restart = bool(restart)
+        self.reset()
+
+    def reset(self) -> None:
+        self._beta = self.beta
+        self._k0 = 0
+        self._escapes = 0
 
     def __call__(self, k: int, ctx: StepContext) -> float:
-        return self.mu0 * self.beta ** (k / ctx.epoch)
+        if self.restart and ctx.escapes != self._escapes:
+            self._escapes = ctx.escapes
+            self._beta = math.sqrt(self._beta)
+            self._k0 = k
+        return self.mu0 * self._beta ** ((k - self._k0) / ctx.epoch)
+
+    def describe(self) -> dict:
+        out = {"rule": "Geometric", "mu0": self.mu0, "beta": self.beta}
+        if self.restart:
+            out["restart"] = True
+        return out
 
 
 class Constant(StepSize):
