@@ -99,7 +99,7 @@ class DPCP(DataProblem):
         if (d is None) == (p is None):
             raise ValueError("give exactly one of d (subspace dimension) or p (= n - d)")
         if d is not None:
-            d = as_int(d, "d", minimum=1, maximum=n - 1)
+            d = as_int(d, "d", minimum=0, maximum=n - 1)
             p = n - d
         return cls(arr, p, subspace)
 

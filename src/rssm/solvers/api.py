@@ -213,7 +213,8 @@ def minimize(
             criteria.append(kw["stop"])
         every = rec.every if rec.every is not None else (
             max(1, int(budget) // 200) if budget else 10)
-        rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns)
+        rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns,
+                     best=rec.best)
 
         settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
                     else "Generator", "selection": None if selector is None else selector.name}

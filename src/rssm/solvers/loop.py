@@ -237,9 +237,12 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     # A rule that reads f (the default) evaluates it at every iterate, which keeps the best
     # one up to date at no extra cost. With a plain schedule f is evaluated at every
     # iterate too where the oracle says f is cheap next to an iteration (the data
-    # problems' caches, `Oracle.cheap_cost`) or track_best asks for it; otherwise it is
-    # seen at the recorded rows only.
-    track_best = bool(track_best) or bool(getattr(oracle, "cheap_cost", False))
+    # problems' caches, `Oracle.cheap_cost`), unless Record(best=False), or where
+    # Record(best=True) or track_best asks for it; otherwise it is seen at the recorded
+    # rows only.
+    every_iterate = (opts.best if opts.best is not None
+                     else bool(getattr(oracle, "cheap_cost", False)))
+    track_best = bool(track_best) or bool(every_iterate)
     still_limit = 1 if solver.n_blocks <= 1 else 2 * solver.n_pairs
     info = {"method": solver.method, "n_blocks": solver.n_blocks, "shape": (n, p), **settings}
     for obs in observers:
