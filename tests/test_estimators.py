@@ -355,6 +355,24 @@ def test_run_record_and_convergence_warning():
     assert est.converged_ is True and est.stop_reason_ == "converged"
 
 
+def test_convergence_warning_points_at_the_users_line():
+    """The ConvergenceWarning names the caller's file, also through fit_transform and a
+    pipeline (before: sklearn/base.py)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x, _, _ = subspace_data(n=8, d=2)
+    calls = [lambda: RobustSubspace(2, max_iter=3).fit(x),
+             lambda: RobustSubspace(2, max_iter=3).fit_transform(x),
+             lambda: make_pipeline(StandardScaler(), RobustSubspace(2, max_iter=3)).fit(x)]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            call()
+        conv = [w for w in seen if issubclass(w.category, ConvergenceWarning)]
+        assert len(conv) == 1 and conv[0].filename == __file__, conv[0].filename
+
+
 def test_one_column_uses_rsm():
     x, _, _ = subspace_data(n=4, d=3)
     est = RobustSubspace(n_components=3, random_state=0, max_iter=20).fit(x)

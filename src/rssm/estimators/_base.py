@@ -92,8 +92,28 @@ class SolverMixin:
             warnings.warn(
                 f"{type(self).__name__} did not converge: the solver stopped with "
                 f"{res.stop_reason.value!r} ({res.message}); raise max_iter or set tol",
-                ConvergenceWarning, stacklevel=3)
+                ConvergenceWarning, stacklevel=_user_stacklevel())
         return res
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning issued in `_run` at the first caller outside
+    rssm and scikit-learn (the user's ``fit``, ``fit_transform`` or pipeline line, not
+    sklearn/base.py when the estimator is fitted through a wrapper)."""
+    import os
+    import sys
+
+    import sklearn
+
+    inside = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+              os.path.dirname(os.path.abspath(sklearn.__file__)))
+    frame, level = sys._getframe(1), 1          # `_run` is level 1 for warnings.warn
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if not name.startswith(inside):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2
 
 
 def check_X(est: Any, X: Any, *, reset: bool) -> Any:
