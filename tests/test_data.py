@@ -15,6 +15,7 @@ from rssm.data import ChunkedData, samples
 from rssm.data.chunked import ChunkedOracle
 from rssm.problems import DPCP, ODL, CompositeProblem, EntrywiseLoss, NormLoss
 from rssm.stepsizes import PaperSchedule
+from rssm.stopping import StopReason
 
 RTOL = 1e-10
 
@@ -115,6 +116,52 @@ def test_hdf5_and_zarr_sources(dpcp_data, tmp_path):
     za = zarr.open(str(tmp_path / "a.zarr"), mode="r")
     r = rssm.minimize(DPCP(samples(za, chunk_size=200), prob.p), x0, max_iter=30, seed=3)
     assert _rel(r.x, ref.x) < RTOL
+
+
+def test_zarr_zip_files_are_read(dpcp_data, tmp_path):
+    """A Zarr .zip (an array or a group) is read as the docs say; with Zarr 3 `zarr.open`
+    took the path for a folder ("No group found in store")."""
+    zarr = pytest.importorskip("zarr")
+    if not hasattr(zarr.storage, "ZipStore") or not hasattr(zarr, "create_array"):
+        pytest.skip("needs Zarr 3's ZipStore")
+    from rssm.data import io as dio
+
+    prob, a = dpcp_data
+    store = zarr.storage.ZipStore(str(tmp_path / "a.zip"), mode="w")
+    arr = zarr.create_array(store=store, shape=a.shape, chunks=(200, a.shape[1]), dtype="f8")
+    arr[:] = a
+    store.close()
+    store = zarr.storage.ZipStore(str(tmp_path / "g.zip"), mode="w")
+    grp = zarr.group(store=store)
+    grp.create_array("pts", shape=a.shape, chunks=(200, a.shape[1]), dtype="f8")[:] = a
+    store.close()
+    for name in ("a.zip", "g.zip"):
+        z = dio.load(tmp_path / name)
+        np.testing.assert_array_equal(np.asarray(z[:]), a)
+    x0 = prob.initial_point()
+    ref = rssm.minimize(prob, x0, max_iter=20, seed=3)
+    r = rssm.minimize(DPCP(samples(dio.load(tmp_path / "a.zip")), prob.p), x0, max_iter=20,
+                      seed=3)
+    assert _rel(r.x, ref.x) < RTOL
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: DPCP(d, 5), lambda d: rssm.problems.SparsePCA(d, 3),
+    lambda d: rssm.problems.PlantedSparseBasis(d, 3), lambda d: rssm.problems.ODL(d, None),
+], ids=["dpcp", "sparse_pca", "sparse_basis", "odl"])
+def test_unchecked_data_with_nan_stops_non_finite_at_the_start(tmp_path, make):
+    """Data read with check_finite=False (the docs' cluster example) that hold a NaN: the
+    run stops at once with `non_finite` (before: DPCP's and sparse PCA's spectral starts,
+    and the sparse problems' default rules, raised LAPACK's "Eigenvalues did not
+    converge")."""
+    a = np.random.default_rng(0).standard_normal((3000, 20))
+    a[100, 3] = np.nan
+    np.save(tmp_path / "n.npy", a)
+    data = samples(np.load(tmp_path / "n.npy", mmap_mode="r"), check_finite=False)
+    for method in ("rsm", "rssm"):
+        res = rssm.minimize(make(data), method=method, max_iter=10)
+        assert res.stop_reason is StopReason.NON_FINITE and res.n_iter == 0
+        assert res.message == "f(x0) is not finite"
 
 
 def test_disk_cache_bounds_memory_and_leaves_no_file(dpcp_data, tmp_path):

@@ -281,7 +281,12 @@ def _open_hdf5(path: Path, dataset: str | None):
 
 def _open_zarr(path: Path, dataset: str | None):
     zarr = _need("zarr")
-    node = zarr.open(str(path), mode="r")
+    if path.suffix.lower() == ".zip" and hasattr(zarr.storage, "ZipStore"):
+        # Zarr 3 reads a path as a folder whatever its suffix; a .zip needs its store
+        # (Zarr 2 took either). The store stays open as long as the array lives.
+        node = zarr.open(store=zarr.storage.ZipStore(str(path), mode="r"), mode="r")
+    else:
+        node = zarr.open(str(path), mode="r")
     if hasattr(node, "shape"):
         if dataset is not None:
             raise DataFileError("dataset", f"{path} is a single array; drop dataset")

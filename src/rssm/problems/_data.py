@@ -99,7 +99,12 @@ class DataProblem(Problem):
         """||Yt||_2^2 (the largest eigenvalue of Yt Yt^T for out-of-core data)."""
         if isinstance(self._store, InMemory):
             return float(np.linalg.norm(self._store.yt, 2)) ** 2
-        return float(np.linalg.eigvalsh(self._store.gram())[-1])
+        gram = self._store.gram()
+        if not np.isfinite(gram).all():
+            # NaN or Inf read with check_finite=False: there is no scale to take, and the
+            # run stops at "f(x0) is not finite" before any step; 1 lets the rules be built
+            return 1.0
+        return float(np.linalg.eigvalsh(gram)[-1])
 
     # -- what the engine needs --------------------------------------------------------------
     def _scale(self) -> float:

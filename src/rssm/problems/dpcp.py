@@ -181,6 +181,10 @@ class DPCP(DataProblem):
         # One BLAS thread: the same start on every machine (and for every store of the
         # same partition: the gram is summed chunk by chunk).
         gram = self._store.gram()
+        if not np.isfinite(gram).all():
+            # data read with check_finite=False holds NaN or Inf: no spectral start exists;
+            # any point will do, the run stops at once with "f(x0) is not finite"
+            return np.eye(n, p)
         with one_blas_thread():
             w, v = np.linalg.eigh(gram)
         return np.ascontiguousarray(v[:, :p])

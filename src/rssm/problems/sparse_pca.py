@@ -210,6 +210,8 @@ class SparsePCA(CompositeProblem):
         if not isinstance(self._store, InMemory):
             # out of core: the top-r eigenvectors of A^T A (its right singular vectors)
             gram = self._store.gram()
+            if not np.isfinite(gram).all():   # NaN or Inf read with check_finite=False:
+                return np.eye(*self.shape)    # the run stops at "f(x0) is not finite"
             with one_blas_thread():
                 _, v = np.linalg.eigh(gram)
             return np.ascontiguousarray(v[:, ::-1][:, : self.p])
