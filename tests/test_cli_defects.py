@@ -293,3 +293,30 @@ def test_damaged_npy_header_is_one_line(tmp_path, capsys):
     rc = main(["solve", "dpcp", "--data", str(tmp_path / "bad.npy"), "--d", "1"])
     line = _one_line(capsys, 2, rc)
     assert line.startswith("rssm: error: argument --data: cannot read") and "damaged" in line
+
+
+def test_a_run_that_lost_its_data_exits_1(tmp_path, capsys, monkeypatch):
+    """A run that ends `data_error` (the data truncated or a worker lost during the run)
+    exits with status 1 and says why on stderr; before, it exited 0 like a finished run.
+    The data error is raised here from the run's callback, as an oracle raises it."""
+    from rssm.cli import solve as cli_solve
+    from rssm.data import DataError
+
+    real = cli_solve._minimize
+
+    def losing(problem, x0, args, rule, callback):
+        def cut(progress):
+            if progress.iteration >= 4:
+                raise DataError("the data file x.npy shrank to 1000 bytes during the run")
+        return real(problem, x0, args, rule, cut)
+
+    monkeypatch.setattr(cli_solve, "_minimize", losing)
+    rc = main(["solve", "dpcp", "--n", "12", "--d", "2", "--n-inliers", "60", "--n-outliers",
+               "40", "--record-every", "2", "--quiet", "--out", str(tmp_path / "run")])
+    captured = capsys.readouterr()
+    assert rc == 1
+    assert "stop reason    data_error" in captured.out
+    assert captured.err.startswith("rssm: the data could not be read: iteration 4: the data "
+                                   "file x.npy shrank")
+    assert "the run so far is saved in" in captured.err
+    assert (tmp_path / "run" / "X.npy").exists()

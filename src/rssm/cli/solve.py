@@ -333,4 +333,9 @@ def run(args, argv: Sequence[str]) -> int:
         saved = f"; the run so far is saved in {target.path}" if target is not None else ""
         print(f"rssm: interrupted after {res.n_iter} iterations{saved}", file=sys.stderr)
         return 130
+    if res.stop_reason is StopReason.DATA_ERROR:
+        # the data could not be read to the end: a script must not take this for a run
+        saved = f"; the run so far is saved in {target.path}" if target is not None else ""
+        print(f"rssm: the data could not be read: {res.message}{saved}", file=sys.stderr)
+        return 1
     return 0
