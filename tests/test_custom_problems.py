@@ -177,8 +177,13 @@ def test_composite_validation():
         CompositeProblem(y, 2, "l1")
     with pytest.raises(ValueError, match=r"offset has shape \(6, 3\)"):
         CompositeProblem(y, 2, EntrywiseLoss.l1(), offset=np.zeros((6, 3)))
-    with pytest.raises(ValueError, match="sample_weights must be 6 finite non-negative"):
-        CompositeProblem(y, 2, EntrywiseLoss.l1(), sample_weights=-np.ones(6))
+    # the message says what is wrong with the weights (before: always their shape)
+    for w, what in ((-np.ones(6), r"got 6 negative \(the least -1\)"),
+                    (np.r_[np.nan, np.ones(5)], "got 1 NaN or infinite"),
+                    (np.ones(5), r"got shape \(5,\)")):
+        with pytest.raises(ValueError, match="sample_weights must be 6 finite non-negative "
+                                             r"numbers \(one per column of y\), " + what):
+            CompositeProblem(y, 2, EntrywiseLoss.l1(), sample_weights=w)
     with pytest.raises(ValueError, match="l1_penalty must be >= 0"):
         CompositeProblem(y, 2, EntrywiseLoss.l1(), l1_penalty=-1.0)
     with pytest.raises(ValueError, match="delta must be > 0"):

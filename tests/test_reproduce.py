@@ -183,6 +183,29 @@ def test_existing_results_need_resume_or_overwrite(outdir, tmp_path, capsys):
     assert "--resume" in err[0] and "--overwrite" in err[0]
 
 
+def test_resume_with_other_settings_names_what_differs(outdir, tmp_path, capsys):
+    """--resume refuses other settings and names them (before, a subset of the experiments
+    was refused as "budgets, sizes or --quick differ", none of which did)."""
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    other = ["reproduce", "dpcp", "--budget", str(BUDGET), "--seeds", str(SEEDS), "--tuned",
+             "--quiet", "--out", str(out), "--resume"]
+    assert main(other) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the experiments (dpcp, odl there, dpcp now) differ" in err, err
+    bigger = ["reproduce", "all", "--budget", str(2 * BUDGET), "--seeds", str(SEEDS),
+              "--tuned", "--quiet", "--out", str(out), "--resume"]
+    assert main(bigger) == 2
+    assert "the sizes or budgets of dpcp, odl differ" in capsys.readouterr().err
+
+
+def test_plot_of_a_folder_names_the_file_in_it(outdir, capsys):
+    assert main(["plot", str(outdir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"rssm: error: argument RESULTS.csv: {outdir} is a folder; pass the file "
+                   f"in it, {outdir / 'results.csv'}")
+
+
 def test_plot_redraws(outdir, tmp_path, capsys):
     out = tmp_path / "figs"
     assert main(["plot", str(outdir / "results.csv"), "--out", str(out), "--formats", "png"]) == 0

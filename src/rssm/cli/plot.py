@@ -30,6 +30,9 @@ def run(args) -> int:
 
     fmts = formats(args.formats)
     path = Path(args.csv)
+    if path.is_dir() and (path / "results.csv").is_file():
+        raise UsageError(f"argument RESULTS.csv: {path} is a folder; pass the file in it, "
+                         f"{path / 'results.csv'}")
     if not path.is_file():
         raise UsageError(f"argument RESULTS.csv: no such file: {path}")
     report = not args.no_report and (path.parent / "results.json").exists()

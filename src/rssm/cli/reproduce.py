@@ -88,6 +88,7 @@ def run(args, argv: Sequence[str]) -> int:
         return 130
     written = render(Path(args.out) / "results.csv", args.out, fmts, report=True)
     if not args.quiet:
-        print(f"rssm: {len(written)} files written to {args.out} in "
+        # the figures and report, and results.csv and results.json beside them
+        print(f"rssm: {len(written) + 2} files written to {args.out} in "
               f"{time.perf_counter() - t0:.1f} s (report: {Path(args.out) / 'report.md'})")
     return 0

@@ -267,9 +267,28 @@ def _settings(configs: dict[str, ProblemConfig], seeds, quick: bool, tuned: bool
     }
 
 
-def _compatible(old: dict, new: dict) -> bool:
-    keys = ("problems", "methods", "quick", "thresholds", "tuned_target", "tuning_seed")
-    return all(old.get(k) == new.get(k) for k in keys)
+_RESUME_KEYS = ("problems", "methods", "quick", "thresholds", "tuned_target", "tuning_seed")
+
+
+def _differences(old: dict, new: dict) -> list[str]:
+    """What makes a resumed run's settings differ from the folder's, in words."""
+    out = []
+    for k in _RESUME_KEYS:
+        if old.get(k) == new.get(k):
+            continue
+        if k == "problems" and isinstance(old.get(k), dict) and isinstance(new.get(k), dict):
+            a, b = set(old[k]), set(new[k])
+            if a != b:
+                out.append(f"the experiments ({', '.join(sorted(a)) or 'none'} there, "
+                           f"{', '.join(sorted(b)) or 'none'} now)")
+            else:
+                changed = sorted(n for n in a if old[k][n] != new[k][n])
+                out.append(f"the sizes or budgets of {', '.join(changed)}")
+        elif k == "quick":
+            out.append(f"--quick ({'on' if old.get(k) else 'off'} there)")
+        else:
+            out.append(k.replace("_", " "))
+    return out
 
 
 def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: Sequence[int],
@@ -340,9 +359,11 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
                          "are unknown; use another --out or --overwrite")
     if resume and json_path.exists():
         doc = io.read_json(json_path)
-        if not _compatible(doc.get("settings", {}), settings):
-            raise ValueError(f"--resume: {json_path} was written with other settings "
-                             "(budgets, sizes or --quick differ); use another --out or --overwrite")
+        differ = _differences(doc.get("settings", {}), settings)
+        if differ:
+            raise ValueError(f"--resume: {json_path} was written with other settings: "
+                             f"{'; '.join(differ)} differ; use the same ones, another --out "
+                             "or --overwrite")
         # seeds and the tuned part may grow on resume
         doc["settings"] = settings
         if csv_path.exists():

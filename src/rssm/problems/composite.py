@@ -115,11 +115,15 @@ class CompositeProblem(DataProblem):
                     f"{w.dtype}"
                 )
             w = w.astype(np.float64)
-            if w.shape != (m,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-                raise ValueError(
-                    f"sample_weights must be {m} finite non-negative numbers (one per column "
-                    f"of y), got shape {w.shape}"
-                )
+            want = f"sample_weights must be {m} finite non-negative numbers (one per column of y)"
+            if w.shape != (m,):
+                raise ValueError(f"{want}, got shape {w.shape}")
+            bad = int(np.count_nonzero(~np.isfinite(w)))
+            if bad:
+                raise ValueError(f"{want}, got {bad} NaN or infinite")
+            neg = int(np.count_nonzero(w < 0))
+            if neg:
+                raise ValueError(f"{want}, got {neg} negative (the least {w.min():.3g})")
             self.cw = w.copy()
         self.l1_penalty = as_positive_float(l1_penalty, "l1_penalty", allow_zero=True)
         self._stepsize = None if stepsize is None else as_stepsize(stepsize)
