@@ -251,6 +251,16 @@ def test_cli_data_formats_match_the_api(files, dpcp_data, extra, capsys):
     assert "m=700 samples, n=20" in out
 
 
+def test_cli_chunk_size_without_streaming_is_refused(files, capsys):
+    """--chunk-size on data read into memory did nothing, silently."""
+    for extra in ([], ["--out-of-core", "never"]):
+        assert main(["solve", "dpcp", "--data", str(files / "pts.npy"), "--d", "3",
+                     "--chunk-size", "150", *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("rssm: error: argument --chunk-size: only used when the data "
+                              "is streamed") and len(err.splitlines()) == 1
+
+
 def test_cli_out_folder(files, dpcp_data, tmp_path, capsys):
     prob, a = dpcp_data
     out = tmp_path / "run"

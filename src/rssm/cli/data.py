@@ -69,7 +69,9 @@ def add_options(pp: argparse.ArgumentParser, name: str, synthetic: set[str]) -> 
                             "it into memory (.npy, HDF5, Zarr); auto: when it exceeds a "
                             "quarter of the machine's memory")
         g.add_argument("--chunk-size", type=positive_int, default=None, metavar="SAMPLES",
-                       help="samples per chunk when streaming (default: 64 MiB of data)")
+                       help="samples per chunk when streaming (default: the samples split "
+                            "evenly into at most 16 chunks, at most 64 MiB each, as "
+                            "rssm.data.samples; refused when the data is not streamed)")
 
 
 #: Companions of --data and their values when not given.
@@ -144,6 +146,10 @@ def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
     if mode == "always" and in_ram:
         raise UsageError(f"argument --out-of-core: {Path(args.data).suffix} files are read "
                          "into memory; use .npy, HDF5 or Zarr to stream")
+    if not stream and getattr(args, "chunk_size", None) is not None:
+        raise UsageError("argument --chunk-size: only used when the data is streamed "
+                         "(--out-of-core always, or auto for a file larger than a quarter of "
+                         "the memory); this run reads the data into memory")
     values = {}
     for opt in entry.options:
         value, was_given = _option_value(args, opt)
