@@ -69,9 +69,10 @@ def add_options(pp: argparse.ArgumentParser, name: str, synthetic: set[str]) -> 
                             "it into memory (.npy, HDF5, Zarr); auto: when it exceeds a "
                             "quarter of the machine's memory")
         g.add_argument("--chunk-size", type=positive_int, default=None, metavar="SAMPLES",
-                       help="samples per chunk when streaming (default: the samples split "
-                            "evenly into at most 16 chunks, at most 64 MiB each, as "
-                            "rssm.data.samples; refused when the data is not streamed)")
+                       help="samples per chunk when streaming (default, as "
+                            "rssm.data.samples: the samples split evenly into chunks of at "
+                            "least 2048 samples, at most 16 of them unless a chunk would then "
+                            "exceed 64 MiB; refused when the data is not streamed)")
 
 
 #: Companions of --data and their values when not given.
