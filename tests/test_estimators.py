@@ -426,6 +426,25 @@ def test_the_layout_of_in_memory_input_does_not_change_the_bits(make):
         np.testing.assert_array_equal(est.transform(other), ref.transform(x))
 
 
+@pytest.mark.parametrize("make", [
+    lambda: RobustSubspace(n_components=2), lambda: OrthogonalDictionaryLearning(),
+    lambda: OrthogonalSparsePCA(2),
+], ids=["subspace", "odl", "sparse_pca"])
+def test_data_at_a_scale_float64_cannot_square_is_refused(make):
+    """At 1e-300 the fits "converged" at iteration 1 on wrong answers (the norms underflow
+    to 0), at 1e160 they ended non_finite or raised LAPACK errors; within [1e-150, 1e150]
+    the same fit recovers the same subspace."""
+    x, _, _ = subspace_data(n=8, d=2, m_in=200, m_out=100)
+    for c in (1e-300, 1e160):
+        with pytest.raises(ValueError, match=r"the largest entry of X is .* outside "
+                                             r"\[1e-150, 1e\+150\].*scale X first"):
+            make().set_params(random_state=0, max_iter=20).fit(x * c)
+    ref = make().set_params(random_state=0, max_iter=20).fit(x)
+    for c in (2.0 ** -480, 2.0 ** 480):    # powers of 2: the same bits, scaled
+        est = make().set_params(random_state=0, max_iter=20).fit(x * c)
+        np.testing.assert_allclose(est.components_, ref.components_, atol=1e-12)
+
+
 def test_out_of_core_nan_is_refused(tmp_path):
     x, _, _ = subspace_data(n=6, d=2)
     x[7, 2] = np.nan

@@ -132,8 +132,11 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
     if not is_out_of_core(X):
         kw = dict(reset=reset, dtype=np.float64, order="C")
         if _sk_validate_data is not None:
-            return _sk_validate_data(est, X, **kw)
-        return est._validate_data(X, **kw)  # pragma: no cover - scikit-learn < 1.6
+            out = _sk_validate_data(est, X, **kw)
+        else:  # pragma: no cover - scikit-learn < 1.6
+            out = est._validate_data(X, **kw)
+        _check_scale(out, name)
+        return out
     shape, dtype = tuple(X.shape), np.dtype(X.dtype)
     if len(shape) != 2:
         raise ValueError(f"Expected a 2D array (n_samples, n_features), got an array with "
@@ -151,6 +154,26 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
         raise ValueError(f"X has {shape[1]} features, but {name} is expecting "
                          f"{est.n_features_in_} features as input.")
     return X
+
+
+#: In-memory data whose largest entry lies outside this range is refused: squares and
+#: sums of squares of its entries leave float64's normal range (2.2e-308 to 1.8e308).
+SCALE_RANGE = (1e-150, 1e150)
+
+
+def _check_scale(X: np.ndarray, name: str) -> None:
+    """Refuse data at a scale where float64 sums of squares underflow or overflow (at
+    1e-300 the estimators' norms were 0 and the fits "converged" at iteration 1 on wrong
+    answers; at 1e160 they ended non_finite or raised LAPACK errors)."""
+    if X.size == 0:
+        return
+    top = float(np.abs(X).max())
+    lo, hi = SCALE_RANGE
+    if top and not lo <= top <= hi:
+        raise ValueError(f"{name}: the largest entry of X is {top:.3g} in magnitude, outside "
+                         f"[{lo:g}, {hi:g}], where float64 squares and their sums underflow "
+                         "or overflow; scale X first (e.g. X / np.abs(X).max(), or a "
+                         "StandardScaler)")
 
 
 def row_chunks(X: Any, rows: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
