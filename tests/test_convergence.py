@@ -147,3 +147,35 @@ def test_a_run_with_the_test_off_does_not_say_the_test_failed_to_hold():
     assert off.message == "reached the iteration limit (20) (the convergence test is off: tol=0)"
     on = rssm.minimize(prob, max_iter=5)
     assert on.message == "reached the iteration limit (5) before the convergence test held"
+
+
+def test_a_criterion_of_your_own_gets_the_best_iterate_and_must_return_a_reason():
+    """A user's criterion that returns TARGET_ERROR on the best cost gets the best iterate
+    (before: the last one, above the level it certified); one that returns a bool is
+    refused by name (before: False counted as a stop and `print(res)` crashed)."""
+    from rssm.stopping import StoppingCriterion
+
+    prob = DPCP.synthetic(n=20, d=3, n_inliers=200, n_outliers=200, seed=0)
+    level = rssm.minimize(prob).fun + 1e-6
+
+    class BestBelow(StoppingCriterion):
+        indicates_convergence = True
+
+        def check(self, p):
+            below = p.best_cost is not None and p.best_cost <= level
+            return StopReason.TARGET_ERROR if below else None
+
+    res = rssm.minimize(prob, stop=BestBelow(), tol=0, record=rssm.Record(every=1000))
+    assert res.success and res.fun <= level and res.best_iteration < res.n_iter
+    assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-12)
+
+    class BoolStop(StoppingCriterion):
+        def check(self, p):
+            return p.iteration >= 7
+
+    with pytest.raises(TypeError, match=r"BoolStop.check must return a rssm.StopReason .* "
+                                        r"or None to go on, got False"):
+        rssm.minimize(prob, stop=BoolStop(), max_iter=50)
+    # the built-in target error still returns the iterate whose error it measured
+    hit = rssm.minimize(prob, target_error=1e-3)
+    assert hit.stop_reason is StopReason.TARGET_ERROR and hit.best_iteration == hit.n_iter

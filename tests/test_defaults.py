@@ -582,3 +582,25 @@ def test_blocks_without_a_method_mean_rssm(small_dpcp):
 def test_bad_observers_are_refused_in_one_line(small_dpcp, observers, match):
     with pytest.raises(TypeError, match=match):
         rssm.minimize(small_dpcp, observers=observers, max_iter=3)
+
+
+def test_record_columns_read_a_read_only_iterate_and_keep_their_names(small_dpcp):
+    """A column function gets X read-only (before: the live iterate; dividing it in place
+    left x_last off the manifold, feasibility 0.94), may not take a standard column's name
+    (before: "cost" replaced the costs), and a bad return value names the column."""
+    def normalize(x):
+        x /= np.linalg.norm(x)
+        return 1.0
+
+    with pytest.raises(ValueError, match="read-only"):
+        rssm.minimize(small_dpcp, max_iter=20, tol=0,
+                      record=rssm.Record(every=5, columns={"c": normalize}))
+    with pytest.raises(ValueError, match="Record column 'cost' would replace a standard"):
+        rssm.Record(columns={"cost": lambda x: 1.0})
+    with pytest.raises(TypeError, match="Record column 'c' must return a real number, got "
+                                        "None"):
+        rssm.minimize(small_dpcp, max_iter=20, record=rssm.Record(every=5,
+                                                                 columns={"c": lambda x: None}))
+    res = rssm.minimize(small_dpcp, max_iter=20, record=rssm.Record(
+        every=5, columns={"norm": lambda x: float(np.linalg.norm(x))}))
+    np.testing.assert_allclose(res.trace["norm"], np.sqrt(small_dpcp.shape[1]), rtol=1e-12)

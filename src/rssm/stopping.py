@@ -113,6 +113,15 @@ class StoppingCriterion(abc.ABC):
         return AllOf(self, other)
 
 
+def checked_reason(criterion: StoppingCriterion, value: object) -> StopReason | None:
+    """``criterion.check``'s result, refused by name unless it is a `StopReason` or None (a
+    bool, a string: "False" used to count as a stop and crash the Result's printing)."""
+    if value is None or isinstance(value, StopReason):
+        return value
+    raise TypeError(f"{type(criterion).__name__}.check must return a rssm.StopReason (e.g. "
+                    f"StopReason.TARGET_ERROR) or None to go on, got {value!r}")
+
+
 def _check_criteria(criteria: tuple) -> tuple:
     for i, c in enumerate(criteria):
         if not isinstance(c, StoppingCriterion):
@@ -357,7 +366,7 @@ class AnyOf(_Combination):
         for c in self.criteria:
             if c.needs_record and progress.cost is None:
                 continue
-            r = c.check(progress)
+            r = checked_reason(c, c.check(progress))
             if reason is None and r is not None:
                 reason, self._fired = r, c
         return reason
@@ -373,7 +382,7 @@ class AllOf(_Combination):
         for c in self.criteria:
             if c.needs_record and progress.cost is None:
                 return None
-            reason = c.check(progress)
+            reason = checked_reason(c, c.check(progress))
             if reason is None:
                 return None
             self._fired = c

@@ -37,7 +37,13 @@ from rssm.solvers.certificate import (
 from rssm.solvers.record import Observer, Record, TraceRecorder
 from rssm.stepcontext import StepContext
 from rssm.stepsizes import StepSize, StepStall, make_auto
-from rssm.stopping import Progress, StoppingCriterion, StopReason
+from rssm.stopping import (
+    Progress,
+    StoppingCriterion,
+    StopReason,
+    TargetError,
+    checked_reason,
+)
 from rssm.threads import RunThreads
 from rssm.trace import Result
 
@@ -258,7 +264,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         if not math.isfinite(prog.cost):
             stop.final(prog)
             raise _Halt(StopReason.NON_FINITE, "f(x0) is not finite")
-        reason = stop.check(prog)
+        reason = checked_reason(stop, stop.check(prog))
         if reason is not None:
             fired = stop.fired()
         stepsize.reset()
@@ -330,7 +336,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             else:
                 prog = Progress(st.k, st.time, st.flops, step_norm=st.step_norm,
                                 best_cost=st.best_fun, certificate=certificate)
-            reason = stop.check(prog)
+            reason = checked_reason(stop, stop.check(prog))
             if reason is not None:
                 fired = stop.fired()
             elif n_still >= still_limit:
@@ -366,8 +372,12 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             # tol=0: there was no convergence test to hold
             message = message[: -len(" before the convergence test held")] + (
                 " (the convergence test is off: tol=0)")
+    # The built-in target error certifies the last iterate itself (its error, measured
+    # there): that point is the one asked for. Any other criterion, a user's that returns
+    # TARGET_ERROR included, gets the best iterate.
+    last_certified = isinstance(fired, TargetError)
     return _finish(solver, st, rec, stop, cert, reason, message, converged, observers,
-                   stepsize, settings, tol, dead)
+                   stepsize, settings, tol, dead, last_certified)
 
 
 def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
@@ -485,7 +495,7 @@ def _record(rec: TraceRecorder, st, certificate, observers) -> Progress:
 
 
 def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, stepsize,
-            settings, tol, dead=False) -> Result:
+            settings, tol, dead=False, last_certified=False) -> Result:
     if not message:
         message = str(reason)
     if dead:
@@ -507,9 +517,9 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
         converged = False
     last_fun = st.fun if st.fun_at == st.k else float("nan")
     # The best iterate by cost, except when the criterion that stopped the run certified
-    # the last iterate itself (a target error): then that is the point asked for.
+    # the last iterate itself (the built-in target error): then that is the point asked for.
     use_best = (st.best_k >= 0 and math.isfinite(st.best_fun) and not (last_fun < st.best_fun)
-                and reason is not StopReason.TARGET_ERROR)
+                and not last_certified)
     x = st.best_x if use_best else st.x
     fun = st.best_fun if use_best else last_fun
     problem = solver.problem

@@ -73,6 +73,9 @@ class Record:
             raise TypeError("Record columns must be a mapping name -> fn(x) -> float, got "
                             f"{type(self.columns).__name__}")
         for name, fn in self.columns.items():
+            if isinstance(name, str) and name in _STANDARD:
+                raise ValueError(f"Record column {name!r} would replace a standard column of "
+                                 f"the trace ({', '.join(_STANDARD)}); name it otherwise")
             if not isinstance(name, str) or not callable(fn):
                 raise TypeError(
                     f"Record columns must map str names to callables, got {name!r}: "
@@ -109,6 +112,18 @@ class Observer:
 
 
 _STANDARD = ("iteration", "time", "flops", "cost", "error", "stationarity")
+
+
+def _column(name: str, fn: Callable[[np.ndarray], float], x: np.ndarray) -> float:
+    """A custom column's value at ``x`` (read-only), as a float, or an error naming it."""
+    out = fn(x)
+    try:
+        if isinstance(out, (str, bytes)):
+            raise TypeError
+        return float(out)
+    except (TypeError, ValueError):
+        raise TypeError(f"Record column {name!r} must return a real number, got "
+                        f"{describe(out)}") from None
 
 
 class TraceRecorder:
@@ -148,7 +163,11 @@ class TraceRecorder:
         has_err = self.problem.has_error
         err = float(self.problem.error(x)) if has_err else math.nan
         stat = _stationarity(state.oracle, x) if self.options.stationarity else math.nan
-        extra = tuple(float(fn(x)) for fn in self.options.columns.values())
+        extra = ()
+        if self.options.columns:
+            view = x.view()
+            view.flags.writeable = False      # a column reads X; it cannot change the run's
+            extra = tuple(_column(name, fn, view) for name, fn in self.options.columns.items())
         self._rows.append((state.k, state.time, state.flops, cost, err, stat) + extra)
         snap = None
         if self.snapshot:
