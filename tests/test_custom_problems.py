@@ -358,3 +358,41 @@ def test_a_float32_start_is_checked_at_its_precision_and_projected(small_dpcp):
         rssm.minimize(small_dpcp, (1.01 * x0).astype(np.float32), max_iter=3)
     with pytest.raises(ValueError, match=r"exceeds the tolerance 1\.0e-08"):
         rssm.minimize(small_dpcp, x0 + 1e-6, max_iter=3)
+
+
+def test_check_subgradient_reports_non_finite_oracles():
+    """NaN or overflowing oracles are reported, not crashed on (before: LAPACK's "SVD did
+    not converge"; a NaN cost read "OK" since max(0, nan) is 0; 1e200 times a subgradient
+    read "all oracles agree")."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((100, 12)), rng.standard_normal((100, 4))
+
+    def cost(x):
+        return float(np.abs(a @ x - b).sum())
+
+    def sub(x):
+        return a.T @ np.sign(a @ x - b)
+
+    def part(x, c):
+        return a.T @ np.sign(a @ x[:, c] - b[:, c])
+
+    def nan_part(x, c):
+        return np.full_like(part(x, c), np.nan)
+
+    cases = [
+        (rssm.Problem.from_functions(cost, lambda x: np.full((12, 4), np.nan), shape=(12, 4)),
+         "the oracles' values are finite", "48 NaN or infinite entries"),
+        (rssm.Problem.from_functions(lambda x: np.nan, sub, shape=(12, 4)),
+         "the oracles' values are finite", "cost(X) = nan"),
+        (rssm.Problem.from_functions(lambda x: 1e200 * cost(x), lambda x: 1e200 * sub(x),
+                                     shape=(12, 4)),
+         "the oracles' values are finite", "overflows float64"),
+        (rssm.Problem.from_functions(cost, sub, nan_part, shape=(12, 4)),
+         "partial_subgradient vs columns of subgradient", "differs"),
+    ]
+    for prob, name, words in cases:
+        report = check_subgradient(prob, rng=0)
+        assert not report.ok and name in [it.name for it in report.failures]
+        assert words in str(report)
+    assert check_subgradient(rssm.Problem.from_functions(cost, sub, part, shape=(12, 4)),
+                             rng=0).ok

@@ -100,6 +100,11 @@ class SubgradientCheck:
     __repr__ = __str__
 
 
+def _worse(worst: float, err: float) -> float:
+    """The larger discrepancy; NaN counts as infinite (max(0, nan) is 0 in Python)."""
+    return math.inf if math.isnan(err) else max(worst, err)
+
+
 def _rel(diff: np.ndarray, ref: np.ndarray) -> float:
     den = float(np.linalg.norm(ref))
     num = float(np.linalg.norm(diff))
@@ -181,6 +186,23 @@ def check_subgradient(
     g = np.asarray(problem.subgradient(xs), dtype=np.float64)
     rg = stiefel.tangent_projection(xs, g)
     f_xs = float(problem.cost(xs))
+    # Non-finite values (a NaN gradient, as jnp.linalg.norm has at 0, or a norm that
+    # overflows) are reported as such: the comparisons below would crash or read 0.
+    broken = []
+    if not math.isfinite(f_xs):
+        broken.append(f"cost(X) = {f_xs}")
+    n_bad = int(np.count_nonzero(~np.isfinite(g)))
+    if n_bad:
+        broken.append(f"subgradient(X) has {n_bad} NaN or infinite entries")
+    else:
+        with np.errstate(over="ignore"):
+            g_norm = float(np.linalg.norm(g))
+        if not math.isfinite(g_norm):
+            broken.append("||subgradient(X)||_F overflows float64")
+    if broken:
+        report.items.append(CheckItem("the oracles' values are finite", math.inf, 0.0,
+                                      "; ".join(broken)))
+        return report
     # absolute floor: central differences of f carry rounding ~ eps |f| / h, and P_T(G)
     # of a correct G on a cost constant on the manifold is itself rounding ~ eps ||G||.
     scale = max(float(np.linalg.norm(rg)), 1e-6 * (float(np.linalg.norm(g)) + abs(f_xs)))
@@ -195,7 +217,7 @@ def check_subgradient(
             fp = problem.cost(stiefel.retract(xs, h * xi))
             fm = problem.cost(stiefel.retract(xs, -h * xi))
             best = min(best, abs((fp - fm) / (2.0 * h) - an))
-        worst = max(worst, best / scale if scale > 0 else best)
+        worst = _worse(worst, best / scale if scale > 0 else best)
     report.items.append(CheckItem(
         "subgradient vs finite differences of cost", worst, fd_tol,
         "problem.subgradient(X) is not a derivative of problem.cost at a smooth point "
@@ -211,7 +233,7 @@ def check_subgradient(
     for cols in sets:
         part = np.asarray(problem.partial_subgradient(xs, cols), dtype=np.float64)
         ref = g[:, cols]
-        worst = max(worst, math.inf if part.shape != ref.shape else _rel(part - ref, ref))
+        worst = _worse(worst, math.inf if part.shape != ref.shape else _rel(part - ref, ref))
     report.items.append(CheckItem(
         "partial_subgradient vs columns of subgradient", worst, tol,
         "problem.partial_subgradient(X, C) differs from problem.subgradient(X)[:, C]",
@@ -230,15 +252,15 @@ def check_subgradient(
     for step in range(n_sets + 1):
         gw = np.asarray(problem.subgradient(xw), dtype=np.float64)
         fw = problem.cost(xw)
-        e_cost = max(e_cost, abs(oracle.cost() - fw) / max(abs(fw), 1e-300))
-        e_full = max(e_full, _rel(np.asarray(oracle.subgradient()) - gw, gw))
+        e_cost = _worse(e_cost, abs(oracle.cost() - fw) / max(abs(fw), 1e-300))
+        e_full = _worse(e_full, _rel(np.asarray(oracle.subgradient()) - gw, gw))
         if partition is None:
             break
         i, j = sorted(rng.choice(partition.n_blocks, size=2, replace=False).tolist())
         cols = partition.columns(i, j)
         part = np.asarray(oracle.partial_subgradient(cols))
         ref = gw[:, cols.index]
-        e_part = max(e_part, math.inf if part.shape != ref.shape else _rel(part - ref, ref))
+        e_part = _worse(e_part, math.inf if part.shape != ref.shape else _rel(part - ref, ref))
         if step < n_sets:  # move the columns C on their submanifold block (by 0.1), update
             sel = cols.selector
             move = stiefel.block_tangent_projection(xw, sel, rng.standard_normal((n, cols.size)))
@@ -259,7 +281,14 @@ def check_subgradient(
             "make_oracle(...).partial_subgradient(C) differs from problem.subgradient(X)[:, C] "
             "(a wrong partial oracle, or a cache the incremental update leaves stale)",
         ))
-        report.items.append(_check_contiguous(problem, xs, rng, n_sets + 1, tol))
+        try:
+            report.items.append(_check_contiguous(problem, xs, rng, n_sets + 1, tol))
+        except np.linalg.LinAlgError as exc:    # a step along a NaN partial subgradient
+            report.items.append(CheckItem(
+                "oracle after RSSM steps on contiguous blocks vs a from-scratch oracle",
+                math.inf, tol,
+                f"a step along the oracle's partial subgradient failed ({exc}): it holds "
+                "NaN or infinite values"))
     return report
 
 
@@ -302,15 +331,15 @@ def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator
         x[:, sel] = new
         o.update(cols)
         fresh = _quiet_oracle(problem, np.array(x, order="C", copy=True), partition)
-        worst = max(worst, abs(o.cost() - fresh.cost()) / max(abs(fresh.cost()), 1e-300))
+        worst = _worse(worst, abs(o.cost() - fresh.cost()) / max(abs(fresh.cost()), 1e-300))
         gf = np.asarray(fresh.subgradient(), dtype=np.float64)
-        worst = max(worst, _rel(np.asarray(o.subgradient()) - gf, gf))
+        worst = _worse(worst, _rel(np.asarray(o.subgradient()) - gf, gf))
         for i in range(partition.n_blocks):
             for j in range(i + 1, partition.n_blocks):
                 cols = partition.columns(i, j)
                 part = np.asarray(o.partial_subgradient(cols))
                 ref = np.asarray(fresh.partial_subgradient(cols))
-                worst = max(worst, math.inf if part.shape != ref.shape
+                worst = _worse(worst, math.inf if part.shape != ref.shape
                             else _rel(part - ref, ref))
     return CheckItem(
         "oracle after RSSM steps on contiguous blocks vs a from-scratch oracle", worst, tol,
