@@ -187,3 +187,29 @@ def test_partition_validation():
                 method="rssm", stepsize=0.1,
             max_iter=1, options={"partition": [[0], [1, 2]]}
         )
+
+
+def test_a_selector_of_your_own_must_draw_two_different_blocks(small_dpcp):
+    """A custom PairSelector's pairs are checked (before: (0, 7) with l = 3 raised a raw
+    IndexError, (0, 0) ran with duplicated columns, (-1, 0) wrapped around); a pair in
+    reversed order is taken as the same pair."""
+    from rssm.blocks import PairSelector
+
+    def selector(pair):
+        class Fixed(PairSelector):
+            name = "fixed"
+
+            def next_pair(self):
+                return pair
+        return Fixed()
+
+    for bad in ((0, 7), (0, 0), (-1, 0), (0.0, 1)):
+        with pytest.raises(ValueError, match=r"Fixed.next_pair must return two different "
+                                             r"block numbers in 0..2, got"):
+            rssm.minimize(small_dpcp, method="rssm", max_iter=3,
+                          options={"n_blocks": 3, "selection": selector(bad)})
+    a = rssm.minimize(small_dpcp, method="rssm", max_iter=5, tol=0,
+                      options={"n_blocks": 3, "selection": selector((2, 0))})
+    b = rssm.minimize(small_dpcp, method="rssm", max_iter=5, tol=0,
+                      options={"n_blocks": 3, "selection": selector((0, 2))})
+    np.testing.assert_array_equal(a.x_last, b.x_last)

@@ -25,6 +25,22 @@ class RSSMSolver(Solver):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._masks: dict[tuple[int, int], tuple] = {}
+        from rssm.blocks import SELECTION_RULES
+
+        # a selector of the user's: check each pair it draws (the built-in ones are right)
+        self._check_pairs = type(self.selector) not in tuple(SELECTION_RULES.values())
+
+    def _pair(self) -> tuple[int, int]:
+        i, j = self.selector.next_pair()
+        if not self._check_pairs:
+            return i, j
+        ell = self.partition.n_blocks
+        ok = (all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                  for v in (i, j)) and 0 <= i < ell and 0 <= j < ell and i != j)
+        if not ok:
+            raise ValueError(f"{type(self.selector).__name__}.next_pair must return two "
+                             f"different block numbers in 0..{ell - 1}, got {(i, j)!r}")
+        return (int(i), int(j)) if i < j else (int(j), int(i))
 
     def _off_block(self, cols, i: int) -> tuple:
         """The index of the off-diagonal block (C_i rows, C_j columns) within a |C| x |C|
@@ -39,7 +55,7 @@ class RSSMSolver(Solver):
     def direction(self, state: SolverState) -> Direction:
         x = state.x
         n, p = x.shape
-        i, j = self.selector.next_pair()
+        i, j = self._pair()
         cols = self.partition.columns(i, j)
         sel = cols.selector
         c = cols.size
