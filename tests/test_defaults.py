@@ -604,3 +604,18 @@ def test_record_columns_read_a_read_only_iterate_and_keep_their_names(small_dpcp
     res = rssm.minimize(small_dpcp, max_iter=20, record=rssm.Record(
         every=5, columns={"norm": lambda x: float(np.linalg.norm(x))}))
     np.testing.assert_allclose(res.trace["norm"], np.sqrt(small_dpcp.shape[1]), rtol=1e-12)
+
+
+def test_to_dict_with_arrays_is_strict_json_and_round_trips():
+    """NaN in the trace (no ground truth, no stationarity column) is written as null, so
+    `json.dumps(..., allow_nan=False)` works (before: NaN, not JSON); `from_dict` reads it
+    back as NaN."""
+    import json
+
+    prob = rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign, shape=(6, 2))
+    res = rssm.minimize(prob, max_iter=20)
+    text = json.dumps(res.to_dict(arrays=True), allow_nan=False)
+    back = rssm.Result.from_dict(json.loads(text))
+    assert np.isnan(back.trace["error"]).all() and np.isnan(back.trace["stationarity"]).all()
+    np.testing.assert_array_equal(back.trace["cost"], res.trace["cost"])
+    np.testing.assert_array_equal(back.x, res.x)

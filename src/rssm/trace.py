@@ -155,8 +155,9 @@ class Result:
                                                            else _cert_dict(v))
                 continue
             if f.name == "trace":
-                if arrays:
-                    out["trace"] = {k: np.asarray(c).tolist() for k, c in v.items()}
+                if arrays:      # NaN (no ground truth, no stationarity) -> null: strict JSON
+                    out["trace"] = {k: [_plain(e) for e in np.asarray(c).tolist()]
+                                    for k, c in v.items()}
                 continue
             out[f.name] = _plain(v)
         out["success"] = self.success
