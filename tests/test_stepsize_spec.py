@@ -131,3 +131,13 @@ def test_every_rule_name_is_listed_and_buildable():
     classes = {c for c in public if isinstance(c, type) and issubclass(c, StepSize)
                and c is not StepSize}
     assert classes == set(st.spec.RULES.values())
+
+
+def test_a_rule_class_instead_of_a_rule_is_named():
+    """stepsize=Geometric (the class) said "G() does not accept two positional arguments"."""
+    from rssm.stepsizes import Auto, Geometric, from_spec
+
+    for cls in (Auto, Geometric):
+        with pytest.raises(TypeError, match=f"stepsize must be a rule, not its class: pass "
+                                            rf"{cls.__name__}\(\.\.\.\)"):
+            from_spec(cls)

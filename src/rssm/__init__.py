@@ -9,7 +9,7 @@ Quick use::
 
     import rssm
     prob = rssm.problems.DPCP.synthetic(seed=0)
-    res = rssm.minimize(prob)            # RSSM, l = min(5, p), stepsize="auto", seed 0
+    res = rssm.minimize(prob)            # RSM, stepsize="auto", seed 0
     print(res.success, res.message)      # did the convergence test fire, and why it stopped
     res = rssm.minimize(prob, method="rssm", options={"n_blocks": 10}, max_iter=2000)
 

@@ -200,6 +200,9 @@ def from_spec(spec: Any, *, base: StepSize | None = None) -> StepSize:
             )
         params = {k: v for k, v in spec.items() if k != "rule"}
         return _build(spec["rule"], params, base)
+    if isinstance(spec, type) and issubclass(spec, StepSize):
+        raise TypeError(f"stepsize must be a rule, not its class: pass {spec.__name__}(...), "
+                        f"got the class {spec.__name__}")
     if callable(spec):
         _check_callable(spec)
         return _CallableStep(spec)
