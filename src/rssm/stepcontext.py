@@ -81,6 +81,9 @@ class StepContext:
         The block pair (i, j) the direction moves (RSSM), () for RSM.
     partition : Partition or None
         The run's `rssm.blocks.Partition` (RSSM), None for RSM.
+    selection : str or None
+        The name of RSSM's pair rule ("uniform", "cyclic", "shuffled", or a custom
+        selector's ``name``), None for RSM.
     escapes : int
         How many times the loop found the steps frozen so far (the iterates settled to
         ``tol`` where no bundle of subgradients cancels) and, for RSSM, how many verdicts
@@ -93,13 +96,16 @@ class StepContext:
     __slots__ = ("method", "n_blocks", "shape", "iteration", "direction_norm", "grad_sq",
                  "cross_sq", "rotation_sq", "partition",
                  "max_gamma", "previous_gamma", "previous_cost", "direction", "columns",
-                 "pair", "escapes", "_cost", "_cost_fn", "_trial_fn", "_best_fn")
+                 "pair", "escapes", "selection", "_cost", "_cost_fn", "_trial_fn",
+                 "_best_fn")
 
     def __init__(self, method: str, n_blocks: int, shape: tuple[int, int] | None = None, *,
                  cost: Callable[[], float] | None = None,
                  trial: Callable[[float], float] | None = None,
-                 best: Callable[[], float] | None = None, partition=None):
+                 best: Callable[[], float] | None = None, partition=None,
+                 selection: str | None = None):
         self.method = method
+        self.selection = selection
         self.partition = partition
         self.n_blocks = int(n_blocks)
         self.shape = shape

@@ -239,7 +239,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             if tol else None)
     trial = _Trial(solver)
     ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=st.cost, trial=trial,
-                      best=lambda: st.best_fun, partition=solver.partition)
+                      best=lambda: st.best_fun, partition=solver.partition,
+                      selection=None if solver.selector is None else solver.selector.name)
     # A rule that reads f (the default) evaluates it at every iterate, which keeps the best
     # one up to date at no extra cost. With a plain schedule f is evaluated at every
     # iterate too where the oracle says f is cheap next to an iteration (the data
