@@ -389,7 +389,7 @@ def test_cyclic_pairs_converge_with_the_default_step(small_dpcp):
     """With cyclic pairs each pair meets the others' moves in the same order every sweep,
     so its last subgradients agree while the run converges; the per-sweep freeze test read
     that as a freeze and held the steps at the cap (l1 Procrustes, l = 5: `max_iter` at
-    errors 9e-5 to 1.1 on 3 of these instances). It is off for cyclic pairs
+    errors 9e-5 to 1 on all 3 of these instances). It is off for cyclic pairs
     (`StepContext.selection`); the loop's escapes still act."""
     from rssm.problems import L1Procrustes
 

@@ -283,9 +283,9 @@ class BlockRule(StepSize):
             self._t *= self._beta ** (1.0 / ctx.epoch)
             # Not with cyclic pairs: each pair then meets the others' moves in the same
             # order every sweep, so its last subgradients agree while the run converges
-            # (l1 Procrustes, l = 5: the test fired 62-65 times in 2500 iterations and
-            # held the steps at the cap or slowed the decay to nothing; 3 of 5 instances
-            # ended on their budget at errors 1e-4 to 1, all 5 converge without it). The
+            # (l1 Procrustes, l = 5: the test fired up to 65 times in 2500 iterations and
+            # held the steps at the cap or slowed the decay to nothing; 4 of 5 instances
+            # ended on their budget at errors 9e-5 to 2, all 5 converge without it). The
             # loop's escapes (a freeze caught at tol) still restart the decay.
             if self._since >= CHECK_EPOCHS * ctx.epoch and ctx.selection != "cyclic":
                 c = self._cancel(ctx.n_pairs)
