@@ -469,3 +469,63 @@ def test_cli_solve_is_bit_identical_to_minimize(tmp_path):
         np.testing.assert_array_equal(np.array(doc["trace"][col], dtype=float), res.trace[col])
     assert doc["summary"]["cost"] == res.fun and doc["summary"]["error"] == res.error
     assert doc["summary"]["feasibility"] == res.feasibility
+
+
+def test_a_cost_of_minus_infinity_is_not_the_best_iterate():
+    """A cost that breaks down to -inf stops the run `non_finite` with the best iterate of
+    finite cost (before: the -inf iterate won, `fun = -inf`)."""
+    a = np.random.default_rng(0).standard_normal((40, 8))
+    calls = [0]
+
+    def cost(x):
+        calls[0] += 1
+        return -np.inf if calls[0] >= 5 else float(np.abs(a @ x).sum())
+
+    def sub(x):
+        return a.T @ np.sign(a @ x)
+
+    prob = rssm.Problem.from_functions(cost, sub, lambda x, c: sub(x)[:, c], shape=(8, 4))
+    for kw in ({"stepsize": 1e-3, "record": 10}, {}):
+        calls[0] = 0
+        res = rssm.minimize(prob, method="rsm", seed=0, max_iter=200, **kw)
+        assert res.stop_reason is StopReason.NON_FINITE
+        assert np.isfinite(res.fun) and res.best_iteration < res.n_iter
+
+
+@pytest.mark.parametrize("where", ["start", "record", "finish"])
+@pytest.mark.parametrize("method", ["rsm", "rssm"])
+def test_ctrl_c_in_an_observer_returns_the_run(where, method):
+    """Ctrl-C (KeyboardInterrupt) raised in an Observer's start, record or finish hook
+    returns a Result marked `interrupted` (before: it escaped `minimize`)."""
+
+    class Obs(rssm.Observer):
+        def start(self, info):
+            if where == "start":
+                raise KeyboardInterrupt
+
+        def record(self, progress):
+            if where == "record" and progress.iteration == 20:
+                raise KeyboardInterrupt
+
+        def finish(self, result):
+            if where == "finish":
+                raise KeyboardInterrupt
+
+    prob = rssm.problems.ODL.synthetic(n=8, m=200, seed=1)
+    res = rssm.minimize(prob, method=method, seed=0, max_iter=100, record=5,
+                        observers=[Obs()])
+    assert res.stop_reason is StopReason.INTERRUPTED and not res.success
+    assert res.n_iter == {"start": 0, "record": 20}.get(where, res.n_iter)
+    assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-12)
+    assert res.feasibility <= FEAS_TOL
+
+
+def test_an_overflowing_subgradient_norm_is_said_as_such():
+    """ODL on data scaled by 1e155: the subgradient is finite, its squared norm overflows;
+    the message says that (before: "the subgradient is not finite")."""
+    base = rssm.problems.ODL.synthetic(n=8, m=200, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = rssm.minimize(rssm.problems.ODL(np.asarray(base.y) * 1e155, None), max_iter=5)
+    assert res.stop_reason is StopReason.NON_FINITE
+    assert "the subgradient's squared norm overflows float64 (its entries reach" in res.message

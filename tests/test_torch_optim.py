@@ -42,7 +42,7 @@ def _cols(bounds, pair):
     return np.r_[a0:a1, b0:b1]
 
 
-def test_one_step_is_the_paperssubmanifold_step():
+def test_one_step_is_the_papers_submanifold_step():
     """Same new columns as rssm.stiefel.submanifold_step (Lemma lem-projsubmfdblk) on the
     drawn pair, to rounding; the other columns bit for bit unchanged."""
     w = _param(30, 12)

@@ -152,7 +152,8 @@ class SolverState:
 
     def consider(self) -> None:
         """Make X_k the best iterate if its evaluated cost is lower."""
-        if self.fun_at == self.k and self.fun < self.best_fun:
+        # -inf is no best point (a cost that broke down), nor is NaN (never < anything)
+        if self.fun_at == self.k and self.fun < self.best_fun and self.fun > -math.inf:
             np.copyto(self.best_x, self.x)
             self.best_fun = self.fun
             self.best_k = self.k

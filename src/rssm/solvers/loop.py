@@ -252,8 +252,6 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     track_best = bool(track_best) or bool(every_iterate)
     still_limit = 1 if solver.n_blocks <= 1 else 2 * solver.n_pairs
     info = {"method": solver.method, "n_blocks": solver.n_blocks, "shape": (n, p), **settings}
-    for obs in observers:
-        obs.start(info)
     perf = time.perf_counter
     reason: StopReason | None = None
     message, converged = "", False
@@ -261,6 +259,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     prog = None
     dead = False           # the oracle can no longer be called (DataError)
     try:
+        for obs in observers:
+            obs.start(info)
         prog = _record(rec, st, None, observers)
         if not math.isfinite(prog.cost):
             stop.final(prog)
@@ -279,8 +279,13 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 #                in one pass over the chunks
             if not (math.isfinite(d.norm_sq) and math.isfinite(d.grad_sq)):
                 st.time += perf() - t0
-                raise _Halt(StopReason.NON_FINITE, f"iteration {k}: the subgradient is not "
-                            "finite; returning the best finite iterate")
+                what = "the subgradient is not finite"
+                if d.neg is not None and np.isfinite(d.neg).all():
+                    top = float(np.abs(d.neg).max())
+                    what = (f"the subgradient's squared norm overflows float64 (its entries "
+                            f"reach {top:.3g}; scale f or the data)")
+                raise _Halt(StopReason.NON_FINITE, f"iteration {k}: {what}; returning the "
+                            "best finite iterate")
             if d.norm_sq == 0.0:
                 st.step_norm = 0.0        # 0 is in the (partial) subdifferential: no move
                 st.flops += d.flops
@@ -504,14 +509,18 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     elif rec.last_iteration != st.k:
         # Ended between recording points: record the last iterate, and let callbacks see
         # that row too, except after a user interrupt (no user code runs after Ctrl-C).
-        prog = _record(rec, st, None if cert is None else cert.last, observers)
-        if reason is not StopReason.INTERRUPTED:
+        if reason is StopReason.INTERRUPTED:
+            _record(rec, st, None if cert is None else cert.last, ())
+        else:
             try:
+                prog = _record(rec, st, None if cert is None else cert.last, observers)
                 stop.final(prog)
             except KeyboardInterrupt:
                 reason = StopReason.INTERRUPTED
                 message = f"interrupted by the user after {st.k} iterations"
                 converged = False
+                if rec.last_iteration != st.k:
+                    _record(rec, st, None if cert is None else cert.last, ())
     else:
         st.cost()
     if reason is StopReason.INTERRUPTED:
@@ -519,7 +528,8 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     last_fun = st.fun if st.fun_at == st.k else float("nan")
     # The best iterate by cost, except when the criterion that stopped the run certified
     # the last iterate itself (the built-in target error): then that is the point asked for.
-    use_best = (st.best_k >= 0 and math.isfinite(st.best_fun) and not (last_fun < st.best_fun)
+    use_best = (st.best_k >= 0 and math.isfinite(st.best_fun)
+                and not (math.isfinite(last_fun) and last_fun < st.best_fun)
                 and not last_certified)
     x = st.best_x if use_best else st.x
     fun = st.best_fun if use_best else last_fun
@@ -539,6 +549,11 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
         best_iteration=st.best_k if use_best else st.k, converged=bool(converged), tol=tol,
         n_cost=st.n_cost, n_clipped=st.n_clipped)
     if reason is not StopReason.INTERRUPTED:
-        for obs in observers:
-            obs.finish(res)
+        try:
+            for obs in observers:
+                obs.finish(res)
+        except KeyboardInterrupt:          # the Result is complete: say it was cut short
+            res.stop_reason = StopReason.INTERRUPTED
+            res.message = f"interrupted by the user after {st.k} iterations"
+            res.converged = False
     return res
