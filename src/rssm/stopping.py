@@ -214,7 +214,7 @@ class MinStationarity(StoppingCriterion):
         self.tol = as_positive_float(tol, "tol", allow_zero=True)
 
     def message(self, progress: Progress) -> str:
-        return (f"||P_T(G)||_F reached stationarity_tol = {self.tol:g} after "
+        return (f"||P_T(G)||_F is at most {self.tol:g} (MinStationarity) after "
                 f"{progress.iteration} iterations")
 
     def check(self, progress: Progress) -> StopReason | None:
