@@ -179,3 +179,22 @@ def test_a_criterion_of_your_own_gets_the_best_iterate_and_must_return_a_reason(
     # the built-in target error still returns the iterate whose error it measured
     hit = rssm.minimize(prob, target_error=1e-3)
     assert hit.stop_reason is StopReason.TARGET_ERROR and hit.best_iteration == hit.n_iter
+
+
+def test_stop_messages_name_the_limit_and_the_criterion(small_dpcp):
+    """A combined criterion that fires after its iteration limit names the limit and the
+    iterations (before: "reached the iteration limit (7)" for a limit of 3);
+    MinStationarity names itself (before: the legacy keyword stationarity_tol)."""
+    from rssm.stopping import MaxIterations, MinStationarity, StoppingCriterion
+
+    class After7(StoppingCriterion):
+        def check(self, p):
+            return StopReason.CALLBACK if p.iteration >= 7 else None
+
+    res = rssm.minimize(small_dpcp, stop=After7() & MaxIterations(3), max_iter=100, record=1)
+    assert res.n_iter == 7
+    assert res.message == ("reached the iteration limit (3) after 7 iterations before the "
+                           "convergence test held")
+    stat = rssm.minimize(small_dpcp, stop=MinStationarity(1e9), max_iter=100,
+                         record=rssm.Record(every=1, stationarity=True))
+    assert stat.message.startswith("||P_T(G)||_F is at most 1e+09 (MinStationarity) after")
