@@ -78,7 +78,7 @@ def test_blocks_without_a_method_run_rssm(capsys):
 
 @pytest.mark.parametrize(("problem", "opts", "names"), [
     ("dpcp", ["--d", "0"], ["argument --d:", "d must be >= 1"]),
-    ("sparse_pca", ["--r", "11"], ["argument --r:", "r must be <= 10"]),
+    ("sparse_pca", ["--r", "11"], ["argument --r:", "r must be <= n = 10"]),
     ("l1_procrustes", ["--p", "6"], ["argument --p:", "1 <= p <= 5"]),
 ])
 def test_data_options_are_named_in_their_errors(tmp_path, capsys, problem, opts, names):

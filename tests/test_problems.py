@@ -406,7 +406,7 @@ def test_non_finite_data_is_rejected(bad, rng):
 
 def test_bad_problem_arguments(rng):
     y = rng.standard_normal((5, 20))
-    with pytest.raises(ValueError, match="p must be <= 5"):
+    with pytest.raises(ValueError, match="p must be <= n = 5"):
         DPCP(y, 6)
     with pytest.raises(ValueError, match="p must be >= 1"):
         DPCP(y, 0)
@@ -426,7 +426,7 @@ def test_bad_problem_arguments(rng):
         DPCP.from_data(y, d=2, p=3)
     with pytest.raises(ValueError, match="n_inliers"):
         DPCP.synthetic(n=5, d=2, n_inliers=0, n_outliers=0, seed=0)
-    with pytest.raises(ValueError, match="d must be <= 4"):
+    with pytest.raises(ValueError, match="d must be <= n - 1 = 4"):
         DPCP.synthetic(n=5, d=5, seed=0)
     with pytest.raises(ValueError, match="dictionary is not on the Stiefel manifold"):
         ODL(y, dictionary=2 * np.eye(5))
@@ -450,3 +450,17 @@ def test_odl_synthetic_with_few_samples_does_not_warn_about_its_own_layout():
         warnings.simplefilter("error")
         prob = ODL.synthetic(n=10, m=3, seed=0)
     assert prob.shape == (10, 10) and prob.m == 3
+
+
+def test_integer_valued_floats_are_integers_everywhere(rng):
+    """seed, threads and record take integer-valued floats as every integer argument does
+    (before: refused, while max_iter=5.0 and n_blocks=2.0 were taken); 2.5 is refused."""
+    prob = DPCP.synthetic(n=20, d=4, n_inliers=60, n_outliers=40, seed=11)
+    a = rssm.minimize(prob, seed=2, threads=2, record=2, max_iter=10)
+    b = rssm.minimize(prob, seed=2.0, threads=2.0, record=2.0, max_iter=10)
+    c = rssm.minimize(prob, seed=np.float64(2), max_iter=10)
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(a.x, c.x)
+    for kw in (dict(seed=2.5), dict(threads=2.5), dict(record=2.5)):
+        with pytest.raises(TypeError):
+            rssm.minimize(prob, max_iter=3, **kw)

@@ -212,6 +212,9 @@ def make_rng(seed: Any, name: str = "seed") -> np.random.Generator:
         return seed
     if seed is None:
         return np.random.default_rng()
+    if (isinstance(seed, (float, np.floating)) and float(seed).is_integer()
+            and abs(float(seed)) <= 2.0**53):
+        seed = int(seed)          # an integer-valued float, as every integer argument
     if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
         raise InvalidType(
             name,

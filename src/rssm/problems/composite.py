@@ -90,7 +90,7 @@ class CompositeProblem(DataProblem):
             )
         self.yt = self._set_data(y, "y")
         n, m = self._store.shape
-        self.p = as_int(p, "p", minimum=1, maximum=n)
+        self.p = as_int(p, "p", minimum=1, maximum=n, maximum_is="n")
         self.shape = (n, self.p)
         self.loss = loss
         self.bt = None

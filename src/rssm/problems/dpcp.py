@@ -77,7 +77,7 @@ class DPCP(DataProblem):
     def __init__(self, yt, p: int, subspace=None):
         self.yt = self._set_data(yt, "yt", layout_check="DPCP")
         n, m = self._store.shape
-        self.p = as_int(p, "p", minimum=1, maximum=n)
+        self.p = as_int(p, "p", minimum=1, maximum=n, maximum_is="n")
         self.shape = (n, self.p)
         self.loss = NormLoss.norm()
         self.subspace = None
@@ -99,7 +99,7 @@ class DPCP(DataProblem):
         if (d is None) == (p is None):
             raise ValueError("give exactly one of d (subspace dimension) or p (= n - d)")
         if d is not None:
-            d = as_int(d, "d", minimum=0, maximum=n - 1)
+            d = as_int(d, "d", minimum=0, maximum=n - 1, maximum_is="n - 1")
             p = n - d
         return cls(arr, p, subspace)
 
@@ -124,7 +124,7 @@ class DPCP(DataProblem):
         window without a new best cost").
         """
         n = as_int(n, "n", minimum=2)
-        d = as_int(d, "d", minimum=1, maximum=n - 1)
+        d = as_int(d, "d", minimum=1, maximum=n - 1, maximum_is="n - 1")
         n_in = as_int(n_inliers, "n_inliers", minimum=0)
         n_out = as_int(n_outliers, "n_outliers", minimum=0)
         noise = as_positive_float(noise, "noise", allow_zero=True)

@@ -64,7 +64,7 @@ class ODL(DataProblem):
     def __init__(self, y, p: int | None = None, dictionary=None):
         self.y = self._set_data(y, "y", layout_check="ODL")
         n, _ = self._store.shape
-        self.p = n if p is None else as_int(p, "p", minimum=1, maximum=n)
+        self.p = n if p is None else as_int(p, "p", minimum=1, maximum=n, maximum_is="n")
         self.shape = (n, self.p)
         self.loss = EntrywiseLoss.l1()
         self.dictionary = stiefel.as_point(dictionary, "dictionary", (n, n))

@@ -91,8 +91,9 @@ def as_record(value: Any) -> Record:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
                         f"rssm.Record, got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        return Record(every=int(value))
+    if isinstance(value, (int, np.integer)) or (
+            isinstance(value, (float, np.floating)) and float(value).is_integer()):
+        return Record(every=int(value))   # an integer-valued float, as every integer argument
     raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
                     f"rssm.Record, got {type(value).__name__}")
 
