@@ -131,6 +131,15 @@ def check_memory(n_bytes: float, what: str) -> None:
         )
 
 
+def integer_valued(value: Any) -> Any:
+    """An integer-valued float (up to 2^53, where floats stop holding every integer) as an
+    int, as every integer argument takes it; anything else unchanged."""
+    if (isinstance(value, (float, np.floating)) and float(value).is_integer()
+            and abs(float(value)) <= 2.0**53):
+        return int(value)
+    return value
+
+
 def as_int(
     value: Any,
     name: str,
@@ -145,15 +154,9 @@ def as_int(
     ``minimum_is`` / ``maximum_is`` name a bound that comes from another argument (e.g.
     ``"m"`` for n <= m), so the message names both arguments.
     """
+    value = integer_valued(value)
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
-        if (
-            isinstance(value, (float, np.floating))
-            and float(value).is_integer()
-            and abs(float(value)) <= 2.0**53
-        ):
-            value = int(value)
-        else:
-            raise InvalidType(
+        raise InvalidType(
                 name,
                 f"{name} must be an integer, got {describe(value)} ({type(value).__name__})"
             )
@@ -212,9 +215,7 @@ def make_rng(seed: Any, name: str = "seed") -> np.random.Generator:
         return seed
     if seed is None:
         return np.random.default_rng()
-    if (isinstance(seed, (float, np.floating)) and float(seed).is_integer()
-            and abs(float(seed)) <= 2.0**53):
-        seed = int(seed)          # an integer-valued float, as every integer argument
+    seed = integer_valued(seed)
     if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
         raise InvalidType(
             name,

@@ -142,10 +142,10 @@ class MaxIterations(StoppingCriterion):
         return StopReason.MAX_ITER if progress.iteration >= self.n else None
 
     def message(self, progress: Progress) -> str:
-        return (f"reached the iteration limit ({self.n}) before the convergence test held"
-                if progress.iteration == self.n else
-                f"reached the iteration limit ({self.n}) after {progress.iteration} iterations"
-                " before the convergence test held")
+        # (`rssm.minimize`'s loop adds what the convergence test did)
+        return (f"reached the iteration limit ({self.n})" if progress.iteration == self.n
+                else f"reached the iteration limit ({self.n}) after {progress.iteration} "
+                "iterations")
 
     def __repr__(self) -> str:
         return f"MaxIterations({self.n})"

@@ -63,9 +63,9 @@ def check_threads(value: Any) -> str | int | None:
     """Validate ``threads``: ``"auto"``, None, or an int >= 1 (returned as int)."""
     if value is None or (isinstance(value, str) and value == "auto"):
         return value
-    if (isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral))
-            and float(value).is_integer() and abs(float(value)) <= 2.0**53):
-        value = int(value)        # an integer-valued float, as every integer argument
+    from rssm._validation import integer_valued
+
+    value = integer_valued(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         from rssm._validation import describe
 

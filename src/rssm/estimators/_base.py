@@ -167,7 +167,7 @@ def _check_scale(X: np.ndarray, name: str) -> None:
     answers; at 1e160 they ended non_finite or raised LAPACK errors)."""
     if X.size == 0:
         return
-    top = float(np.abs(X).max())
+    top = max(float(X.max()), -float(X.min()))     # |X|_max without a copy of X
     lo, hi = SCALE_RANGE
     if top and not lo <= top <= hi:
         raise ValueError(f"{name}: the largest entry of X is {top:.3g} in magnitude, outside "

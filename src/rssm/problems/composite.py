@@ -64,6 +64,8 @@ class CompositeProblem(DataProblem):
         Returned by `default_stepsize` (so `rssm.minimize` needs no ``stepsize=``).
     name : str
         Label in results.
+    p_name : str
+        The name errors give the number of columns (default "p"; `SparsePCA` says "r").
 
     Examples
     --------
@@ -82,7 +84,7 @@ class CompositeProblem(DataProblem):
 
     def __init__(self, y, p: int, loss: EntrywiseLoss | NormLoss, *, offset=None,
                  sample_weights=None, l1_penalty: float = 0.0, stepsize=None,
-                 name: str = "composite"):
+                 name: str = "composite", p_name: str = "p"):
         if not isinstance(loss, (EntrywiseLoss, NormLoss)):
             raise TypeError(
                 f"loss must be an EntrywiseLoss or a NormLoss (e.g. EntrywiseLoss.l1()), "
@@ -90,7 +92,8 @@ class CompositeProblem(DataProblem):
             )
         self.yt = self._set_data(y, "y")
         n, m = self._store.shape
-        self.p = as_int(p, "p", minimum=1, maximum=n, maximum_is="n")
+        # p_name: what a subclass calls the number of columns (sparse PCA: r)
+        self.p = as_int(p, p_name, minimum=1, maximum=n, maximum_is="n")
         self.shape = (n, self.p)
         self.loss = loss
         self.bt = None

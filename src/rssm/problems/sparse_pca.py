@@ -14,8 +14,6 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import (
-    InvalidType,
-    InvalidValue,
     as_float_matrix,
     as_int,
     as_positive_float,
@@ -65,14 +63,8 @@ class SparsePCA(CompositeProblem):
     def __init__(self, a, r: int, mu: float = 0.2, loadings=None):
         data = a if isinstance(a, (Standardized, InMemory)) else as_rows_matrix(a, "a")
         mu = as_positive_float(mu, "mu")
-        try:
-            super().__init__(data, r, EntrywiseLoss.neg_square(), l1_penalty=mu,
-                             name="sparse_pca")
-        except (InvalidValue, InvalidType) as exc:
-            if exc.argument != "p":
-                raise
-            # the base class calls the number of components p; here it is r
-            raise type(exc)("r", "r" + str(exc)[1:]) from None
+        super().__init__(data, r, EntrywiseLoss.neg_square(), l1_penalty=mu,
+                         name="sparse_pca", p_name="r")
         self.mu = mu
         self._total_var = self._store.sum_squares()
         self.loadings = stiefel.as_point(loadings, "loadings", self.shape)

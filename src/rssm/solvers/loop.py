@@ -38,6 +38,7 @@ from rssm.solvers.record import Observer, Record, TraceRecorder
 from rssm.stepcontext import StepContext
 from rssm.stepsizes import StepSize, StepStall, make_auto
 from rssm.stopping import (
+    MaxIterations,
     Progress,
     StoppingCriterion,
     StopReason,
@@ -374,10 +375,9 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     if fired is not None:
         message = fired.message(prog)
         converged = fired.indicates_convergence
-        if cert is None and message.endswith(" before the convergence test held"):
-            # tol=0: there was no convergence test to hold
-            message = message[: -len(" before the convergence test held")] + (
-                " (the convergence test is off: tol=0)")
+        if isinstance(fired, MaxIterations):
+            message += (" before the convergence test held" if cert is not None
+                        else " (the convergence test is off: tol=0)")
     # The built-in target error certifies the last iterate itself (its error, measured
     # there): that point is the one asked for. Any other criterion, a user's that returns
     # TARGET_ERROR included, gets the best iterate.
@@ -509,18 +509,18 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     elif rec.last_iteration != st.k:
         # Ended between recording points: record the last iterate, and let callbacks see
         # that row too, except after a user interrupt (no user code runs after Ctrl-C).
+        last = None if cert is None else cert.last
         if reason is StopReason.INTERRUPTED:
-            _record(rec, st, None if cert is None else cert.last, ())
+            _record(rec, st, last, ())
         else:
             try:
-                prog = _record(rec, st, None if cert is None else cert.last, observers)
-                stop.final(prog)
+                stop.final(_record(rec, st, last, observers))
             except KeyboardInterrupt:
                 reason = StopReason.INTERRUPTED
                 message = f"interrupted by the user after {st.k} iterations"
                 converged = False
                 if rec.last_iteration != st.k:
-                    _record(rec, st, None if cert is None else cert.last, ())
+                    _record(rec, st, last, ())
     else:
         st.cost()
     if reason is StopReason.INTERRUPTED:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_int, describe
+from rssm._validation import as_int, describe, integer_valued
 from rssm.stopping import Progress
 
 __all__ = ["Record", "Observer", "TraceRecorder", "as_record"]
@@ -91,9 +91,9 @@ def as_record(value: Any) -> Record:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
                         f"rssm.Record, got {value!r}")
-    if isinstance(value, (int, np.integer)) or (
-            isinstance(value, (float, np.floating)) and float(value).is_integer()):
-        return Record(every=int(value))   # an integer-valued float, as every integer argument
+    value = integer_valued(value)
+    if isinstance(value, (int, np.integer)):
+        return Record(every=int(value))
     raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
                     f"rssm.Record, got {type(value).__name__}")
 
