@@ -336,8 +336,27 @@ def test_only_the_settings_the_user_set_are_forwarded(monkeypatch):
     RobustSubspace(n_components=2).fit(x)
     OrthogonalDictionaryLearning(random_state=3, max_iter=5).fit(x)
     OrthogonalSparsePCA(2, method="rsm", stepsize=0.01, tol=1e-3, n_blocks=2).fit(x)
-    assert seen == [{}, {"seed": 3, "max_iter": 5},
-                    {"method": "rsm", "options": {"n_blocks": 2}, "stepsize": 0.01, "tol": 1e-3}]
+    # the seed goes always (random_state=None draws one int from NumPy's global state)
+    assert [{k: v for k, v in kw.items() if k != "seed"} for kw in seen] == [
+        {}, {"max_iter": 5},
+        {"method": "rsm", "options": {"n_blocks": 2}, "stepsize": 0.01, "tol": 1e-3}]
+    assert seen[1]["seed"] == 3 and all(isinstance(kw["seed"], int) for kw in seen)
+
+
+def test_random_state_none_follows_numpys_global_state():
+    """scikit-learn's convention: random_state=None fits differ, and np.random.seed makes
+    them repeat (before: None was a fixed seed, the same start as random_state=0)."""
+    x, _, _ = subspace_data(n=6, d=2)
+    fit = lambda: OrthogonalDictionaryLearning(max_iter=5).fit(x).components_  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        np.random.seed(5)  # noqa: NPY002 - the global state is what None reads
+        a, b = fit(), fit()
+        np.random.seed(5)  # noqa: NPY002 - the global state is what None reads
+        c = fit()
+        zero = OrthogonalDictionaryLearning(max_iter=5, random_state=0).fit(x).components_
+    assert np.abs(a - b).max() > 1e-3 and np.abs(a - zero).max() > 1e-3
+    np.testing.assert_array_equal(a, c)
 
 
 def test_run_record_and_convergence_warning():
@@ -358,25 +377,77 @@ def test_run_record_and_convergence_warning():
 def test_convergence_warning_points_at_the_users_line():
     """The ConvergenceWarning names the caller's file, also through fit_transform and a
     pipeline (before: sklearn/base.py)."""
+    from sklearn.model_selection import cross_val_score
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     x, _, _ = subspace_data(n=8, d=2)
     calls = [lambda: RobustSubspace(2, max_iter=3).fit(x),
              lambda: RobustSubspace(2, max_iter=3).fit_transform(x),
-             lambda: make_pipeline(StandardScaler(), RobustSubspace(2, max_iter=3)).fit(x)]
+             lambda: make_pipeline(StandardScaler(), RobustSubspace(2, max_iter=3)).fit(x),
+             # through joblib (before: joblib/parallel.py)
+             lambda: cross_val_score(RobustSubspace(2, max_iter=3), x, cv=2,
+                                     scoring=lambda e, a, b=None: 0.0)[:1]]
     for call in calls:
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             call()
         conv = [w for w in seen if issubclass(w.category, ConvergenceWarning)]
-        assert len(conv) == 1 and conv[0].filename == __file__, conv[0].filename
+        assert len(conv) >= 1 and all(w.filename == __file__ for w in conv), \
+            [w.filename for w in conv]
 
 
 def test_one_column_uses_rsm():
     x, _, _ = subspace_data(n=4, d=3)
     est = RobustSubspace(n_components=3, random_state=0, max_iter=20).fit(x)
     assert est.result_.method == "rsm" and est.normal_components_.shape == (1, 4)
+
+
+def test_rssm_with_a_dimension_from_the_data_that_leaves_one_normal_runs_rsm():
+    """method="rssm" with n_components="auto" failed when the data gave d = n - 1 (one
+    normal, no two blocks): "RSSM needs p >= 2 columns". On St(n, 1) RSM is the one-block
+    step, whatever method and n_blocks say."""
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.standard_normal((200, 2)) @ rng.standard_normal((2, 3)),
+                   rng.standard_normal((50, 3))])
+    est = RobustSubspace(method="rssm", n_blocks=3, random_state=0).fit(x)
+    assert est.n_components_ == 2 and est.result_.method == "rsm" and est.converged_
+    # the same subspace as the default method's
+    ref = RobustSubspace(random_state=0).fit(x)
+    assert abs(abs((est.normal_components_ @ ref.normal_components_.T).item()) - 1) < 1e-9
+
+
+def test_odl_on_wide_data_does_not_warn_about_a_layout_it_chose():
+    """Fewer samples than features: ODL's layout guess ("pass y.T") does not apply to an
+    estimator that takes one sample per row (following it would break the fit)."""
+    x = np.random.default_rng(0).standard_normal((50, 100))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rssm.data.LayoutWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = OrthogonalDictionaryLearning(max_iter=5, random_state=0).fit(x)
+    assert est.components_.shape == (100, 100)
+
+
+def test_auto_contamination_leaves_zero_samples_out_and_says_when_the_noise_reads_0():
+    """A quarter of the samples at 0 set the quartile of the distances to 0 and every
+    noisy inlier was an outlier (0 of 300 kept); zero samples now stay out of the
+    quartile. Samples exactly on the subspace keep it at 0 (right for noise-free
+    inliers: all outliers found), with a warning when others lie near it."""
+    rng = np.random.default_rng(0)
+    basis = np.linalg.qr(rng.standard_normal((10, 3)))[0]
+    noisy = rng.standard_normal((300, 3)) @ basis.T + 1e-3 * rng.standard_normal((300, 10))
+    out = rng.standard_normal((100, 10))
+    exact = rng.standard_normal((300, 3)) @ basis.T
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        est = RobustSubspace(3, random_state=0).fit(np.vstack([np.zeros((150, 10)), noisy,
+                                                                out]))
+        assert (est.predict(noisy) == 1).mean() >= 0.99 and (est.predict(out) == -1).all()
+        clean = RobustSubspace(3, random_state=0).fit(np.vstack([exact, out]))
+        assert (clean.predict(exact) == 1).all() and (clean.predict(out) == -1).all()
+    with pytest.warns(UserWarning, match=r"150 of 550 training samples lie exactly on the "
+                      r"subspace.* 299 of them within 0.01 .*pass contamination="):
+        RobustSubspace(3, random_state=0).fit(np.vstack([exact[:150], noisy, out]))
 
 
 @pytest.mark.parametrize("make", [
@@ -430,7 +501,7 @@ def test_the_layout_of_in_memory_input_does_not_change_the_bits(make):
     lambda: RobustSubspace(n_components=2), lambda: OrthogonalDictionaryLearning(),
     lambda: OrthogonalSparsePCA(2),
 ], ids=["subspace", "odl", "sparse_pca"])
-def test_data_at_a_scale_float64_cannot_square_is_refused(make):
+def test_data_at_a_scale_float64_cannot_square_is_refused(make, tmp_path):
     """At 1e-300 the fits "converged" at iteration 1 on wrong answers (the norms underflow
     to 0), at 1e160 they ended non_finite or raised LAPACK errors; within [1e-150, 1e150]
     the same fit recovers the same subspace."""
@@ -439,6 +510,11 @@ def test_data_at_a_scale_float64_cannot_square_is_refused(make):
         with pytest.raises(ValueError, match=r"the largest entry of X is .* outside "
                                              r"\[1e-150, 1e\+150\].*scale X first"):
             make().set_params(random_state=0, max_iter=20).fit(x * c)
+    # out of core too, read a chunk at a time (before: non_finite fits, a LinAlgError)
+    np.save(tmp_path / "x.npy", x * 1e200)
+    with pytest.raises(ValueError, match=r"the largest entry of X is .* outside"):
+        make().set_params(random_state=0, max_iter=20).fit(
+            np.load(tmp_path / "x.npy", mmap_mode="r"))
     ref = make().set_params(random_state=0, max_iter=20).fit(x)
     for c in (2.0 ** -480, 2.0 ** 480):    # powers of 2: the same bits, scaled
         est = make().set_params(random_state=0, max_iter=20).fit(x * c)

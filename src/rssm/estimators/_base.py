@@ -39,24 +39,31 @@ def _solve(problem: rssm.Problem, x0: np.ndarray | None, params: dict[str, Any])
 
     ``params`` holds the settings the user set (keys of `SOLVER_PARAMS` and ``seed``); the
     others are left to rssm's defaults. ``n_blocks`` goes into ``options`` and ``tol`` is
-    the convergence test's (`rssm.solvers.certificate`). With one column (p = 1) and no
-    ``method`` set, RSM is used: RSSM needs two blocks (on St(n, 1) RSM is what one block
-    would do).
+    the convergence test's (`rssm.solvers.certificate`). With one column (p = 1) RSM is
+    used whatever ``method`` and ``n_blocks`` say: RSSM needs two blocks (on St(n, 1) RSM
+    is what one block would do), and the column count can come from the data
+    (``RobustSubspace(n_components="auto")``).
     """
     kw = dict(params)
-    if problem.shape[1] < 2 and "method" not in kw:
+    if problem.shape[1] < 2:
+        # St(n, 1) has one block: RSSM's pairs do not exist, and RSM is its one-block
+        # step; a subspace dimension chosen from the data ("auto") can land here.
         kw["method"] = "rsm"
+        kw.pop("n_blocks", None)
     if "n_blocks" in kw:
         kw["options"] = {"n_blocks": kw.pop("n_blocks")}
     return rssm.minimize(problem, x0, **kw)
 
 
-def as_seed(random_state: Any) -> int | np.random.Generator | None:
-    """scikit-learn's ``random_state`` as an rssm seed: None and ints as they are, a
+def as_seed(random_state: Any) -> int | np.random.Generator:
+    """scikit-learn's ``random_state`` as an rssm seed: ints as they are, a
     `numpy.random.Generator` as it is, a `numpy.random.RandomState` as one int drawn from
-    it (as scikit-learn estimators do)."""
-    if random_state is None or isinstance(random_state, np.random.Generator):
+    it, and None as one int drawn from NumPy's global `RandomState` (scikit-learn's
+    convention: fits with None differ, and ``np.random.seed`` makes them repeat)."""
+    if isinstance(random_state, np.random.Generator):
         return random_state
+    if random_state is None:
+        random_state = np.random.mtrand._rand
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(np.iinfo(np.int32).max))
     if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(
@@ -77,9 +84,7 @@ class SolverMixin:
 
     def _solver_params(self) -> dict[str, Any]:
         params = {k: getattr(self, k) for k in SOLVER_PARAMS if getattr(self, k) is not None}
-        seed = as_seed(self.random_state)
-        if seed is not None:
-            params["seed"] = seed
+        params["seed"] = as_seed(self.random_state)
         return params
 
     def _run(self, problem: rssm.Problem, x0: np.ndarray | None = None) -> rssm.Result:
@@ -98,15 +103,20 @@ class SolverMixin:
 
 def _user_stacklevel() -> int:
     """The ``stacklevel`` that points a warning issued in `_run` at the first caller outside
-    rssm and scikit-learn (the user's ``fit``, ``fit_transform`` or pipeline line, not
-    sklearn/base.py when the estimator is fitted through a wrapper)."""
+    rssm, scikit-learn and joblib (the user's ``fit``, ``fit_transform``, pipeline,
+    ``cross_val_score`` or ``GridSearchCV`` line, not sklearn/base.py or joblib/parallel.py
+    when the estimator is fitted through a wrapper)."""
     import os
     import sys
 
     import sklearn
 
-    inside = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-              os.path.dirname(os.path.abspath(sklearn.__file__)))
+    inside = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+              os.path.dirname(os.path.abspath(sklearn.__file__))]
+    joblib = sys.modules.get("joblib")         # cross_val_score, GridSearchCV run fits in it
+    if joblib is not None and getattr(joblib, "__file__", None):
+        inside.append(os.path.dirname(os.path.abspath(joblib.__file__)))
+    inside = tuple(inside)
     frame, level = sys._getframe(1), 1          # `_run` is level 1 for warnings.warn
     while frame is not None:
         name = os.path.abspath(frame.f_code.co_filename)
@@ -150,14 +160,22 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
         est.n_features_in_ = shape[1]
         if hasattr(est, "feature_names_in_"):
             del est.feature_names_in_
+        # One pass before the fit reads anything else: the checks of in-memory input
+        # (finite entries, the scale), a chunk at a time.
+        top = 0.0
+        for _, _, blk in row_chunks(X):
+            if blk.size:
+                top = max(top, float(blk.max()), -float(blk.min()))
+        _check_top(top, name)
     elif shape[1] != est.n_features_in_:
         raise ValueError(f"X has {shape[1]} features, but {name} is expecting "
                          f"{est.n_features_in_} features as input.")
     return X
 
 
-#: In-memory data whose largest entry lies outside this range is refused: squares and
-#: sums of squares of its entries leave float64's normal range (2.2e-308 to 1.8e308).
+#: Data whose largest entry lies outside this range is refused (in memory and out of
+#: core): squares and sums of squares of its entries leave float64's normal range
+#: (2.2e-308 to 1.8e308).
 SCALE_RANGE = (1e-150, 1e150)
 
 
@@ -167,7 +185,11 @@ def _check_scale(X: np.ndarray, name: str) -> None:
     answers; at 1e160 they ended non_finite or raised LAPACK errors)."""
     if X.size == 0:
         return
-    top = max(float(X.max()), -float(X.min()))     # |X|_max without a copy of X
+    _check_top(max(float(X.max()), -float(X.min())), name)   # |X|_max without a copy
+
+
+def _check_top(top: float, name: str) -> None:
+    """`_check_scale` on the largest magnitude ``top`` of X's entries."""
     lo, hi = SCALE_RANGE
     if top and not lo <= top <= hi:
         raise ValueError(f"{name}: the largest entry of X is {top:.3g} in magnitude, outside "

@@ -10,12 +10,14 @@ with rssm's solvers (`rssm.problems.ODL`). With p = n, Q is an orthogonal dictio
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
 import rssm
-from rssm.data import is_out_of_core
+from rssm.data import LayoutWarning, is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
     check_float,
@@ -64,7 +66,10 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
     method, n_blocks, stepsize, max_iter, tol : default=None
         Solver settings passed to `rssm.minimize` when set (None: rssm's defaults).
     random_state : int, RandomState, Generator or None, default=None
-        Seed of the start (Haar random) and of the solver's block pairs.
+        Seed of the start (Haar random) and of the solver's block pairs. None: one int
+        drawn from NumPy's global random state (scikit-learn's convention), so fits
+        differ unless ``np.random.seed`` was called; an int gives the same bits every
+        fit.
 
     Attributes
     ----------
@@ -142,7 +147,11 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
             self.n_components, "n_components", 1, n, name, " (the number of atoms) or None")
         self._check_transform_params()
         data = rssm.data.samples(X, check_finite=True) if is_out_of_core(X) else X.T
-        problem = ODL(data, p)
+        with warnings.catch_warnings():
+            # The layout is the estimator's own (one sample per row, passed transposed):
+            # ODL's guess from few samples (m < n) does not apply to it.
+            warnings.simplefilter("ignore", LayoutWarning)
+            problem = ODL(data, p)
         x0 = None
         if self.dict_init is not None:
             init = check_array(self.dict_init, dtype=np.float64, input_name="dict_init")

@@ -63,7 +63,9 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
     method, n_blocks, stepsize, max_iter, tol : default=None
         Solver settings passed to `rssm.minimize` when set (None: rssm's defaults).
     random_state : int, RandomState, Generator or None, default=None
-        Seed of the solver's block pairs (the start is the PCA solution).
+        Seed of the block pairs of RSSM (``method="rssm"``); the default method, RSM, and
+        the start (the PCA solution) draw nothing, so it changes nothing there. None: one
+        int drawn from NumPy's global random state (scikit-learn's convention).
 
     Attributes
     ----------

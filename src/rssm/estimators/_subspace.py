@@ -13,6 +13,7 @@ subspace; ``components_`` is an orthonormal basis of the subspace itself.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from sklearn.base import (
@@ -27,6 +28,7 @@ import rssm
 from rssm.data import is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
+    _user_stacklevel,
     check_float,
     check_int,
     check_X,
@@ -43,6 +45,13 @@ SHIFT_SAMPLE = 10_000
 
 #: Quantiles of the "auto" outlier threshold (see `RobustSubspace`).
 AUTO_LOW, AUTO_HIGH = 0.25, 0.999
+#: Distances at most this times the median sample norm count as 0 (rounding) in "auto".
+EXACT = 1e-8
+#: Samples this near the subspace, relative to their norm, but not on it are named by the
+#: warning of "auto" when the noise scale reads 0 and they are at least NEAR_SHARE of the
+#: samples (an outlier in few dimensions can lie that near by chance).
+NEAR = 1e-2
+NEAR_SHARE = 0.05
 
 
 def auto_dimension(eigenvalues: np.ndarray, smallest: int = 1) -> int:
@@ -106,11 +115,17 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         for inliers with isotropic Gaussian noise of scale sigma the squared distance is
         sigma^2 chi-square(n_features - d), so t is their 0.999-quantile, with sigma
         estimated from the lower quartile, which stays among the inliers while more than a
-        quarter of the samples are inliers.
+        quarter of the samples are inliers. Zero samples (on every subspace) are left out
+        of the quartile. When a quarter of the samples or more lie on the subspace
+        exactly, sigma reads 0 and every other sample is an outlier (right for
+        noise-free inliers); a `UserWarning` says so when 5 % of the samples or more lie
+        within 1 % of their norm of the subspace without lying on it.
     method, n_blocks, stepsize, max_iter, tol : default=None
         Solver settings passed to `rssm.minimize` when set (None: rssm's defaults).
     random_state : int, RandomState, Generator or None, default=None
-        Seed of the solver's randomness (the block pairs of RSSM).
+        Seed of the block pairs of RSSM (``method="rssm"``); the default method, RSM, and
+        the spectral start draw nothing, so it changes nothing there. None: one int drawn
+        from NumPy's global random state (scikit-learn's convention).
 
     Attributes
     ----------
@@ -279,11 +294,30 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
             return float(np.percentile(-dist, 100.0 * float(self.contamination)))
         from scipy.stats import chi2
 
+        # A zero sample lies on every subspace: it says nothing about the noise.
+        seen = norms > 0
+        if seen.any():
+            dist, norms = dist[seen], norms[seen]
         t = float(np.quantile(dist, AUTO_LOW)) * math.sqrt(
             chi2.ppf(AUTO_HIGH, k) / chi2.ppf(AUTO_LOW, k))
         # A floor at the rounding level of the data: an exactly fitted subspace leaves
         # distances of ~1e-16 ||x||, which are no evidence of anything.
-        return -max(t, 1e-8 * float(np.median(norms)))
+        floor = EXACT * float(np.median(norms))
+        if t <= floor:
+            # A quarter of the samples or more lie on the subspace exactly: the noise
+            # scale reads 0, and samples near it but not on it are outliers. Right for
+            # noise-free inliers; say so when some samples are that near.
+            near = int(np.count_nonzero((dist > floor) & (dist <= NEAR * norms)))
+            if near >= NEAR_SHARE * dist.size:     # not an outlier near it by chance
+                warnings.warn(
+                    f"{type(self).__name__}: {dist.size - np.count_nonzero(dist > floor)} "
+                    f"of {dist.size} training samples lie exactly on the subspace, so "
+                    "contamination='auto' reads the noise scale as 0 and declares every "
+                    f"other sample an outlier, {near} of them within {NEAR:g} of their "
+                    "norm of the subspace; if those are noisy inliers, pass "
+                    "contamination=<the expected fraction of outliers>",
+                    UserWarning, stacklevel=_user_stacklevel())
+        return -max(t, floor)
 
     # -- transform and outlier scores ---------------------------------------------------------
     @property
