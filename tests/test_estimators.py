@@ -397,6 +397,15 @@ def test_convergence_warning_points_at_the_users_line():
             [w.filename for w in conv]
 
 
+def test_fewer_samples_than_the_subspace_dimension_are_refused():
+    """One sample and n_components=3 returned an arbitrary subspace through it."""
+    x, _, _ = subspace_data(n=6, d=3)
+    with pytest.raises(ValueError, match=r"n_components=3 needs at least 3 samples to "
+                                         r"determine the subspace, got n_samples = 2"):
+        RobustSubspace(3).fit(x[:2])
+    assert RobustSubspace(3, random_state=0).fit(x[:3]).components_.shape == (3, 6)
+
+
 def test_one_column_uses_rsm():
     x, _, _ = subspace_data(n=4, d=3)
     est = RobustSubspace(n_components=3, random_state=0, max_iter=20).fit(x)

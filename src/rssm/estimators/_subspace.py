@@ -209,6 +209,11 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         X = check_X(self, X, reset=True)
         m, n = X.shape
         self._check_params(n)
+        if not isinstance(self.n_components, str) and m < self.n_components:
+            # (scikit-learn's PCA refuses it too: the subspace is not determined)
+            raise ValueError(f"{type(self).__name__}: n_components={self.n_components} needs "
+                             f"at least {self.n_components} samples to determine the "
+                             f"subspace, got n_samples = {m}")
         center = bool(self.center)
         shift, lift = np.zeros(n), 0.0
         if center:
