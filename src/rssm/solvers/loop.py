@@ -392,8 +392,9 @@ def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
     None when the check of a verdict moved X to a lower point (the run goes on)."""
     if d.norm_sq == 0.0:
         return _Halt(StopReason.CONVERGED, (
-            f"the Riemannian subgradient is exactly 0 (X is stationary; the last {n_still} "
-            f"iteration(s), up to iteration {st.k}, left it where it was)"), converged=True)
+            f"the Riemannian subgradient is 0 to working precision (X is stationary; the "
+            f"last {n_still} iteration(s), up to iteration {st.k}, left it where it was)"),
+            converged=True)
     moves = 0 if cert is None else cert.moves
     c = None if cert is None else _checked(cert, solver, st)
     if cert is not None and cert.moves != moves:

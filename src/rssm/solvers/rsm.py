@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm.solvers.base import Direction, Solver, SolverState, polar_flops
+from rssm.solvers.base import Direction, Solver, SolverState, polar_flops, rounding_zero
 
 __all__ = ["RSMSolver"]
 
@@ -25,6 +25,8 @@ class RSMSolver(Solver):
         g = state.oracle.subgradient()
         neg, y = stiefel.descent_direction_parts(x, g)            # -P_T(G), eq. eq-Rsubdiff
         norm_sq = float(np.vdot(neg, neg))
+        if rounding_zero(norm_sq, g, p):
+            neg, norm_sq = np.zeros_like(neg), 0.0     # 0 to working precision: no move
         # X^T P_T(G) = skew(X^T G): the rotations of the columns among themselves, 0 when
         # f(XQ) = f(X) for every orthogonal Q (p^2 flops from the X^T G formed anyway)
         skew = y - y.T

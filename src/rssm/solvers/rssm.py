@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm.solvers.base import Direction, Solver, SolverState, polar_flops
+from rssm.solvers.base import Direction, Solver, SolverState, polar_flops, rounding_zero
 
 __all__ = ["RSSMSolver"]
 
@@ -62,6 +62,9 @@ class RSSMSolver(Solver):
         g = state.oracle.partial_subgradient(cols)                # n x c, Prop. prop-structural
         neg, s = stiefel.block_descent_direction(x, sel, g)         # eq. eq-partialRiemsubgrad
         norm_sq = float(np.vdot(neg, neg))
+        if rounding_zero(norm_sq, g, p):
+            neg, norm_sq = np.zeros_like(neg), 0.0     # 0 to working precision: no move
+            s = np.zeros_like(s)
         # ||P(G_C) I_C^T||^2 in the A_X^{-1} metric (eqs. eq-scaling-coordrep, eq-cindepNorm2):
         # X^T P(G_C) = S = skew(X_C^T G_C) on the rows C; A_X^{-1} multiplies its diagonal
         # blocks S_ii, S_jj and the X_perp part by l/2 and its off-diagonal blocks by binom(l,2).
