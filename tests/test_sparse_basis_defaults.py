@@ -28,8 +28,11 @@ def test_default_budget_is_2000_epochs_with_the_default_rule():
     budget is 2000 epochs (default_max_epochs) when no limit is set."""
     prob = PlantedSparseBasis.synthetic(n=8, p=4, m=100, seed=0)
     assert prob.default_max_epochs() == 2000
-    # tol=0: without the convergence test the whole default budget runs
-    assert rssm.minimize(prob, method="rsm", seed=0, tol=0).n_iter == 2000
+    # tol=0: without the convergence test the whole default budget runs, unless the
+    # steps became too short to change X first (0.98^1900 = 2e-17: the last 100 epochs)
+    res = rssm.minimize(prob, method="rsm", seed=0, tol=0)
+    assert res.n_iter == 2000 or (res.stop_reason is rssm.StopReason.STALLED
+                                  and 1900 <= res.n_iter < 2000), res.message
     assert rssm.minimize(prob,
         method="rssm", seed=0, record=100, tol=0, options={"n_blocks": 3}).n_iter == 3000
     res = rssm.minimize(prob, method="rssm", seed=0, record=100, tol=0, options={"n_blocks": 4})

@@ -18,6 +18,7 @@ model. A new loss is a new `EntrywiseLoss`/`NormLoss`; a new storage kind is a n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,6 +95,13 @@ class DataProblem(Problem):
     def data(self) -> SampleStore:
         """The samples as a store (`rssm.data.store`): their chunks and where they are."""
         return self._store
+
+    def _top_singular(self) -> float:
+        """||Yt||_2 (the square root of `_top_sq_singular` out of core, where the Gram
+        matrix is what is read)."""
+        if isinstance(self._store, InMemory):
+            return float(np.linalg.norm(self._store.yt, 2))
+        return math.sqrt(self._top_sq_singular())
 
     def _top_sq_singular(self) -> float:
         """||Yt||_2^2 (the largest eigenvalue of Yt Yt^T for out-of-core data)."""
