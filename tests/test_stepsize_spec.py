@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import rssm
 from rssm import stepsizes as st
 from rssm.stepsizes import (
     AdaptiveGeometric,
@@ -141,3 +142,18 @@ def test_a_rule_class_instead_of_a_rule_is_named():
         with pytest.raises(TypeError, match=f"stepsize must be a rule, not its class: pass "
                                             rf"{cls.__name__}\(\.\.\.\)"):
             from_spec(cls)
+
+
+def test_a_named_rule_in_minimize_takes_the_problems_parameters_as_the_cli_does():
+    """``stepsize="paper"`` raised "needs delta" in Python while ``rssm solve --stepsize
+    paper`` ran the problem's paper schedule; both now fill what the spec leaves out from
+    the problem's reference rule."""
+    prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=30, n_outliers=30, seed=0)
+    ref = prob.reference_stepsize().describe()
+    a = rssm.minimize(prob, stepsize="paper", max_iter=40, seed=1)
+    b = rssm.minimize(prob, stepsize=prob.reference_stepsize(), max_iter=40, seed=1)
+    assert a.stepsize == ref and np.array_equal(a.x, b.x)
+    c = rssm.minimize(prob, stepsize={"rule": "paper", "delta": 0.5}, max_iter=5)
+    assert c.stepsize == {**ref, "delta": 0.5}
+    with pytest.raises(ValueError, match=r"stepsize: step-size rule 'paper' needs delta"):
+        rssm.minimize(rssm.problems.SparsePCA.synthetic(seed=0), stepsize="paper")

@@ -184,7 +184,7 @@ def minimize(
         rule = kw["stepsize"]
         if rule is None:
             rule = problem.default_stepsize()
-        rule = _check_stepsize("auto" if rule is None else rule)
+        rule = _check_stepsize("auto" if rule is None else rule, problem)
 
         criteria: list[StoppingCriterion] = []
         budget = kw["max_iter"]
@@ -329,12 +329,20 @@ def _legacy_criteria(kw: dict, n_blocks: int, rec: Record) -> list[StoppingCrite
     return out
 
 
-def _check_stepsize(stepsize: Any) -> StepSize:
+def _check_stepsize(stepsize: Any, problem: Problem | None = None) -> StepSize:
     """``stepsize=`` through `rssm.stepsizes.from_spec`, the one spec parser (numbers,
     callables ``(k, ctx)`` with their signature checked, "auto", names, dicts, strings),
-    with messages that name the argument."""
+    with messages that name the argument. A name or dict spec takes the parameters it
+    leaves out from the problem's own rule, else its reference rule, when that is of the
+    same kind (as ``rssm solve --stepsize paper`` does: ``stepsize="paper"`` is the
+    paper's schedule of a paper problem)."""
+    base = None
+    if problem is not None and isinstance(stepsize, (str, dict)) and stepsize != "auto":
+        base = problem.default_stepsize()
+        if base is None:
+            base = problem.reference_stepsize()
     try:
-        return from_spec(stepsize)
+        return from_spec(stepsize, base=base)
     except ValueError as exc:
         text = str(exc)
         raise ValueError(text if text.startswith("stepsize") else f"stepsize: {text}") from None
