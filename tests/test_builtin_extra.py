@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -170,3 +171,23 @@ def test_sparse_basis_default_rule_is_scale_free_and_takes_degenerate_data():
         np.random.default_rng(0).standard_normal((40, 5)) * 1e155, 2))
     assert huge.stop_reason is rssm.StopReason.NON_FINITE
     assert "overflows float64" in huge.message and "scale f or the data" in huge.message
+
+
+def test_sparse_pca_from_data_scales_columns_beyond_float64_squares(tmp_path):
+    """At 1e155 the column norms overflowed, every column was scaled to 0 and the run
+    "converged" on the penalty alone; at 1e-170 they underflowed to 0 and the columns
+    stayed unscaled. In memory the columns are now measured in units of their largest
+    entry (the same data to 2e-16); out of core such data is refused by name."""
+    from rssm.problems import SparsePCA
+
+    a = np.random.default_rng(0).standard_normal((40, 5))
+    ref = np.asarray(SparsePCA.from_data(a, r=2).yt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for c in (1e155, 1e-170):
+            got = np.asarray(SparsePCA.from_data(a * c, r=2).yt)
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1e-15)
+        np.save(tmp_path / "a.npy", a * 1e155)
+        with pytest.raises(ValueError, match=r"a: 5 centred feature\(s\) .* have a norm "
+                                             r"outside float64's range"):
+            SparsePCA.from_data(np.load(tmp_path / "a.npy", mmap_mode="r"), r=2)

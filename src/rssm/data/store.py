@@ -198,6 +198,19 @@ class InMemory(SampleStore):
                 f"{self.chunk_size})")
 
 
+def check_feature_norms(nrm: np.ndarray, top: np.ndarray) -> None:
+    """Refuse centred features whose norm left float64's range (sums of squares of entries
+    beyond about 1e154 overflow, below 1e-154 underflow to 0, and the feature would be
+    scaled to 0 or by inf); ``top`` holds each feature's largest magnitude."""
+    bad = (top > 0) & ~((nrm > 0) & np.isfinite(nrm))
+    if bad.any():
+        raise ValueError(
+            f"a: {int(bad.sum())} centred feature(s) (the first: {int(np.argmax(bad))}, "
+            f"largest entry {float(top[bad][0]):.3g}) have a norm outside float64's range, "
+            "so they cannot be scaled to unit norm; scale the data first (e.g. by its "
+            "largest entry)")
+
+
 class Standardized(SampleStore):
     """Another store's samples with every feature centred (mean 0 over the samples) and,
     with ``normalize``, scaled to unit Euclidean norm (constant features left at 0), on
@@ -224,10 +237,15 @@ class Standardized(SampleStore):
         self.scale = None
         if normalize:
             sq = np.zeros(self.n)
+            top = np.zeros(self.n)
             for _, _, blk in base.chunks():
                 c = blk - self.mean[:, None]
-                sq += np.einsum("ij,ij->i", c, c)
+                with np.errstate(over="ignore", under="ignore"):
+                    sq += np.einsum("ij,ij->i", c, c)
+                if c.size:
+                    np.maximum(top, np.abs(c).max(axis=1), out=top)
             nrm = np.sqrt(sq)
+            check_feature_norms(nrm, top)
             self.scale = np.where(nrm > 0, nrm, 1.0)
 
     def read(self, lo: int, hi: int) -> np.ndarray:

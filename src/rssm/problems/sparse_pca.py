@@ -20,7 +20,7 @@ from rssm._validation import (
     make_rng,
 )
 from rssm.data.chunked import ChunkedData, as_rows_matrix, is_out_of_core
-from rssm.data.store import InMemory, Standardized, one_blas_thread
+from rssm.data.store import InMemory, Standardized, check_feature_norms, one_blas_thread
 from rssm.problem import start_rng
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
 from rssm.stepsizes import Geometric
@@ -80,7 +80,15 @@ class SparsePCA(CompositeProblem):
         arr = as_float_matrix(a, "a", copy=True)
         arr -= arr.mean(axis=0)
         if normalize:
-            nrm = np.linalg.norm(arr, axis=0)
+            with np.errstate(over="ignore", under="ignore"):
+                nrm = np.linalg.norm(arr, axis=0)
+            # Sums of squares leave float64's range for entries beyond about 1e154 or
+            # below 1e-154 (the norm turned inf or 0 and the column came out 0): those
+            # columns are measured in units of their largest entry.
+            top = np.abs(arr).max(axis=0) if arr.size else np.zeros(arr.shape[1])
+            bad = (top > 0) & ~((nrm > 0) & np.isfinite(nrm))
+            if bad.any():
+                nrm[bad] = top[bad] * np.linalg.norm(arr[:, bad] / top[bad], axis=0)
             arr /= np.where(nrm > 0, nrm, 1.0)
         return cls(arr, r, mu)
 
@@ -281,7 +289,9 @@ def _standardized(data: ChunkedData, normalize: bool):
     mean = src.mean(axis=0)
     cen = src - mean
     if normalize:
-        nrm = dask.compute((cen * cen).sum(axis=0) ** 0.5)[0]
+        with np.errstate(over="ignore", under="ignore"):
+            nrm, top = dask.compute((cen * cen).sum(axis=0) ** 0.5, abs(cen).max(axis=0))
+        check_feature_norms(nrm, top)
         cen = cen / np.where(nrm > 0, nrm, 1.0)
     return ChunkedData(cen, rows_are_samples=True, check_finite=False, timeout=data.timeout,
                        name="a")
