@@ -3,6 +3,8 @@ synthetic instances and input validation."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -464,3 +466,35 @@ def test_integer_valued_floats_are_integers_everywhere(rng):
     for kw in (dict(seed=2.5), dict(threads=2.5), dict(record=2.5)):
         with pytest.raises(TypeError):
             rssm.minimize(prob, max_iter=3, **kw)
+
+
+@pytest.mark.parametrize("build", [
+    lambda y: rssm.problems.DPCP.from_data(y, d=2),
+    lambda y: rssm.problems.ODL(y),
+    lambda y: rssm.problems.L1Procrustes(y.T, np.ones((y.shape[1], 1))),
+    lambda y: rssm.problems.SparsePCA(y.T, 2),
+    lambda y: rssm.problems.CompositeProblem(y, 2, rssm.problems.NormLoss.norm()),
+], ids=["dpcp", "odl", "l1_procrustes", "sparse_pca", "composite"])
+def test_data_beyond_float64_squares_is_refused_when_the_problem_is_built(build):
+    """At 1e155 the spectral starts and norms overflowed (a RuntimeWarning, then a run
+    ending non_finite with f = inf although f was finite); at 1e-160 they underflowed to 0
+    (DPCP read every sample as 0). Within [1e-150, 1e150] nothing changes."""
+    y = np.random.default_rng(0).standard_normal((6, 40))
+    for c in (1e155, 1e-160):
+        with pytest.raises(ValueError, match=r"the largest entry is .* outside \[1e-150, "
+                                             r"1e\+150\].*scale the data first"):
+            build(y * c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = rssm.minimize(build(y * 2.0**400), max_iter=5)
+    assert np.isfinite(res.fun)
+
+
+def test_polar_of_a_matrix_far_from_unit_scale():
+    """polar(c Xi) = polar(Xi): the starts' data products (the data's scale squared) are
+    measured in units of their largest entry (at 1e150: "overflow encountered in dot")."""
+    xi = np.random.default_rng(1).standard_normal((6, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for c in (1e200, 1e-200, 1e300):
+            np.testing.assert_allclose(stiefel.polar(xi * c), stiefel.polar(xi), atol=1e-15)

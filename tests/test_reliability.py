@@ -550,8 +550,15 @@ def test_an_overflowing_subgradient_norm_is_said_as_such():
     """ODL on data scaled by 1e155: the subgradient is finite, its squared norm overflows;
     the message says that (before: "the subgradient is not finite")."""
     base = rssm.problems.ODL.synthetic(n=8, m=200, seed=1)
+    # in-memory data at that scale is refused when the problem is built
+    with pytest.raises(ValueError, match=r"y: the largest entry is .* outside \[1e-150, "
+                                         r"1e\+150\].*scale the data first"):
+        rssm.problems.ODL(np.asarray(base.y) * 1e155, None)
+    # an oracle of the user's at that scale: the loop says what overflowed
+    prob = rssm.Problem.from_functions(lambda x: 1e155 * float(np.abs(x).sum()),
+                                        lambda x: 1e155 * np.sign(x), shape=(8, 3))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = rssm.minimize(rssm.problems.ODL(np.asarray(base.y) * 1e155, None), max_iter=5)
+        res = rssm.minimize(prob, max_iter=5)
     assert res.stop_reason is StopReason.NON_FINITE
     assert "the subgradient's squared norm overflows float64 (its entries reach" in res.message

@@ -101,6 +101,23 @@ def as_float_matrix(
     return out
 
 
+#: Data whose largest entry lies outside this range is refused: squares and sums of
+#: squares of its entries leave float64's normal range (2.2e-308 to 1.8e308), and the
+#: norms, Gram matrices and spectral starts built on them turn inf or 0.
+DATA_SCALE = (1e-150, 1e150)
+
+
+def check_data_scale(top: float, what: str) -> None:
+    """Refuse data whose largest magnitude ``top`` lies outside `DATA_SCALE` (0: all-zero
+    data, accepted)."""
+    lo, hi = DATA_SCALE
+    if top and not lo <= top <= hi:
+        raise InvalidValue(what, f"{what}: the largest entry is {top:.3g} in magnitude, "
+                           f"outside [{lo:g}, {hi:g}], where float64 squares and their "
+                           "sums underflow or overflow; scale the data first (e.g. divide "
+                           "by its largest entry)")
+
+
 def check_array_size(shape: tuple[int, ...], what: str) -> None:
     """Refuse sizes whose array could not even be addressed (NumPy would fail deep inside
     with "Maximum allowed dimension exceeded"); the message names ``what``."""

@@ -103,6 +103,10 @@ def block_tangent_projection(
     return xi_c - x @ y
 
 
+#: `polar` rescales input whose largest entry lies outside [_POLAR_UNIT, 1 / _POLAR_UNIT].
+_POLAR_UNIT = 1e-50
+
+
 def polar(xi: np.ndarray) -> np.ndarray:
     """Polar factor of ``xi``: the projection onto St(n, k) (eq. ``eq-polarretr``).
 
@@ -119,6 +123,13 @@ def polar(xi: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (n, k)
     """
+    if xi.size:
+        # polar(c Xi) = polar(Xi) for c > 0: far from 1 (the starts' data products, up to
+        # the data's scale squared), Xi is measured in units of its largest entry first,
+        # so that ||Xi^T Xi - I|| neither overflows nor underflows
+        top = max(float(xi.max()), -float(xi.min()))
+        if top > 0 and not _POLAR_UNIT <= top <= 1.0 / _POLAR_UNIT:
+            xi = xi / top
     q = _polar_gram(xi)
     return q if q is not None else NUMPY_OPS.svd_polar(xi)
 

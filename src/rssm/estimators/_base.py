@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 import rssm
+from rssm._validation import DATA_SCALE
 from rssm.data import ChunkedData, is_out_of_core
 
 try:  # scikit-learn >= 1.6
@@ -175,8 +176,8 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
 
 #: Data whose largest entry lies outside this range is refused (in memory and out of
 #: core): squares and sums of squares of its entries leave float64's normal range
-#: (2.2e-308 to 1.8e308).
-SCALE_RANGE = (1e-150, 1e150)
+#: (2.2e-308 to 1.8e308). The problems' own range (`rssm._validation.DATA_SCALE`).
+SCALE_RANGE = DATA_SCALE
 
 
 def _check_scale(X: np.ndarray, name: str) -> None:

@@ -84,13 +84,13 @@ class CompositeProblem(DataProblem):
 
     def __init__(self, y, p: int, loss: EntrywiseLoss | NormLoss, *, offset=None,
                  sample_weights=None, l1_penalty: float = 0.0, stepsize=None,
-                 name: str = "composite", p_name: str = "p"):
+                 name: str = "composite", p_name: str = "p", y_name: str = "y"):
         if not isinstance(loss, (EntrywiseLoss, NormLoss)):
             raise TypeError(
                 f"loss must be an EntrywiseLoss or a NormLoss (e.g. EntrywiseLoss.l1()), "
                 f"got {type(loss).__name__}"
             )
-        self.yt = self._set_data(y, "y")
+        self.yt = self._set_data(y, y_name)
         n, m = self._store.shape
         # p_name: what a subclass calls the number of columns (sparse PCA: r)
         self.p = as_int(p, p_name, minimum=1, maximum=n, maximum_is="n")

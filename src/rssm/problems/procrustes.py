@@ -14,7 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, as_int, as_positive_float, make_rng
+from rssm._validation import (
+    as_float_matrix,
+    as_int,
+    as_positive_float,
+    check_data_scale,
+    make_rng,
+)
 from rssm.data.chunked import ChunkedData, as_rows_matrix, is_out_of_core
 from rssm.data.store import InMemory
 from rssm.problem import start_rng
@@ -52,12 +58,15 @@ class L1Procrustes(CompositeProblem):
             pb = b.n
         else:
             b = as_float_matrix(b, "b", shape=(m, None))
+            if b.size:
+                check_data_scale(max(float(b.max()), -float(b.min())), "b")
             pb = b.shape[1]
         if pb > n:
             raise ValueError(
                 f"b must have at most n = {n} columns (X is n x p, p <= n), got {pb}"
             )
-        super().__init__(a, pb, EntrywiseLoss.l1(), offset=b, name="l1_procrustes")
+        super().__init__(a, pb, EntrywiseLoss.l1(), offset=b, name="l1_procrustes",
+                         y_name="a")
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod

@@ -47,7 +47,8 @@ class PlantedSparseBasis(CompositeProblem):
     name = "sparse_basis"
 
     def __init__(self, q, p: int, x_true=None):
-        super().__init__(as_rows_matrix(q, "q"), p, EntrywiseLoss.l1(), name="sparse_basis")
+        super().__init__(as_rows_matrix(q, "q"), p, EntrywiseLoss.l1(), name="sparse_basis",
+                         y_name="q")
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod

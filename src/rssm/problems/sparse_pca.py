@@ -64,7 +64,7 @@ class SparsePCA(CompositeProblem):
         data = a if isinstance(a, (Standardized, InMemory)) else as_rows_matrix(a, "a")
         mu = as_positive_float(mu, "mu")
         super().__init__(data, r, EntrywiseLoss.neg_square(), l1_penalty=mu,
-                         name="sparse_pca", p_name="r")
+                         name="sparse_pca", p_name="r", y_name="a")
         self.mu = mu
         self._total_var = self._store.sum_squares()
         self.loadings = stiefel.as_point(loadings, "loadings", self.shape)
