@@ -25,6 +25,10 @@ exclude_patterns = ["_build", "reproduction/*.csv", "reproduction/*.json"]
 autosummary_generate = True
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
 autodoc_typehints = "none"           # the numpydoc sections carry the types
+try:                                 # rssm.torch subclasses torch.optim.Optimizer; the
+    import torch  # noqa: F401       # docs extra does not install torch (a large wheel)
+except ImportError:
+    autodoc_mock_imports = ["torch"]
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False

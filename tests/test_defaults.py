@@ -619,3 +619,15 @@ def test_to_dict_with_arrays_is_strict_json_and_round_trips():
     assert np.isnan(back.trace["error"]).all() and np.isnan(back.trace["stationarity"]).all()
     np.testing.assert_array_equal(back.trace["cost"], res.trace["cost"])
     np.testing.assert_array_equal(back.x, res.x)
+
+
+def test_the_certificate_round_trips_with_its_flags_as_bools():
+    """``from_dict`` read every certificate field but ``converged`` as a number, so
+    ``probed`` came back as 1.0."""
+    import json
+
+    prob = rssm.problems.DPCP.synthetic(n=20, d=3, n_inliers=60, n_outliers=40, seed=0)
+    res = rssm.minimize(prob, seed=0, tol=1e-6)
+    back = rssm.Result.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert back.certificate == res.certificate
+    assert type(back.certificate.probed) is bool and type(back.certificate.converged) is bool

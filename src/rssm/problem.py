@@ -212,7 +212,7 @@ class Problem(abc.ABC):
         >>> prob = rssm.Problem.from_functions(
         ...     lambda X: np.abs(y.T @ X).sum(), lambda X: y @ np.sign(y.T @ X),
         ...     lambda X, c: y @ np.sign(y.T @ X[:, c]), shape=(8, 4), stepsize=1e-3)
-        >>> res = rssm.minimize(prob, n_blocks=2, max_iter=100, seed=0)
+        >>> res = rssm.minimize(prob, options={"n_blocks": 2}, max_iter=100, seed=0)
         >>> bool(res.fun < res.trace["cost"][0])
         True
         """

@@ -39,6 +39,10 @@ class StepContext:
         without moving X_k.
     best : callable, optional
         ``best() -> the least f seen so far``.
+    partition : Partition, optional
+        The run's block partition (RSSM); the attribute of the same name.
+    selection : str, optional
+        The name of RSSM's pair rule; the attribute of the same name.
 
     Attributes
     ----------

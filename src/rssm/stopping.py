@@ -37,11 +37,13 @@ __all__ = [
 class StopReason(str, enum.Enum):
     """Why a run ended.
 
-    Only `CONVERGED` reasons (``converged``, ``target_error``, ``stationary``) make
-    `Result.success` True; the others say that a budget ran out (``max_iter``,
-    ``max_time``), the cost
-    stalled without a convergence test firing (``no_progress``), the user stopped the run
-    (``callback``, ``interrupted``), or a value was not finite (``non_finite``).
+    The built-in criteria make `Result.success` True only with the `CONVERGED` reasons
+    (``converged``, ``target_error``, ``stationary``); a criterion of your own whose
+    ``indicates_convergence`` is True makes it True with whatever reason it returns. The
+    other reasons say that a budget ran out (``max_iter``, ``max_time``), the steps or
+    the cost stalled without a convergence test firing (``stalled``, ``min_step``,
+    ``no_progress``), the user stopped the run (``callback``, ``interrupted``), a value
+    was not finite (``non_finite``) or the data became unreadable (``data_error``).
     """
 
     MAX_ITER = "max_iter"

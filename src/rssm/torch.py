@@ -7,7 +7,7 @@ A parameter W of shape (n, p), n >= p, with W^T W = I is a point of St(n, p). Af
 * `RSSM` draws a random pair {i, j} of its column blocks (Algorithm ``alg-RSSM``, line 2)
   and replaces the columns C = C_i U C_j by the submanifold step of line 3: the partial
   Riemannian subgradient P(G_C) (eq. ``eq-partialRiemsubgrad``), then the projection onto
-  the submanifold block M_{W_-C} (Lemma ``lem-projsubmfdblk``, eq. ``eq-projsubmfdblk``).
+  the submanifold block ``M_{W_-C}`` (Lemma ``lem-projsubmfdblk``, eq. ``eq-projsubmfdblk``).
   The geometry costs four n x p x c products and an n x c polar factor, O(n p c)
   (Prop. ``prop-periteration``), against O(n p^2) for a full retraction. The other
   columns are not touched. Autograd still computes the whole gradient: the saving is in

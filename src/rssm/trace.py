@@ -182,7 +182,8 @@ class Result:
         if kw.get("certificate") is not None:
             from rssm.solvers.certificate import Certificate
 
-            kw["certificate"] = Certificate(**{k: _number(v) if k != "converged" else bool(v)
+            flags = ("converged", "probed")          # the bool fields; the rest numbers
+            kw["certificate"] = Certificate(**{k: bool(v) if k in flags else _number(v)
                                                for k, v in kw["certificate"].items()})
         for key in ("fun", "time", "flops", "error", "feasibility", "stationarity",
                     "fun_last"):

@@ -69,6 +69,8 @@ def median_band(runs: Sequence[Run], axis: str, n_grid: int = 160):
         One per seed.
     axis : {"time", "flops"}
         Horizontal variable.
+    n_grid : int
+        Points of the log grid.
 
     Returns
     -------

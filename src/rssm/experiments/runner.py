@@ -162,8 +162,17 @@ def choose_tuned(cfg: ProblemConfig, rows: Sequence[dict],
 
     Parameters
     ----------
+    cfg : ProblemConfig
+        The problem and its grid of tuned candidates (``cfg.tuned_grid``).
     rows : sequence of dict
         CSV rows (at least those of part "tuning" of this problem).
+    methods : sequence of MethodSpec
+        The methods to choose for (default: the paper's).
+
+    Returns
+    -------
+    dict
+        Method key -> the chosen candidate's step-size spec.
     """
     choice = {}
     for m in methods:

@@ -66,6 +66,9 @@ class CompositeProblem(DataProblem):
         Label in results.
     p_name : str
         The name errors give the number of columns (default "p"; `SparsePCA` says "r").
+    y_name : str
+        The name errors give the data argument (default "y"; `L1Procrustes` and
+        `SparsePCA` say "a", `PlantedSparseBasis` "q").
 
     Examples
     --------
@@ -75,7 +78,7 @@ class CompositeProblem(DataProblem):
     >>> from rssm.problems import CompositeProblem, NormLoss
     >>> y = np.random.default_rng(0).standard_normal((10, 200))
     >>> prob = CompositeProblem(y, 4, NormLoss.huber(0.1), stepsize=1e-3)
-    >>> res = rssm.minimize(prob, n_blocks=2, max_iter=50, seed=0)
+    >>> res = rssm.minimize(prob, options={"n_blocks": 2}, max_iter=50, seed=0)
     >>> bool(res.fun < res.trace["cost"][0])
     True
     """

@@ -68,7 +68,7 @@ to its subgradients' norm, so part 2's bound is weak there), and every straight 
 raises f. Such a point is no minimizer: f falls along the valley, which the zigzag of
 plain subgradient steps follows and a line does not. So `ZIGZAG_STEPS` Riemannian
 subgradient steps are taken from X, of lengths `ZIGZAG_FIRST` ||X||_F times
-`ZIGZAG_FACTOR`^i (from 0.1 down to 6e-4 ||X||_F: every one overshoots a point that is
+`ZIGZAG_FACTOR` ^ i (from 0.1 down to 6e-4 ||X||_F: every one overshoots a point that is
 within the radius of a sharp or smooth minimizer, so none lowers f there); a step that
 lowers f by more than rounding refutes the verdict. Measured (`benchmarks.valley_stalls`
 and docs/convergence.md): it refuted 9 of the 10 ODL stalls found (RSSM, l = 3, 4, 5; seeds
@@ -461,7 +461,7 @@ def probe(problem, x: np.ndarray, direction: np.ndarray, oracle=None,
 def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
            steps: int = ZIGZAG_STEPS, keep: bool = False) -> tuple[bool, int]:
     """(True when none of ``steps`` plain Riemannian subgradient steps from X, of lengths
-    `ZIGZAG_FIRST` ||X||_F `ZIGZAG_FACTOR`^i, lowers f below ``f0`` = f(X) by more than
+    `ZIGZAG_FIRST` ||X||_F `ZIGZAG_FACTOR` ^ i, lowers f below ``f0`` = f(X) by more than
     rounding; the number of steps taken).
 
     With an ``oracle`` (bound to ``x``, the solver's iterate) the steps are taken by the

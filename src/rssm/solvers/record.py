@@ -136,6 +136,8 @@ class TraceRecorder:
         For ``error`` (when it has a ground truth).
     options : Record
         Frequency and columns.
+    every : int
+        Iterations between rows (``options``' frequency, resolved for the run).
     snapshot : bool
         Hand a read-only copy of X to the criteria and observers at each row (needed by a
         callback; one n x p copy per row, off the clock).

@@ -143,6 +143,10 @@ class Auto(StepSize):
         Halvings of the first search, and failures in a row before the factor is held.
     window : float
         Epochs (l/2 RSSM iterations, one RSM iteration) over which D_k is measured.
+    scale : {"gap", "length"}, optional
+        What the success rule scales: None (default) is "gap" for RSM and
+        `rssm.stepsizes.BlockRule` for RSSM; "length" is the success rule on the length
+        (RSSM's rule before `BlockRule`).
     drop_floor : float
         Least factor per epoch by which D_k may fall (and the factor by which it falls
         while the window holds no new best cost), in (0, 1]; default `DROP_FLOOR` (0.6).
@@ -152,10 +156,6 @@ class Auto(StepSize):
         factor in (0, 1) applied to the length every iteration until D_k exists; default
         `START_DECAY` (0.5: 43-45 iterations on the paper's DPCP instead of 48-51).
         None keeps the success rule there.
-    scale : {"gap", "length"}, optional
-        What the success rule scales: None (default) is "gap" for RSM and
-        `rssm.stepsizes.BlockRule` for RSSM; "length" is the success rule on the length
-        (RSSM's rule before `BlockRule`).
     """
 
     def __init__(self, t0: float | None = None, grow: float | None = None,

@@ -143,15 +143,15 @@ class BlockRule(StepSize):
         beta per sweep of the branch for f with rotations between blocks, in (0, 1).
     share_zero : float
         Threshold on ``cross_sq / grad_sq`` at the first iteration, >= 0.
-    frozen : float
-        Cancel ratio in (0, 1] above which the per-sweep branch restarts (default
-        `FROZEN`, 0.8).
     search : bool
         Start the per-sweep branch with Auto's Armijo search (default): a first step
         accepted at the cap (a random start) starts the plateau at 3 times the cap, a
         shorter one (a start close to a solution) is kept and the start with it. False:
         always the plateau (from warm starts of ODL, l = 5, seeds 1-3: 3 of 9 runs then
         end at errors 1e-5 to 3e-5; with the search all 9 end at 1e-10 or below).
+    frozen : float
+        Cancel ratio in (0, 1] above which the per-sweep branch restarts (default
+        `FROZEN`, 0.8).
     """
 
     def __init__(self, sweep_decay: float = SWEEP_DECAY, share_zero: float = SHARE_ZERO,

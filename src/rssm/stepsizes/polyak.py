@@ -38,7 +38,10 @@ class Polyak(StepSize):
     estimate : {"mean", "pair"}
         How RSSM estimates ||grad f(X_k)||^2 (ignored by RSM).
 
-    Raises `StepStall` (the run ends with ``stalled``) once f(X_k) <= f*.
+    Raises
+    ------
+    StepStall
+        Once f(X_k) <= f* (the run ends with ``stalled``).
     """
 
     def __init__(self, f_star: float, scale: float = 1.0, estimate: str = "mean"):
