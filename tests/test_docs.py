@@ -102,3 +102,70 @@ def test_stated_durations_come_from_one_source(doc):
     sub = " ".join(sub.split())
     assert "docs/cli.md" in helptext and "docs/cli.md" in sub
     assert not re.search(r"\d+ (?:minutes|seconds|min|s) on", helptext + sub)
+
+
+def test_documented_parameters_match_the_signatures():
+    """Every public callable (each module's ``__all__``) documents the parameters of its
+    signature, in order, and no others (numpydoc's Parameters section). Pass-throughs are
+    named: ``minimize``'s deprecated ``*args``/``**legacy`` (its Notes) and Pymanopt
+    RSSM's ``**kwargs`` (documented as the options they carry)."""
+    import importlib
+    import inspect
+    import pkgutil
+    import warnings
+
+    pytest.importorskip("numpydoc")
+    from numpydoc.docscrape import NumpyDocString
+
+    import rssm
+
+    passthrough = {"args", "legacy", "kwargs"}
+    names = ["rssm"] + sorted(m.name for m in pkgutil.walk_packages(rssm.__path__, "rssm.")
+                              if not m.name.endswith("__main__"))
+    bad, seen = [], set()
+
+    def check(label, doc, fn, drop_self):
+        if not doc:
+            return
+        try:
+            sig = [p.name for p in inspect.signature(fn).parameters.values()]
+        except (TypeError, ValueError):
+            return
+        if drop_self and sig and sig[0] in ("self", "cls"):
+            sig = sig[1:]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = NumpyDocString(doc)
+        doc_names = [n.strip().lstrip("*") for p in parsed["Parameters"]
+                     for n in p.name.split(",") if n.strip()]
+        if not doc_names:
+            return
+        sig = [n for n in sig if not (n in passthrough and n not in doc_names)]
+        documented = [n for n in doc_names if n in sig or n not in passthrough]
+        if "kwargs" in inspect.signature(fn).parameters:
+            documented = [n for n in documented if n in sig]
+        if documented != sig:
+            bad.append(f"{label}: documented {documented}, signature {sig}")
+
+    for name in names:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        for sym in getattr(mod, "__all__", []):
+            obj = getattr(mod, sym, None)
+            if obj is None or inspect.ismodule(obj) or id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            label = f"{getattr(obj, '__module__', name)}.{sym}"
+            if inspect.isclass(obj):
+                if "__init__" in obj.__dict__ or hasattr(obj, "__dataclass_fields__"):
+                    check(label, inspect.getdoc(obj), obj, False)
+                for attr, val in obj.__dict__.items():
+                    fn = val.__func__ if isinstance(val, (staticmethod, classmethod)) else val
+                    if not attr.startswith("_") and inspect.isfunction(fn):
+                        check(f"{label}.{attr}", inspect.getdoc(fn), fn,
+                              not isinstance(val, staticmethod))
+            elif callable(obj):
+                check(label, inspect.getdoc(obj), obj, False)
+    assert not bad, "\n".join(bad)
