@@ -320,3 +320,47 @@ def test_a_run_that_lost_its_data_exits_1(tmp_path, capsys, monkeypatch):
                                    "file x.npy shrank")
     assert "the run so far is saved in" in captured.err
     assert (tmp_path / "run" / "X.npy").exists()
+
+
+def _with_closed_pipe(args, tmp_path, stream="stdout"):
+    """``rssm ARGS`` with ``stream`` a pipe whose reader has already left."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r, w = os.pipe()
+    os.close(r)                               # no reader: the first write gets EPIPE
+    try:
+        kw = {stream: w, ("stderr" if stream == "stdout" else "stdout"): subprocess.PIPE}
+        proc = subprocess.run([sys.executable, "-m", "rssm", *args], env=env, timeout=300,
+                              cwd=tmp_path, **kw)
+    finally:
+        os.close(w)
+    return proc
+
+
+def test_a_reader_that_leaves_early_does_not_cost_the_run(tmp_path):
+    """``rssm solve ... --out F | head -1``: the summary was printed before --out was
+    written, so the broken pipe lost the run (exit 1, "Broken pipe", no file). The files
+    come first now, and a closed stdout ends the command quietly with 141 (SIGPIPE's)."""
+    proc = _with_closed_pipe(["solve", "odl", "--n", "20", "--out", "run.json"], tmp_path)
+    assert proc.returncode == 141 and proc.stderr == b"", proc.stderr
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert doc["result"]["stop_reason"] == "converged"
+    proc = _with_closed_pipe(["solve", "odl", "--n", "20", "--out", "D"], tmp_path)
+    assert proc.returncode == 141
+    assert sorted(p.name for p in (tmp_path / "D").iterdir()) == ["X.npy", "settings.json",
+                                                                  "trace.csv"]
+
+
+def test_reproduce_goes_on_when_its_progress_lines_have_no_reader(tmp_path):
+    """The progress lines on stderr are advisory: a closed stderr ended the experiment
+    with exit 1 and no figures or report."""
+    proc = _with_closed_pipe(["reproduce", "dpcp", "--budget", "0.01", "--seeds", "1",
+                              "--out", "BP"], tmp_path, stream="stderr")
+    assert proc.returncode == 0, proc.stdout
+    assert {"results.csv", "report.md", "dpcp.png"} <= {p.name for p in (tmp_path / "BP")
+                                                       .iterdir()}
+
+
+def test_an_empty_out_is_refused(tmp_path, capsys):
+    """``--out ""`` wrote X.npy, trace.csv and settings.json into the current folder."""
+    assert main(["solve", "dpcp", "--max-iter", "5", "--out", "", "--quiet"]) == 2
+    assert "argument --out: empty" in capsys.readouterr().err

@@ -64,6 +64,17 @@ def _error(message: str) -> None:
     print(f"rssm: error: {' '.join(message.split())}", file=sys.stderr)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit does not raise again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):     # no file descriptor (a captured stream): nothing to do
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rssm`` command.
 
@@ -76,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0 after a run, 1 when a result file could not be written, 2 for
-        bad usage, 130 after Ctrl-C.
+        bad usage, 130 after Ctrl-C, 141 when the reader of stdout left before the
+        summary was printed (the run and its ``--out`` files are complete).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     args = None
@@ -96,6 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside a run (a run returns what it had: see solve.run)
         print("rssm: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of stdout left (``rssm solve ... | head -1``): the run and its --out
+        # files are done; end quietly, as a command killed by SIGPIPE does
+        _silence_stdout()
+        return 141
     except (ValueError, TypeError) as exc:
         option = solve.option_for(args, getattr(exc, "argument", None)) if args else None
         _error(f"argument {option}: {exc}" if option else str(exc))

@@ -65,6 +65,9 @@ def plan(out: str | None, overwrite: bool) -> Target | None:
     written or would replace an earlier result without ``overwrite``."""
     if out is None:
         return None
+    if not out.strip():
+        # Path("") is ".": the run's files would land in the current folder unasked
+        raise UsageError("argument --out: empty; name a .csv or .json file or a folder")
     path = Path(out)
     folder = path.is_dir() or not path.suffix
     if not folder and path.suffix.lower() not in (".csv", ".json"):

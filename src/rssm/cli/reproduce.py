@@ -50,6 +50,22 @@ def add_parser(sub) -> None:
                      help="no progress bar and no per-run lines")
 
 
+class _StderrLog:
+    """One line per finished run on stderr; advisory: once stderr is gone (a closed pipe),
+    the experiment goes on without it."""
+
+    def __init__(self) -> None:
+        self.alive = True
+
+    def __call__(self, msg: str) -> None:
+        if not self.alive:
+            return
+        try:
+            print(f"rssm: {msg}", file=sys.stderr, flush=True)
+        except (BrokenPipeError, OSError, ValueError):
+            self.alive = False
+
+
 def run(args, argv: Sequence[str]) -> int:
     """Run ``rssm reproduce``; return the exit status (130 after Ctrl-C)."""
     from rssm.experiments import make_configs, render, reproduce
@@ -71,8 +87,7 @@ def run(args, argv: Sequence[str]) -> int:
     # Progress bar on a terminal; one line per finished run otherwise (logs, nohup).
     tty = sys.stderr.isatty()
     progress = False if args.quiet else tty
-    log = None if args.quiet or tty else (lambda msg: print(f"rssm: {msg}", file=sys.stderr,
-                                                           flush=True))
+    log = None if args.quiet or tty else _StderrLog()
     command = "rssm " + " ".join(shlex.quote(a) for a in argv)
     t0 = time.perf_counter()
     try:

@@ -278,7 +278,9 @@ def run(args, argv: Sequence[str]) -> int:
             # a condition on several options: name them all
             opts = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in instance.items())
             raise UsageError(f"the synthetic instance ({opts}): {exc}") from None
-        label = f"{args.problem} {', '.join(f'{k}={v}' for k, v in instance.items())}"
+        # sizes left to the instance (ODL's m) as the instance resolved them
+        shown = {k: getattr(problem, k, v) if v is None else v for k, v in instance.items()}
+        label = f"{args.problem} {', '.join(f'{k}={v}' for k, v in shown.items())}"
     n, p = problem.shape
     if args.method == "rssm" and p < 2:
         raise UsageError(f"argument --method: RSSM needs p >= 2 columns to form 2 blocks, got "
@@ -321,11 +323,15 @@ def run(args, argv: Sequence[str]) -> int:
     extra = problem.summary(res.x) if callable(getattr(problem, "summary", None)) else {}
     rows += [(k.replace("_", " "), f"{v:.6g}") for k, v in extra.items()
              if k not in ("cost", "error")]
-    print(_summary(rows))
     interrupted = res.stop_reason is StopReason.INTERRUPTED
+    written = []
     if target is not None:
+        # the files first: a reader that closes stdout early (``| head``) must not cost
+        # the run
         doc = document(args, argv, res, instance, problem)
         written = output.write(target, doc, res.trace, res.x)
+    print(_summary(rows))
+    if target is not None:
         points = len(res.trace["iteration"])
         print(f"{', '.join(written)} ({points} recorded points) written to {target.path}"
               if target.folder else f"trace: {points} points written to {target.path}")
