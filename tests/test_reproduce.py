@@ -355,3 +355,22 @@ def test_out_under_a_file_is_one_line_exit_2(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rssm: error: argument --out: cannot create")
+
+
+def test_each_seed_line_starts_at_the_starting_error():
+    """On a log axis the start (flops 0) was dropped, so each method seemed to start at
+    the error of its first iterate; it is now drawn as a step down at the first
+    iteration's cost. Time axes whose first row is already > 0 are unchanged."""
+    import numpy as np
+
+    from rssm.experiments.plots import seed_line
+
+    xs, err = np.array([0.0, 4e8, 8e8]), np.array([0.12, 5e-3, 2e-3])
+    xp, ep = seed_line(xs, err)
+    np.testing.assert_array_equal(xp, [4e8, 4e8, 8e8])
+    np.testing.assert_array_equal(ep, [0.12, 5e-3, 2e-3])
+    xt = np.array([1e-3, 2e-3, 3e-3])
+    xp, ep = seed_line(xt, err)
+    np.testing.assert_array_equal(xp, xt)
+    np.testing.assert_array_equal(ep, err)
+    assert seed_line(np.zeros(1), err[:1])[0].size == 0

@@ -107,8 +107,8 @@ FORMATS = ("png", "pdf", "svg")
 
 
 def formats(text: str) -> list[str]:
-    """The figure formats of ``--formats`` (comma-separated), checked."""
-    fmts = [f.strip().lower() for f in text.split(",") if f.strip()]
+    """The figure formats of ``--formats`` (comma-separated), checked; each once."""
+    fmts = list(dict.fromkeys(f.strip().lower() for f in text.split(",") if f.strip()))
     bad = [f for f in fmts if f not in FORMATS]
     if not fmts or bad:
         raise UsageError(f"argument --formats: invalid format(s) {', '.join(bad) or '(none)'} "

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -18,7 +19,7 @@ from rssm.experiments.analysis import Run, median_band, method_order  # noqa: E4
 from rssm.experiments.configs import MethodSpec  # noqa: E402
 from rssm.experiments.io import replace_atomically  # noqa: E402
 
-__all__ = ["STYLES", "plot_comparison"]
+__all__ = ["STYLES", "plot_comparison", "seed_line"]
 
 #: Colour, line style and marker per method key (distinct also in grey print).
 STYLES = {
@@ -32,6 +33,18 @@ _EXTRA = ["tab:red", "tab:purple", "tab:brown", "tab:pink"]
 
 def _style(key: str, i: int):
     return STYLES.get(key, (_EXTRA[i % len(_EXTRA)], "-", "v"))
+
+
+def seed_line(xs: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One run's points on a log axis: those with x > 0, and the start (x = 0, off the
+    axis) as a step, its error held until the first iteration's cost (before, each method
+    seemed to start at the error of its first iterate: RSM near 5e-3, RSSM l = 10 near 0.5,
+    all from 0.12)."""
+    pos = xs > 0
+    xp, ep = xs[pos], err[pos]
+    if xp.size and not pos[0]:
+        xp, ep = np.r_[xp[0], xp], np.r_[err[0], ep]
+    return xp, ep
 
 
 def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
@@ -76,8 +89,8 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
                 continue
             ax.fill_between(grid, lo, hi, color=color, alpha=0.15, linewidth=0)
             for r in group:  # each seed, faint, so a split across seeds stays visible
-                xs = getattr(r, axis)
-                ax.plot(xs[xs > 0], r.error[xs > 0], color=color, linewidth=0.6, alpha=0.35)
+                xp, ep = seed_line(getattr(r, axis), r.error)
+                ax.plot(xp, ep, color=color, linewidth=0.6, alpha=0.35)
             ax.plot(grid, med, color=color, linestyle=ls, linewidth=1.8, label=label,
                     marker=marker, markevery=max(1, grid.size // 6), markersize=5)
     for ax, xlabel in zip(axes, ("flops (model count)", "CPU time (s, solver only)"),
@@ -95,7 +108,9 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
         fig.legend(handles, labels, loc="outside lower center", ncol=2,
                    fontsize=9, framealpha=0.9,
                    title=f"thick line: median of {n_seeds} seeds, drawn until half of them "
-                         "have ended; shaded band: min to max over seeds; thin lines: each seed",
+                         "have ended; shaded band: min to max over seeds;\nthin lines: each "
+                         "seed, from its starting error (a vertical drop at its first "
+                         "iteration's cost)",
                    title_fontsize=9)
     fig.suptitle(title, fontsize=12)
     out_stem = Path(out_stem)
