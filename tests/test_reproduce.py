@@ -374,3 +374,15 @@ def test_each_seed_line_starts_at_the_starting_error():
     np.testing.assert_array_equal(xp, xt)
     np.testing.assert_array_equal(ep, err)
     assert seed_line(np.zeros(1), err[:1])[0].size == 0
+
+
+def test_the_report_of_an_interrupted_run_names_the_seeds_not_yet_in():
+    """An interrupted run (seeds 0-4 asked, 0-2 finished) was reported in the words of a
+    --resume with fewer seeds ("the other seeds' runs were already in the results")."""
+    from rssm.experiments.report import _asked_note
+
+    note = _asked_note([0, 1, 2, 3, 4], [0, 1, 2])
+    assert "seeds 3, 4 have no finished runs yet" in note and "--resume" in note
+    assert "already in the results" not in note
+    assert "already in the results" in _asked_note([0, 1], [0, 1, 2])
+    assert _asked_note([0, 1], [0, 1]) == ""

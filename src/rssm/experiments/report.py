@@ -337,12 +337,23 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict,
 
 
 def _asked_note(asked: list[int], used: list[int]) -> str:
-    """When the last command asked for other seeds than the data hold (``--resume`` with
-    fewer ``--seeds``), say so."""
+    """When the last command asked for other seeds than the data hold, say so: seeds
+    asked for without finished runs (an interrupted run), seeds in the data it did not
+    ask for (``--resume`` with fewer ``--seeds``)."""
     if not asked or asked == used:
         return ""
-    return (f" (the last command asked for seeds {_seeds(asked)}; the other seeds' runs "
-            "were already in the results)")
+    missing = sorted(set(asked) - set(used))
+    extra = sorted(set(used) - set(asked))
+    parts = [f"the last command asked for seeds {_seeds(asked)}"]
+    if missing:
+        # an interrupted run (or one still going): say which seeds are not in yet
+        parts.append(f"seed{'s' if len(missing) > 1 else ''} {_seeds(missing)} "
+                     f"{'have' if len(missing) > 1 else 'has'} no finished runs yet (an "
+                     "interrupted run: continue it with --resume); a method's medians are "
+                     "over the seeds it finished")
+    if extra:
+        parts.append("the other seeds' runs were already in the results")
+    return f" ({'; '.join(parts)})"
 
 
 def _auto_ratio(auto: Sequence[Run], tuned: Sequence[Run]) -> str:
