@@ -387,3 +387,74 @@ def test_numpy_integers_as_seed_and_blocks_and_an_lr_edited_after_construction()
                                          r">= 0, got -0.1"):
         opt.step()
     assert torch.equal(w.detach(), before)
+
+
+def _ortho(n=16, p=8, dtype=torch.float64):
+    return torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(n, p, dtype=dtype)))
+
+
+@pytest.mark.parametrize("make", [lambda w: rt.RSSM([w], lr=0.01, n_blocks=4, seed=0),
+                                  lambda w: rt.RSM([w], lr=0.01)],
+                         ids=["rssm", "rsm"])
+def test_copies_step_and_a_resumed_run_is_the_run_never_stopped(make):
+    """deepcopy, pickle and torch.save of the optimizer kept only torch's fields, so the
+    copy could not step ("no attribute '_pairs'"); and state_dict held no generator state,
+    so a run resumed with load_state_dict drew other block pairs once the 256 saved draws
+    ran out (max|W - W2| = 0.18 after 200 more steps)."""
+    import copy
+    import io
+    import pickle
+
+    torch.manual_seed(0)
+    w = _ortho()
+    opt = make(w)
+    grads = [torch.randn(16, 8, dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(i)) for i in range(700)]
+    for g in grads[:100]:
+        w.grad = g.clone()
+        opt.step()
+    buf = io.BytesIO()
+    torch.save(opt.state_dict(), buf)
+    saved_w = w.detach().clone()
+    copies = [copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))]
+    for c in copies:
+        p = c.param_groups[0]["params"][0]
+        p.grad = grads[100].clone()
+        c.step()
+    w2 = torch.nn.Parameter(saved_w.clone())
+    opt2 = make(w2)
+    buf.seek(0)
+    opt2.load_state_dict(torch.load(buf, weights_only=True))
+    for g in grads[100:]:
+        w.grad, w2.grad = g.clone(), g.clone()
+        opt.step()
+        opt2.step()
+    assert torch.equal(w, w2)
+    assert torch.equal(copies[0].param_groups[0]["params"][0],
+                       copies[1].param_groups[0]["params"][0])
+
+
+def test_argument_edges_a_user_meets():
+    """A NumPy int as a group's n_blocks, a rule returning a scalar tensor and a NumPy
+    float atol are taken; a seed beyond 2**63, a parameter turned float16 after
+    construction and a float32-made start converted to float64 get rssm's own words."""
+    w = _ortho()
+    rt.RSSM([{"params": [w], "n_blocks": np.int64(4)}], seed=0)
+    opt = rt.RSSM([w], lr=lambda k, ctx: torch.tensor(0.1), seed=0)
+    w.grad = torch.ones_like(w)
+    opt.step()
+    rt.RSSM([w], seed=0, atol=np.float32(1e-6))
+    with pytest.raises(ValueError, match=r"atol must be a number > 0"):
+        rt.RSSM([w], seed=0, atol=True)
+    with pytest.raises(ValueError, match=r"seed must be an int in \[0, 2\*\*63\)"):
+        rt.RSSM([w], seed=2**70)
+    lin = torch.nn.Linear(8, 16)
+    torch.nn.init.orthogonal_(lin.weight)
+    with pytest.raises(ValueError, match=r"orthonormal at float32's precision.*atol=1e-4"):
+        rt.RSSM([torch.nn.Parameter(lin.weight.detach().double())])
+    v = _ortho(dtype=torch.float32)
+    opt = rt.RSSM([v], seed=0)
+    v.data = v.data.half()
+    v.grad = torch.ones_like(v)
+    with pytest.raises(TypeError, match=r"now has dtype torch.float16"):
+        opt.step()

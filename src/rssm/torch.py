@@ -158,8 +158,9 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         if seed is not None:
             if (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral)
-                    or seed < 0):
-                raise ValueError(f"seed must be an int >= 0 (Python or NumPy), got {seed!r}")
+                    or not 0 <= seed < 2**63):
+                raise ValueError(f"seed must be an int in [0, 2**63) (Python or NumPy), got "
+                                 f"{seed!r}")
             generator = torch.Generator().manual_seed(int(seed))
         elif generator is None:
             # Follow torch's global seed: torch.manual_seed(s) makes runs reproducible.
@@ -168,9 +169,9 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         self._generator = generator
         self._rule = rule
         self._check_finite = bool(check_finite)
-        if atol is not None and not (isinstance(atol, (int, float)) and atol > 0):
+        if atol is not None and not (_is_number(atol) and math.isfinite(atol) and atol > 0):
             raise ValueError(f"atol must be a number > 0 or None, got {atol!r}")
-        self._atol = atol
+        self._atol = None if atol is None else float(atol)
         super().__init__(params, {"lr": lr0, **defaults})
 
     # -- checks ---------------------------------------------------------------------------
@@ -213,10 +214,16 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             1e-8 if w.dtype == torch.float64 else 1e-4)
         dev = feasibility(w)
         if not dev <= atol:
+            hint = ("initialize it with torch.nn.init.orthogonal_(W) (orthonormal columns "
+                    "for n >= p)")
+            if w.dtype == torch.float64 and dev <= 1e-4:
+                # orthonormal at float32's precision: made in float32, then .double()
+                hint = ("it looks orthonormal at float32's precision (made in float32, then "
+                        "converted?): call torch.nn.init.orthogonal_(W) after .double(), or "
+                        "pass atol=1e-4")
             raise ValueError(
                 f"{name} does not have orthonormal columns: ||W^T W - I||_max = {dev:.3e} "
-                f"exceeds {atol:.0e}; initialize it with torch.nn.init.orthogonal_(W) "
-                "(orthonormal columns for n >= p)"
+                f"exceeds {atol:.0e}; {hint}"
             )
         self._check_group(group, name, p)
 
@@ -224,6 +231,49 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         """Method-specific checks of one parameter's group (block counts)."""
 
     # -- state ----------------------------------------------------------------------------
+    #: Attributes of the optimizer beyond torch's (``defaults``, ``state``,
+    #: ``param_groups``) that a copy must keep; the generator goes as its state.
+    _KEEP = ("_rule", "_check_finite", "_atol")
+
+    def __getstate__(self) -> dict:
+        # torch keeps only defaults, state and param_groups: a deepcopy or pickle of the
+        # optimizer could not step ("no attribute '_rule'"); keep the rest too
+        out = super().__getstate__()
+        out.update({k: self.__dict__[k] for k in self._KEEP})
+        out["_generator_state"] = (str(self._generator.device),
+                                   self._generator.get_state())
+        return out
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        gen = state.pop("_generator_state", None)
+        super().__setstate__(state)
+        if gen is not None:
+            device, rng_state = gen
+            self._generator = torch.Generator(device=device)
+            self._generator.set_state(rng_state)
+        self._reset_caches()
+
+    def _reset_caches(self) -> None:
+        """Caches rebuilt on demand (none here; `RSSM` keeps pair tables and indices)."""
+
+    def state_dict(self) -> dict:
+        """torch's state dict (each parameter's step count, blocks and pending pair draws)
+        and the generator's state (``"generator_state"``), so that a run resumed with
+        `load_state_dict` draws the same block pairs as one never stopped."""
+        out = super().state_dict()
+        out["generator_state"] = self._generator.get_state()
+        return out
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch's `load_state_dict`, and the generator's state when the dict holds one
+        (dicts saved before it did resume with the generator as it is)."""
+        state_dict = dict(state_dict)
+        gen = state_dict.pop("generator_state", None)
+        super().load_state_dict(state_dict)
+        if gen is not None:
+            self._generator.set_state(gen)
+
     @property
     def rule(self) -> StepSize:
         """The step-size rule (a `rssm.stepsizes.Constant` (1) when ``lr`` is a number)."""
@@ -242,6 +292,8 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             return 1.0
         norm = float(torch.linalg.vector_norm(direction))
         out = self._rule(k, TorchStepContext(self.method, n_blocks, cost, norm))
+        if isinstance(out, torch.Tensor) and out.numel() == 1 and not out.is_complex():
+            out = float(out)                     # a scalar tensor, as ``lr`` may be
         if not (_is_number(out) and math.isfinite(out) and out > 0):
             raise ValueError(f"the step-size rule returned gamma_{k} = {out!r}; it must be a "
                              "finite number > 0")
@@ -274,6 +326,12 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             for w in group["params"]:
                 if w.grad is None:
                     continue
+                if w.dtype not in (torch.float32, torch.float64):
+                    # changed after construction (model.half()): the step would lose
+                    # the manifold at that precision
+                    raise TypeError(f"a parameter of param_groups[{gi}] now has dtype "
+                                    f"{w.dtype}; {type(self).__name__} handles float32 "
+                                    "and float64 parameters")
                 if w.grad.is_sparse:
                     raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                 state = self.state[w]
@@ -371,8 +429,14 @@ class RSSM(_StiefelOptimizer):
         super().__init__(params, lr, {"n_blocks": n_blocks}, generator=generator, seed=seed,
                          check_finite=check_finite, atol=atol)
 
+    def _reset_caches(self) -> None:
+        self._index_cache = {}
+        self._pairs = {}
+
     def _check_group(self, group: dict, name: str, p: int) -> None:
         nb = group["n_blocks"]
+        if isinstance(nb, np.integer):      # as the constructor takes it
+            nb = group["n_blocks"] = int(nb)
         if p < 2:
             raise ValueError(
                 f"{name} has p = {p} column; RSSM needs p >= 2 columns to form 2 blocks "
