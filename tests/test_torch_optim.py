@@ -458,3 +458,25 @@ def test_argument_edges_a_user_meets():
     v.grad = torch.ones_like(v)
     with pytest.raises(TypeError, match=r"now has dtype torch.float16"):
         opt.step()
+
+
+def test_building_the_optimizer_draws_nothing_from_torchs_global_generator():
+    """Without seed or generator the pair stream follows torch.manual_seed but is no
+    longer drawn from the global generator, whose later draws (dropout, shuffling) are
+    those any other optimizer leaves."""
+    w = _ortho()
+    torch.manual_seed(3)
+    ref = torch.rand(4)
+    torch.manual_seed(3)
+    opt = rt.RSSM([w], n_blocks=4)
+    assert torch.equal(torch.rand(4), ref)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        v = torch.nn.Parameter(w.detach().clone())
+        o = rt.RSSM([v], lr=0.01, n_blocks=4)
+        for i in range(300):
+            v.grad = torch.full_like(v, float(i % 7) - 3.0)
+            o.step()
+        runs.append(v.detach().clone())
+    assert torch.equal(runs[0], runs[1]) and opt.generator is not None

@@ -163,9 +163,10 @@ class _StiefelOptimizer(torch.optim.Optimizer):
                                  f"{seed!r}")
             generator = torch.Generator().manual_seed(int(seed))
         elif generator is None:
-            # Follow torch's global seed: torch.manual_seed(s) makes runs reproducible.
-            generator = torch.Generator().manual_seed(
-                int(torch.randint(0, 2**62, (1,)).item()))
+            # Follow torch's seed without drawing from its global generator (torch's own
+            # optimizers draw nothing; drawing here shifted the user's later dropout and
+            # shuffling draws): torch.manual_seed(s) makes runs reproducible.
+            generator = torch.Generator().manual_seed(torch.initial_seed() % 2**63)
         self._generator = generator
         self._rule = rule
         self._check_finite = bool(check_finite)
@@ -388,8 +389,10 @@ class RSSM(_StiefelOptimizer):
         Source of the block-pair draws (drawn on the generator's device).
     seed : int, optional
         Seed of a fresh CPU generator (instead of ``generator``). With neither, the
-        generator is seeded from torch's global generator, so ``torch.manual_seed``
-        makes runs reproducible.
+        generator is seeded from ``torch.initial_seed()``, so ``torch.manual_seed`` makes
+        runs reproducible, and torch's global generator is not drawn from (the model's
+        later random draws are those it would have with any other optimizer; two
+        optimizers built under one seed draw the same pairs unless given seeds).
     check_finite : bool
         Refuse (FloatingPointError, parameter unchanged) a step with non-finite values.
         The Gram-route test of the polar factor already proves the usual step finite (one
