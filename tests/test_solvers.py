@@ -419,3 +419,29 @@ def test_default_start_is_independent_of_an_instance_drawn_with_the_same_seed():
         prob = rssm.problems.ODL.synthetic(n=6, seed=s)
         res = rssm.minimize(prob, seed=s, max_iter=1, stepsize=1e-3)
         assert res.trace["error"][0] > 0.1, s
+
+
+def test_clip_steps_false_runs_the_rules_steps_as_they_are():
+    """options={"clip_steps": False}: Algorithm alg-RSSM to the letter. The loop shortens
+    no step (``n_clipped`` 0), and one step equals the dense submanifold step with the
+    rule's gamma; with the default a long step is shortened to the block's diameter."""
+    import rssm
+    from rssm import stiefel
+
+    prob = rssm.problems.ODL.synthetic(n=12, seed=0)
+    x0 = prob.initial_point(np.random.default_rng(1))
+    gamma = 5.0                                     # gamma ||P(G_C)|| far beyond 2 sqrt(c)
+    for method, opts in (("rsm", {}), ("rssm", {"n_blocks": 3})):
+        free = rssm.minimize(prob, x0, method=method, stepsize=gamma, max_iter=1, tol=0,
+                             seed=0, options={**opts, "clip_steps": False}, record=1)
+        capped = rssm.minimize(prob, x0, method=method, stepsize=gamma, max_iter=1, tol=0,
+                               seed=0, options=opts, record=1)
+        assert free.n_clipped == 0 and capped.n_clipped == 1
+        assert free.feasibility < 1e-13 and capped.feasibility < 1e-13
+        if method == "rsm":
+            g = prob.subgradient(x0)
+            ref = stiefel.full_retraction_step(x0, stiefel.descent_direction(x0, g), gamma)
+            np.testing.assert_allclose(free.x_last, ref, atol=1e-13)
+        assert np.abs(free.x_last - capped.x_last).max() > 1e-3
+    with pytest.raises(TypeError, match=r"clip_steps must be True or False"):
+        rssm.minimize(prob, options={"clip_steps": 1})

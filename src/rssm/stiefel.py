@@ -243,6 +243,11 @@ def _polar_gram(xi, ops: ArrayOps = NUMPY_OPS):
         gram = xi.T @ xi                                # overwritten (no convergence: rare)
     else:
         ops.add_diag(gram, 1.0)                         # G again (its diagonal to rounding)
+        if float(gram.diagonal().min()) < 0.5:
+            # (g - 1) + 1 is exact for g in [0.5, 2] (Sterbenz) but loses eps / g of a
+            # small g: Xi of small scale (1e-8: feasibility 0.1) needs G itself. Never
+            # in a solver step, where G = I + gamma^2 D^T D >= I.
+            gram = xi.T @ xi
     wv = ops.eigh(gram)
     if wv is None:
         return None

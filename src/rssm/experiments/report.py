@@ -258,6 +258,7 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict,
         "method does not count); it is read at recorded points, so it is rounded up to the "
         "next recorded iteration. Cells give the median over seeds, with \"not reached\" "
         "counted as infinite; `(k/N)` means only k of the N seeds reached the level.",
+        _clip_line(doc),
         _feasibility_line(doc),
         "",
         "SUMMARY_PLACEHOLDER",
@@ -334,6 +335,24 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict,
     at = lines.index("SUMMARY_PLACEHOLDER")
     lines[at:at + 1] = _summary(summary)
     return "\n".join(lines) + "\n"
+
+
+def _clip_line(doc: dict) -> str:
+    """How the runs treated steps longer than the block's diameter."""
+    runs = doc.get("runs", [])
+    clipped = {}
+    for r in runs:
+        part = r.get("key", ["?"])[0]
+        clipped[part] = clipped.get(part, 0) + int(r.get("n_clipped", 0) or 0)
+    if doc.get("settings", {}).get("paper_steps_clipped", True):
+        return ("- Steps longer than the diameter of the block they move were shortened to "
+                "it (`rssm.solvers.max_step`, rssm's default) in every run, the paper's "
+                f"step sizes included ({clipped.get('paper', 0)} steps there).")
+    other = sum(v for k, v in clipped.items() if k != "paper")
+    return ("- The paper's step sizes run as Algorithm 1 writes them: no step is shortened "
+            "(`options={'clip_steps': False}`). The tuned grid and `auto` runs keep rssm's "
+            "default, which shortens a step longer than the diameter of the block it moves "
+            f"(`rssm.solvers.max_step`): {other} steps there.")
 
 
 def _asked_note(asked: list[int], used: list[int]) -> str:

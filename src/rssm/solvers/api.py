@@ -224,7 +224,8 @@ def minimize(
         setup = time.perf_counter() - t0
         res = run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
                   observers=obs, snapshot=kw["callback"] is not None,
-                  settings=settings, setup_time=setup, verify=opts.verify_steps)
+                  settings=settings, setup_time=setup, verify=opts.verify_steps,
+                  clip=bool(opts.clip_steps))
     res.threads = rt.describe()
     return res
 

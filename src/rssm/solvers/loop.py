@@ -175,6 +175,7 @@ def run(
     settings: dict[str, Any] | None = None,
     setup_time: float = 0.0,
     verify: int | None = None,
+    clip: bool = True,
 ) -> Result:
     """Run ``solver`` from its state until ``stop`` fires; return a `rssm.Result`.
 
@@ -211,19 +212,22 @@ def run(
         Steps of the check of a verdict of convergence
         (`rssm.solvers.certificate.zigzag`); default 24 on verdicts whose ``cancel``
         exceeds `rssm.solvers.certificate.CHECK_ABOVE`; given, on every verdict.
+    clip : bool
+        Shorten steps longer than `max_step` (default); False takes them as the rule
+        gives them.
     """
     if threads is not None:
         with RunThreads(threads) as rt:
             res = _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
-                       settings or {}, setup_time, verify)
+                       settings or {}, setup_time, verify, clip)
         res.threads = rt.describe()
         return res
     return _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
-                settings or {}, setup_time, verify)
+                settings or {}, setup_time, verify, clip)
 
 
 def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, settings,
-         setup_time, verify=None) -> Result:
+         setup_time, verify=None, clip=True) -> Result:
     opts = record if isinstance(record, Record) else Record(every=record or 10)
     st = solver.state
     st.time = setup_time
@@ -306,7 +310,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 except _Halt:
                     st.time += perf() - t0
                     raise
-                if gamma > max_gamma:
+                if gamma > max_gamma and clip:
                     gamma = max_gamma
                     st.n_clipped += 1
                 values = trial.take(gamma)

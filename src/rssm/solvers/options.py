@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+import numpy as np
+
 from rssm._validation import as_int, describe
 from rssm.blocks import PairSelector, Partition, epoch_iterations, make_selector
 from rssm.solvers.rsm import RSMSolver
@@ -39,6 +41,11 @@ def _check_verify(value) -> None:
         as_int(value, "verify_steps", minimum=0)
 
 
+def _check_clip(value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"clip_steps must be True or False, got {describe(value)}")
+
+
 @dataclass(frozen=True)
 class RSMOptions:
     """Options of RSM.
@@ -52,12 +59,20 @@ class RSMOptions:
         `rssm.solvers.certificate.ZIGZAG_STEPS` (24) on the verdicts whose subgradients
         cancel only in part (``cancel`` above `rssm.solvers.certificate.CHECK_ABOVE`);
         given, on every verdict (docs/convergence.md, "the zigzag check").
+    clip_steps : bool
+        Shorten a step longer than the diameter of the block it moves,
+        ``||gamma P(G_C)||_F <= rssm.solvers.max_step(|C|)`` (default True; counted in
+        ``Result.n_clipped``). False runs the rule's steps as they are, Algorithm
+        ``alg-RSSM`` to the letter (what ``rssm reproduce`` does for the paper's
+        schedules).
     """
 
     verify_steps: int | None = None
+    clip_steps: bool = True
 
     def __post_init__(self) -> None:
         _check_verify(self.verify_steps)
+        _check_clip(self.clip_steps)
 
     def epoch_iterations(self, p: int) -> float:
         return 1.0
@@ -80,16 +95,21 @@ class RSSMOptions:
         Subgradient steps of the check that confirms a verdict of convergence before the
         run stops (`rssm.solvers.certificate.zigzag`; 0 turns it off), as for RSM
         (`RSMOptions`).
+    clip_steps : bool
+        Shorten a step longer than the diameter of the block it moves (default True),
+        as for RSM (`RSMOptions`); False: Algorithm ``alg-RSSM`` to the letter.
     """
 
     n_blocks: int | None = None
     partition: Partition | Sequence[Sequence[int]] | None = None
     selection: str | PairSelector = "uniform"
     verify_steps: int | None = None
+    clip_steps: bool = True
 
     def __post_init__(self) -> None:
         make_selector(self.selection)         # a bad name fails here, at the door
         _check_verify(self.verify_steps)
+        _check_clip(self.clip_steps)
         if self.n_blocks is not None:
             as_int(self.n_blocks, "n_blocks")
 
