@@ -498,3 +498,41 @@ def test_polar_of_a_matrix_far_from_unit_scale():
         warnings.simplefilter("error")
         for c in (1e200, 1e-200, 1e300):
             np.testing.assert_allclose(stiefel.polar(xi * c), stiefel.polar(xi), atol=1e-15)
+
+
+def test_error_metrics_refuse_what_they_cannot_measure():
+    """A zero or scaled X read as a perfect recovery (subspace_distance 0.0), 2 X gave
+    dictionary_error 2.5 where its formula gives 5, fewer columns than the ground truth
+    gave error 0 and a (5, 1) X broadcast against (5, 2); each is refused by name now.
+    Lists are read as matrices, and a float32 ground truth is taken at float32's
+    precision (as a float32 start)."""
+    from rssm.problems import (
+        L1Procrustes,
+        PlantedSparseBasis,
+        SparsePCA,
+        signed_permutation_distance,
+    )
+
+    s, x = np.eye(4)[:, :1], np.eye(4)[:, 1:]
+    for bad in (0 * x, 2 * x):
+        with pytest.raises(ValueError, match=r"subspace_distance: the columns of x must "
+                                             r"have unit norm"):
+            subspace_distance(s, bad)
+    with pytest.raises(ValueError, match=r"dictionary_error: the columns of x must"):
+        dictionary_error(2 * np.eye(5), np.eye(5))
+    with pytest.raises(ValueError, match=r"they need the same shape"):
+        signed_permutation_distance(np.eye(5), np.eye(5)[:, :3])
+    sp = SparsePCA.synthetic(n=20, r=3, m=40, support=3, seed=0)
+    with pytest.raises(ValueError, match=r"x has shape \(20, 2\), expected \(20, 3\)"):
+        sp.error(sp.loadings[:, :2])
+    sb = PlantedSparseBasis.synthetic(n=8, p=3, m=200, seed=0)
+    with pytest.raises(ValueError, match=r"expected \(8, 3\)"):
+        sb.error(sb.x_true[:, :1])
+    with pytest.raises(ValueError, match=r"expected \(5, 2\)"):
+        L1Procrustes.synthetic(m=20, n=5, p=2, seed=0).error(np.eye(5)[:, :1])
+    odl = ODL.synthetic(n=5, seed=0)
+    assert odl.error(odl.dictionary.tolist()) < 1e-14
+    d = DPCP.synthetic(n=12, d=3, n_inliers=100, n_outliers=100, seed=0)
+    single = DPCP(d.yt, 9, d.subspace.astype(np.float32))
+    assert stiefel.feasibility(single.subspace) < 1e-14
+    assert np.abs(single.subspace - d.subspace).max() < 1e-6

@@ -71,7 +71,7 @@ def test_check_point_says_how_far_off():
     assert "x0" in msg and "1.0e-08" in msg and "polar" in msg
     bad = q.copy()
     bad[0, 0] = np.nan
-    with pytest.raises(ValueError, match="nan"):
+    with pytest.raises(ValueError, match="NaN or infinite entries"):
         stiefel.check_point(bad)
 
 
@@ -429,3 +429,27 @@ def test_partial_subgradients_are_unbiased_in_the_averaging_metric(seed, n, p, e
     rg = stiefel.tangent_projection(x, g)
     assert inner == pytest.approx(np.sum(rg * eta), rel=1e-11)
     assert norm2 == pytest.approx(np.sum(rg * rg), rel=1e-11)
+
+
+def test_polar_is_orthonormal_at_every_scale_and_refuses_what_has_no_polar_factor():
+    """Input of small scale (largest entry 1e-8.5 to 1e-2) lost its Gram diagonal in
+    (g - 1) + 1 and came back off the manifold (feasibility 0.1 at 1e-8, also through
+    project_submanifold_block); the zero matrix, n < k and NaN gave silent or raw
+    answers; lists and integers failed."""
+    a = np.random.default_rng(3).standard_normal((20, 5))
+    ref = stiefel.polar(a)
+    for c in (1e-1, 1e-3, 1e-5, 1e-7, 1e-8, 1e-9, 1e-12, 1e-20, 1e20):
+        q = stiefel.polar(c * a)
+        assert stiefel.feasibility(q) < 1e-14, c
+        np.testing.assert_allclose(q, ref, atol=1e-13)
+    x = stiefel.random_point(30, 6, np.random.default_rng(0))
+    small = 1e-8 * np.random.default_rng(1).standard_normal((30, 2))
+    assert stiefel.feasibility(stiefel.project_submanifold_block(x, np.array([1, 2]),
+                                                                 small)) < 1e-14
+    np.testing.assert_array_equal(stiefel.polar([[2, 0], [0, 3], [0, 0]]), np.eye(3, 2))
+    for bad, match in ((np.zeros((5, 2)), "zero matrix"), (np.ones((2, 4)), "n >= k"),
+                       (np.full((3, 2), np.nan), "NaN or infinite")):
+        with pytest.raises(ValueError, match=match):
+            stiefel.polar(bad)
+    with pytest.raises(ValueError, match=r"has 1 NaN or infinite entries"):
+        stiefel.check_point(np.array([[np.inf, 0.0], [0.0, 1.0]]))

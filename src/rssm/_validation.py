@@ -101,6 +101,32 @@ def as_float_matrix(
     return out
 
 
+#: Columns of a metric's arguments must have unit norm to this tolerance.
+UNIT_COLUMNS_ATOL = 1e-6
+
+
+def metric_inputs(x: Any, ref: Any, what: str, names: tuple[str, str] = ("x", "x_star"),
+                  same_shape: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The two arguments of an error metric as float64 matrices: finite, with as many
+    rows, (``same_shape``: as many columns) and columns of unit norm (points of St(n, .)
+    up to rounding; a zero or scaled X read as a perfect recovery before)."""
+    a = as_float_matrix(x, names[0])
+    b = as_float_matrix(ref, names[1])
+    if a.shape[0] != b.shape[0] or (same_shape and a.shape != b.shape):
+        need = "the same shape" if same_shape else "as many rows"
+        raise InvalidValue(names[0], f"{what}: {names[0]} has shape {a.shape} and "
+                                     f"{names[1]} {b.shape}; they need {need}")
+    for name, arr in zip(names, (a, b), strict=True):
+        norms = np.sqrt(np.einsum("ij,ij->j", arr, arr))
+        bad = np.abs(norms - 1.0) > UNIT_COLUMNS_ATOL
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise InvalidValue(name, f"{what}: the columns of {name} must have unit norm "
+                                     f"(points of the Stiefel manifold); column {j} has "
+                                     f"norm {norms[j]:.6g}")
+    return a, b
+
+
 #: Data whose largest entry lies outside this range is refused: squares and sums of
 #: squares of its entries leave float64's normal range (2.2e-308 to 1.8e308), and the
 #: norms, Gram matrices and spectral starts built on them turn inf or 0.

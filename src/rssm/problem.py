@@ -99,6 +99,11 @@ class Problem(abc.ABC):
         """Distance to the ground truth; only when `has_error` is True."""
         raise ValueError(f"{type(self).__name__} has no ground truth, so error(X) is undefined")
 
+    def _error_input(self, x) -> np.ndarray:
+        """``x`` for `error`: a finite float64 matrix of this problem's shape (before, a
+        matrix with fewer columns read as error 0, or broadcast)."""
+        return as_float_matrix(x, "x", shape=self.shape)
+
     # -- starts and defaults --------------------------------------------------------------
     def initial_point(self, rng: int | np.random.Generator | None = None) -> np.ndarray:
         """A starting point; the default is Haar random on St(n, p).

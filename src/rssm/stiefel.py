@@ -123,6 +123,12 @@ def polar(xi: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (n, k)
     """
+    xi = as_float_matrix(xi, "xi")               # lists and integers too; finite, 2-D
+    if xi.shape[0] < xi.shape[1]:
+        raise ValueError(f"polar needs n >= k (an n x k matrix with orthonormal columns "
+                         f"to be), got shape {xi.shape}")
+    if xi.size and not xi.any():
+        raise ValueError("polar of the zero matrix is not defined (any point is as near)")
     if xi.size:
         # polar(c Xi) = polar(Xi) for c > 0: far from 1 (the starts' data products, up to
         # the data's scale squared), Xi is measured in units of its largest entry first,
@@ -454,7 +460,11 @@ def check_point(x: np.ndarray, atol: float = 1e-8, name: str = "x") -> None:
     finite number > 0.
     """
     atol = as_positive_float(atol, "atol")
-    dev = _feasibility(as_float_matrix(x, name, allow_empty=True, finite=False))
+    arr = as_float_matrix(x, name, allow_empty=True, finite=False)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} is not on the Stiefel manifold: it has "
+                         f"{int(arr.size - np.isfinite(arr).sum())} NaN or infinite entries")
+    dev = _feasibility(arr)
     if not np.isfinite(dev) or dev > atol:
         raise ValueError(
             f"{name} is not on the Stiefel manifold: ||{name}^T {name} - I||_max = {dev:.3e} "
@@ -463,13 +473,23 @@ def check_point(x: np.ndarray, atol: float = 1e-8, name: str = "x") -> None:
         )
 
 
+#: Tolerance of a float32 ground truth (as `rssm.problem.FLOAT32_ATOL` for a start).
+_FLOAT32_ATOL = 1e-5
+
+
 def as_point(value, name: str, shape: tuple[int | None, int | None], atol: float = 1e-8):
     """None stays None; anything else must be a finite real matrix of ``shape`` (None: any
     size on that axis) with orthonormal columns (to ``atol``), returned as a float64 copy.
     Used for the ground truths the problems accept (true subspace, dictionary, ...)."""
     if value is None:
         return None
+    single = getattr(value, "dtype", None) == np.float32
     arr = as_float_matrix(value, name, shape=shape, copy=True)
+    if single:
+        # a rounded orthonormal float32 matrix is off by ~1e-7: checked at float32's
+        # precision (as a float32 start), then projected in float64
+        check_point(arr, atol=max(atol, _FLOAT32_ATOL), name=name)
+        return polar(arr)
     check_point(arr, atol=atol, name=name)
     return arr
 

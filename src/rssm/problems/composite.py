@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from rssm._validation import as_float_matrix, as_int, as_positive_float
+from rssm._validation import as_float_matrix, as_int, as_positive_float, metric_inputs
 from rssm.data.chunked import ChunkedData, is_out_of_core
 from rssm.data.engine import DataOracle
 from rssm.problems._data import DataProblem
@@ -162,10 +162,12 @@ def signed_permutation_distance(x: np.ndarray, x_star: np.ndarray) -> float:
 
     The objectives whose ground truth is only defined up to the order and signs of the
     columns (sparse PCA, planted sparse bases) use it as their error. The matching
-    maximizes sum |x_i^T x*_pi(i)| (Hungarian algorithm on p x p, O(p^3)).
+    maximizes sum |x_i^T x*_pi(i)| (Hungarian algorithm on p x p, O(p^3)). Both arguments
+    must be finite, of the same shape, with unit-norm columns (else ValueError).
     """
     from scipy.optimize import linear_sum_assignment
 
+    x, x_star = metric_inputs(x, x_star, "signed_permutation_distance", same_shape=True)
     c = x.T @ x_star
     rows, cols = linear_sum_assignment(-np.abs(c))
     s = np.sign(c[rows, cols])

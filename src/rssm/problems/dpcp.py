@@ -17,6 +17,7 @@ from rssm._validation import (
     check_array_size,
     check_memory,
     make_rng,
+    metric_inputs,
 )
 from rssm.data.chunked import ChunkedData, as_data_matrix
 from rssm.data.engine import DataOracle
@@ -42,8 +43,10 @@ def subspace_distance(s: np.ndarray, x: np.ndarray) -> float:
 
         dist = sqrt( sum 2 s^2 / (1 + sqrt(1 - s^2)) ),
 
-    which is accurate to a few ulps down to 1e-300.
+    which is accurate to a few ulps down to 1e-300. Both arguments must be finite with as
+    many rows and unit-norm columns (else ValueError).
     """
+    s, x = metric_inputs(x=s, ref=x, what="subspace_distance", names=("s", "x"))
     sv = np.linalg.svd(s.T @ x, compute_uv=False)
     sv = np.minimum(sv, 1.0)
     return float(np.sqrt(np.sum(2.0 * sv**2 / (1.0 + np.sqrt(1.0 - sv**2)))))
@@ -169,7 +172,7 @@ class DPCP(DataProblem):
             raise ValueError(
                 "this DPCP instance has no ground-truth subspace, so error(X) is undefined"
             )
-        return subspace_distance(self.subspace, x)
+        return subspace_distance(self.subspace, self._error_input(x))
 
     def initial_point(self, rng=None) -> np.ndarray:
         """The paper's spectral start argmin_{X in St(n,p)} ||Yt^T X||_F^2: the bottom-p

@@ -17,6 +17,7 @@ from rssm._validation import (
     check_array_size,
     check_memory,
     make_rng,
+    metric_inputs,
 )
 from rssm.data.engine import DataOracle
 from rssm.data.store import LayoutWarning
@@ -32,8 +33,12 @@ def dictionary_error(x: np.ndarray, x_star: np.ndarray) -> float:
 
     For unit vectors, 1 - |x_i^T x*_j| = ||x_i - s x*_j||^2 / 2 with s = sign(x_i^T x*_j);
     we evaluate each term that way at the maximizing j, which keeps full relative
-    accuracy for tiny errors where 1 - max|.| would cancel to 0 below ~1e-16.
+    accuracy for tiny errors where 1 - max|.| would cancel to 0 below ~1e-16. That is the
+    formula only for unit vectors: both arguments must be finite with as many rows and
+    unit-norm columns (else ValueError; 2 X read as an error of 2.5 where the formula gives
+    5).
     """
+    x, x_star = metric_inputs(x, x_star, "dictionary_error")
     c = x.T @ x_star  # p x n
     j = np.argmax(np.abs(c), axis=1)
     s = np.sign(c[np.arange(c.shape[0]), j])
@@ -116,7 +121,7 @@ class ODL(DataProblem):
             raise ValueError(
                 "this ODL instance has no ground-truth dictionary, so error(X) is undefined"
             )
-        return dictionary_error(x, self.dictionary)
+        return dictionary_error(self._error_input(x), self.dictionary)
 
     def initial_point(self, rng=None) -> np.ndarray:
         """Haar random on St(n, p) (Section 5.2); ``rng`` is None (a seeded default), an int

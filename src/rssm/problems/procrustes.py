@@ -126,20 +126,27 @@ class L1Procrustes(CompositeProblem):
             raise ValueError(
                 "this L1Procrustes instance has no ground truth, so error(X) is undefined"
             )
-        return float(np.linalg.norm(x - self.x_true))
+        return float(np.linalg.norm(self._error_input(x) - self.x_true))
 
     def initial_point(self, rng=None) -> np.ndarray:
         """polar(A^T B) (deterministic; ``rng`` is ignored): the least-squares Procrustes
         solution when A^T A is a multiple of I, and near it for a tall Gaussian A. Gross
         errors pull it further from X*; RSSM then corrects it. ``rng`` (None, an int seed
-        or a Generator) is checked and not used."""
-        start_rng(rng)
+        or a Generator) is checked and used only when A^T B = 0, where that start does not
+        exist and a Haar-random one is drawn."""
+        rng = start_rng(rng)
         if isinstance(self._store, InMemory) and self.bt is not None:
-            return stiefel.polar(self.yt @ self.bt.T)
-        cross = np.zeros(self.shape)
-        for lo, hi, blk in self._store.chunks():
-            bt = self.bt[:, lo:hi] if self.bt is not None else self._offset_store.read(lo, hi)
-            cross += blk @ bt.T
+            cross = self.yt @ self.bt.T
+        else:
+            cross = np.zeros(self.shape)
+            for lo, hi, blk in self._store.chunks():
+                bt = (self.bt[:, lo:hi] if self.bt is not None
+                      else self._offset_store.read(lo, hi))
+                cross += blk @ bt.T
+        if not cross.any():
+            # A^T B = 0 (B = 0, or B orthogonal to A's columns): no Procrustes start;
+            # the Haar start of any problem
+            return super().initial_point(rng)
         return stiefel.polar(cross)
 
     def reference_stepsize(self):

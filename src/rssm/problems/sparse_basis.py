@@ -111,7 +111,7 @@ class PlantedSparseBasis(CompositeProblem):
             raise ValueError(
                 "this PlantedSparseBasis instance has no ground truth, so error(X) is undefined"
             )
-        return signed_permutation_distance(x, self.x_true)
+        return signed_permutation_distance(self._error_input(x), self.x_true)
 
     def initial_point(self, rng=None) -> np.ndarray:
         """Haar random on St(n, p); ``rng`` is None (a seeded default), an int seed or a

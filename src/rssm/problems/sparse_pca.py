@@ -172,7 +172,7 @@ class SparsePCA(CompositeProblem):
             raise ValueError(
                 "this SparsePCA instance has no ground-truth loadings, so error(X) is undefined"
             )
-        return signed_permutation_distance(x, self.loadings)
+        return signed_permutation_distance(self._error_input(x), self.loadings)
 
     def explained_variance(self, x) -> float:
         """||A X||_F^2 / ||A||_F^2: the fraction of the total variance the loadings explain."""
