@@ -445,3 +445,40 @@ def test_clip_steps_false_runs_the_rules_steps_as_they_are():
         assert np.abs(free.x_last - capped.x_last).max() > 1e-3
     with pytest.raises(TypeError, match=r"clip_steps must be True or False"):
         rssm.minimize(prob, options={"clip_steps": 1})
+
+
+def test_clip_steps_is_recorded_and_a_named_spec_runs_where_the_problems_rule_cannot_be_built():
+    """Result.clip_steps says whether steps were clipped (n_clipped 0 alone could mean
+    either); a named step spec on all-zero data, where the problem's own rule cannot be
+    built (1 / ||A||^2: ZeroDivisionError), runs without it."""
+    import json
+
+    import rssm
+
+    prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=30, n_outliers=20, seed=0)
+    res = rssm.minimize(prob, max_iter=3, options={"clip_steps": False})
+    back = rssm.Result.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert res.clip_steps is False and back.clip_steps is False
+    assert rssm.minimize(prob, max_iter=3).clip_steps is True
+    a = np.zeros((30, 6))
+    b = np.random.default_rng(0).standard_normal((30, 3))
+    zero = rssm.problems.L1Procrustes(a, b)
+    for spec in ("constant:c=0.01", {"rule": "inverse_sqrt", "c": 0.01}):
+        assert rssm.minimize(zero, stepsize=spec, max_iter=5).n_iter >= 1
+    with pytest.raises(ValueError, match=r"needs"):
+        rssm.minimize(zero, stepsize="geometric:mu0=0.1")
+
+
+def test_a_start_accepted_with_a_loose_atol_is_recorded():
+    """Recording the error at iteration 0 of a start accepted with atol=1e-3 (column
+    norms 1.0001) raised from the error metric's unit-norm check."""
+    import warnings
+
+    import rssm
+
+    prob = rssm.problems.DPCP.synthetic(n=20, d=3, n_inliers=60, n_outliers=40, seed=0)
+    x0 = prob.initial_point() * 1.0001
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        res = rssm.minimize(prob, x0, atol=1e-3, max_iter=5)
+    assert np.isfinite(res.trace["error"][0]) and res.n_iter == 5

@@ -91,6 +91,9 @@ class Result:
         Cost evaluations by the solver (rules, trials, best-point tracking).
     n_clipped : int
         Steps shortened to the longest step the loop takes (`rssm.solvers.max_step`).
+    clip_steps : bool
+        Whether the run shortened such steps (``options={"clip_steps": ...}``; False:
+        the rule's steps as they were, so ``n_clipped`` is 0 whatever their length).
     """
 
     x: np.ndarray
@@ -119,6 +122,7 @@ class Result:
     tol: float | None = None
     n_cost: int = 0
     n_clipped: int = 0
+    clip_steps: bool = True
 
     @property
     def success(self) -> bool:

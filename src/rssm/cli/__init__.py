@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from rssm.cli import plot, reproduce, solve
-from rssm.cli._common import Formatter, Parser, UsageError
+from rssm.cli._common import Formatter, Parser, StdoutClosed, UsageError
 from rssm.cli.output import WriteError
 from rssm.cli.solve import problem_options
 from rssm.cli.solve import progress as _solve_progress  # noqa: F401 (tests reach it here)
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside a run (a run returns what it had: see solve.run)
         print("rssm: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
+    except StdoutClosed:
         # the reader of stdout left (``rssm solve ... | head -1``): the run and its --out
         # files are done; end quietly, as a command killed by SIGPIPE does
         _silence_stdout()

@@ -9,13 +9,26 @@ import math
 import types
 import typing
 
-__all__ = ["UsageError", "Parser", "Formatter", "Given", "given", "int_at_least",
-           "positive_int", "nonneg_int", "positive_float", "threads", "formats",
+__all__ = ["UsageError", "StdoutClosed", "out", "Parser", "Formatter", "Given", "given",
+           "int_at_least", "positive_int", "nonneg_int", "positive_float", "threads", "formats",
            "param_type", "first_line"]
 
 
 class UsageError(Exception):
     """Bad command-line usage; becomes ``rssm: error: ...`` and exit status 2."""
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout left (``rssm ... | head -1``); exit status 141, no message."""
+
+
+def out(text: str) -> None:
+    """Print ``text`` on stdout; a closed stdout raises `StdoutClosed` (and only a closed
+    stdout: a broken pipe elsewhere stays an error)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        raise StdoutClosed from None
 
 
 class Parser(argparse.ArgumentParser):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rssm.cli._common import Formatter, UsageError, formats
+from rssm.cli._common import Formatter, UsageError, formats, out
 
 __all__ = ["add_parser", "run"]
 
@@ -38,5 +38,5 @@ def run(args) -> int:
     report = not args.no_report and (path.parent / "results.json").exists()
     written = render(path, args.out, fmts, report=report)
     for w in written:
-        print(w)
+        out(w)
     return 0

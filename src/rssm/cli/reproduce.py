@@ -9,7 +9,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from rssm.cli._common import Formatter, UsageError, formats, positive_float, positive_int
+from rssm.cli._common import (
+    Formatter,
+    UsageError,
+    formats,
+    out,
+    positive_float,
+    positive_int,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -104,6 +111,6 @@ def run(args, argv: Sequence[str]) -> int:
     written = render(Path(args.out) / "results.csv", args.out, fmts, report=True)
     if not args.quiet:
         # the figures and report, and results.csv and results.json beside them
-        print(f"rssm: {len(written) + 2} files written to {args.out} in "
-              f"{time.perf_counter() - t0:.1f} s (report: {Path(args.out) / 'report.md'})")
+        out(f"rssm: {len(written) + 2} files written to {args.out} in "
+            f"{time.perf_counter() - t0:.1f} s (report: {Path(args.out) / 'report.md'})")
     return 0

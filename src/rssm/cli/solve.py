@@ -27,6 +27,7 @@ from rssm.cli._common import (
     first_line,
     nonneg_float,
     nonneg_int,
+    out,
     param_type,
     positive_float,
     positive_int,
@@ -330,11 +331,11 @@ def run(args, argv: Sequence[str]) -> int:
         # the run
         doc = document(args, argv, res, instance, problem)
         written = output.write(target, doc, res.trace, res.x)
-    print(_summary(rows))
+    out(_summary(rows))
     if target is not None:
         points = len(res.trace["iteration"])
-        print(f"{', '.join(written)} ({points} recorded points) written to {target.path}"
-              if target.folder else f"trace: {points} points written to {target.path}")
+        out(f"{', '.join(written)} ({points} recorded points) written to {target.path}"
+            if target.folder else f"trace: {points} points written to {target.path}")
     if interrupted:
         saved = f"; the run so far is saved in {target.path}" if target is not None else ""
         print(f"rssm: interrupted after {res.n_iter} iterations{saved}", file=sys.stderr)

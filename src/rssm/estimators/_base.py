@@ -83,13 +83,23 @@ class SolverMixin:
     ``"max_iter"``) and ``converged_`` (``result_.success``).
     """
 
-    def _solver_params(self) -> dict[str, Any]:
+    def _solver_params(self, random_start: bool = False,
+                       p: int | None = None) -> dict[str, Any]:
+        """The settings the user set, and the seed when the run draws something: a
+        random start, or RSSM's block pairs (``method="rssm"``, or blocks without a
+        method, on two columns or more). ``random_state=None`` then takes one int from
+        NumPy's global state; a run that draws nothing leaves that state alone."""
         params = {k: getattr(self, k) for k in SOLVER_PARAMS if getattr(self, k) is not None}
-        params["seed"] = as_seed(self.random_state)
+        method = params.get("method")
+        rssm_run = (method == "rssm" or (method is None and "n_blocks" in params)) and (
+            p is None or p >= 2)
+        if random_start or rssm_run or self.random_state is not None:
+            params["seed"] = as_seed(self.random_state)
         return params
 
-    def _run(self, problem: rssm.Problem, x0: np.ndarray | None = None) -> rssm.Result:
-        res = _solve(problem, x0, self._solver_params())
+    def _run(self, problem: rssm.Problem, x0: np.ndarray | None = None,
+             random_start: bool = False) -> rssm.Result:
+        res = _solve(problem, x0, self._solver_params(random_start, problem.shape[1]))
         self.result_ = res
         self.n_iter_ = int(res.n_iter)
         self.stop_reason_ = res.stop_reason.value

@@ -162,7 +162,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
                 raise ValueError(f"{name}: dict_init must have orthonormal rows (|D D^T - I| "
                                  "<= 1e-6)")
             x0 = np.ascontiguousarray(init.T)
-        res = self._run(problem, x0)
+        res = self._run(problem, x0, random_start=x0 is None)
         q = res.x
         energy = np.zeros(p)
         for _, _, blk in row_chunks(X):

@@ -217,7 +217,8 @@ def minimize(
                      best=rec.best)
 
         settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
-                    else "Generator", "selection": None if selector is None else selector.name}
+                    else "Generator", "selection": None if selector is None else selector.name,
+                    "clip_steps": bool(opts.clip_steps)}
         cls = METHODS[method][0]
         t0 = time.perf_counter()
         solver = cls(problem, x, part, selector, rng)
@@ -330,6 +331,18 @@ def _legacy_criteria(kw: dict, n_blocks: int, rec: Record) -> list[StoppingCrite
     return out
 
 
+def _base_rule(stepsize: Any, problem: Problem | None) -> StepSize | None:
+    """The problem's own rule, else its reference rule, for a name or dict spec; None when
+    there is none or it cannot be built (data on which it is undefined, e.g. all zero)."""
+    if problem is None or not isinstance(stepsize, (str, dict)) or stepsize == "auto":
+        return None
+    try:
+        base = problem.default_stepsize()
+        return base if base is not None else problem.reference_stepsize()
+    except (ArithmeticError, ValueError):
+        return None
+
+
 def _check_stepsize(stepsize: Any, problem: Problem | None = None) -> StepSize:
     """``stepsize=`` through `rssm.stepsizes.from_spec`, the one spec parser (numbers,
     callables ``(k, ctx)`` with their signature checked, "auto", names, dicts, strings),
@@ -337,13 +350,8 @@ def _check_stepsize(stepsize: Any, problem: Problem | None = None) -> StepSize:
     leaves out from the problem's own rule, else its reference rule, when that is of the
     same kind (as ``rssm solve --stepsize paper`` does: ``stepsize="paper"`` is the
     paper's schedule of a paper problem)."""
-    base = None
-    if problem is not None and isinstance(stepsize, (str, dict)) and stepsize != "auto":
-        base = problem.default_stepsize()
-        if base is None:
-            base = problem.reference_stepsize()
     try:
-        return from_spec(stepsize, base=base)
+        return from_spec(stepsize, base=_base_rule(stepsize, problem))
     except ValueError as exc:
         text = str(exc)
         raise ValueError(text if text.startswith("stepsize") else f"stepsize: {text}") from None

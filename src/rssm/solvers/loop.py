@@ -22,7 +22,7 @@ import numpy as np
 from rssm import stiefel
 from rssm._validation import describe
 from rssm.data.store import DataError
-from rssm.solvers.base import Direction, NonFiniteStep, Solver
+from rssm.solvers.base import Direction, NonFiniteStep, Solver, rounding_zero
 from rssm.solvers.certificate import (
     CHECK_ABOVE,
     FULL_BUNDLE,
@@ -275,6 +275,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             fired = stop.fired()
         stepsize.reset()
         n_still = 0
+        # the block pairs whose direction was 0 at the current X (cleared when X moves):
+        # stationarity needs every pair's, not the last one's (with random pairs, 2
+        # binom(l, 2) draws in a row can miss the one pair that still has a direction)
+        zero_keys: set = set()
         while reason is None:
             k = st.k
             t0 = perf()
@@ -339,6 +343,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 certificate = _checked(cert, solver, st)
             st.time += perf() - t0
             n_still = n_still + 1 if st.step_norm == 0.0 else 0
+            if st.step_norm != 0.0:
+                zero_keys.clear()
+            if d.norm_sq == 0.0:
+                zero_keys.add(d.key)
             if rec.due(st.k):
                 prog = _record(rec, st, certificate, observers)
                 if not math.isfinite(prog.cost):
@@ -351,7 +359,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             if reason is not None:
                 fired = stop.fired()
             elif n_still >= still_limit:
-                halt = _still(solver, st, d, cert, stepsize, n_still)
+                halt = _still(solver, st, d, cert, stepsize, n_still,
+                              len(zero_keys) >= max(1, solver.n_pairs))
                 if halt is not None:
                     raise halt
                 n_still = 0            # a check moved X to a lower point: go on from there
@@ -390,11 +399,26 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                    stepsize, settings, tol, dead, last_certified)
 
 
+def _full_direction_is_zero(st) -> bool:
+    """Whether the full Riemannian subgradient at X is 0 (to working precision): asked
+    when the last block pair's direction was 0 but not every pair has been drawn at this
+    X (one full subgradient, and X does not move)."""
+    x = st.x
+    g = st.oracle.subgradient()
+    neg, _ = stiefel.descent_direction_parts(x, g)
+    norm_sq = float(np.vdot(neg, neg))
+    return norm_sq == 0.0 or rounding_zero(norm_sq, g, x.shape[1])
+
+
 def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
-           n_still: int) -> _Halt | None:
+           n_still: int, all_zero: bool = True) -> _Halt | None:
     """The iterate stopped moving: converged if the certificate says so, else stalled;
-    None when the check of a verdict moved X to a lower point (the run goes on)."""
+    None when the check of a verdict moved X to a lower point (the run goes on), or when
+    the last direction was 0 but not every block pair's has been (``all_zero``) at this X:
+    the run goes on until each pair is drawn."""
     if d.norm_sq == 0.0:
+        if not all_zero and not _full_direction_is_zero(st):
+            return None
         return _Halt(StopReason.CONVERGED, (
             f"the Riemannian subgradient is 0 to working precision (X is stationary; the "
             f"last {n_still} iteration(s), up to iteration {st.k}, left it where it was)"),
@@ -552,7 +576,8 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
         message=message, stationarity=float(rec.last_value("stationarity")), certificate=cl,
         x_last=st.x.copy(), fun_last=float(last_fun),
         best_iteration=st.best_k if use_best else st.k, converged=bool(converged), tol=tol,
-        n_cost=st.n_cost, n_clipped=st.n_clipped)
+        n_cost=st.n_cost, n_clipped=st.n_clipped,
+        clip_steps=bool(settings.get("clip_steps", True)))
     if reason is not StopReason.INTERRUPTED:
         try:
             for obs in observers:
