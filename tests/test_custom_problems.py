@@ -396,3 +396,17 @@ def test_check_subgradient_reports_non_finite_oracles():
         assert words in str(report)
     assert check_subgradient(rssm.Problem.from_functions(cost, sub, part, shape=(12, 4)),
                              rng=0).ok
+
+
+def test_from_torch_warns_once_when_the_cost_does_not_reach_x():
+    """A cost that detaches X (or goes through NumPy) has no path from X in torch's graph:
+    its subgradient 0 made the run "converge" at once, silently; a warning says so now,
+    once per problem."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(20, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    prob = rssm.Problem.from_torch(lambda x: (a @ x.detach()).abs().sum(), shape=(6, 2))
+    with pytest.warns(UserWarning, match=r"does not depend on X through torch operations") \
+            as seen:
+        res = rssm.minimize(prob)
+    assert sum("through torch operations" in str(w.message) for w in seen) == 1
+    assert res.n_iter <= 2

@@ -32,6 +32,7 @@ subdifferential {1}; and jnp.linalg.norm has a NaN gradient at 0. See docs/custo
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -76,12 +77,21 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
             out = call(as_tensor(x, copy=True))
         return _scalar(out, torch)
 
+    warned: list[bool] = []
+
     def subgradient(x: np.ndarray) -> np.ndarray:
         xt = as_tensor(x).requires_grad_(True)
         with torch.enable_grad():
             out = call(xt)
             _scalar(out, torch)
-            if not out.requires_grad:  # cost does not depend on X
+            if not out.requires_grad:  # no path from X to the cost in torch's graph
+                if not warned:
+                    warned.append(True)
+                    warnings.warn(
+                        "the cost given to Problem.from_torch returned a value that does not "
+                        "depend on X through torch operations (X detached, or turned into "
+                        "NumPy and back?); its subgradient is taken as 0, so a run stops at "
+                        "once", UserWarning, stacklevel=2)
                 return np.zeros(xt.shape)
             # allow_unused: a cost that reads other tensors with grad but not X
             (g,) = torch.autograd.grad(out, xt, allow_unused=True)
