@@ -410,3 +410,50 @@ def test_from_torch_warns_once_when_the_cost_does_not_reach_x():
         res = rssm.minimize(prob)
     assert sum("through torch operations" in str(w.message) for w in seen) == 1
     assert res.n_iter <= 2
+
+
+def test_elementwise_losses_complex_autodiff_costs_and_wrong_shapes_are_named():
+    """An EntrywiseLoss whose value summed its argument gave f = 69790.6 where f = 232.6
+    (a scalar broadcast into the buffer), a derivative of the wrong shape broadcast too;
+    complex autodiff costs said "float() argument must be ... not 'complex'";
+    check_subgradient crashed on a transposed subgradient (the bug it is for) and on a
+    cost returning a vector."""
+    from rssm.diagnostics import check_subgradient
+    from rssm.problems import CompositeProblem, EntrywiseLoss
+
+    a = np.random.default_rng(0).standard_normal((40, 6))
+    x = np.eye(6)[:, :2]
+    with pytest.raises(ValueError, match=r"must act elementwise: given an array of shape "
+                                         r"\(2, 40\) it returned shape \(\)"):
+        CompositeProblem(a.T, 2, EntrywiseLoss(lambda t: np.abs(t).sum(), np.sign)).cost(x)
+    with pytest.raises(ValueError, match=r"returned shape \(1, 40\)"):
+        rssm.minimize(CompositeProblem(a.T, 2, EntrywiseLoss(np.abs,
+                                                             lambda t: np.sign(t)[:1])),
+                      max_iter=3)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=r"from_torch must return a real scalar"):
+        rssm.minimize(rssm.Problem.from_torch(lambda y: y.sum() * 1j, shape=(4, 2)),
+                      max_iter=2)
+    assert torch is not None
+
+    class Transposed(rssm.Problem):
+        shape = (6, 2)
+
+        def cost(self, y):
+            return float(np.abs(a @ y).sum())
+
+        def subgradient(self, y):
+            return (a.T @ np.sign(a @ y)).T
+
+    report = check_subgradient(Transposed(), rng=0)
+    assert not report.ok and "returned shape (2, 6)" in str(report)
+
+    class VectorCost(Transposed):
+        def cost(self, y):
+            return np.abs(a @ y).sum(axis=0)
+
+        def subgradient(self, y):
+            return a.T @ np.sign(a @ y)
+
+    report = check_subgradient(VectorCost(), rng=0)
+    assert not report.ok and "cost(X) is a number" in str(report)

@@ -109,6 +109,9 @@ def _scalar(out, torch) -> float:
             f"got {type(out).__name__}"
             + (f" with shape {tuple(out.shape)}" if hasattr(out, "shape") else "")
         )
+    if out.is_complex():
+        raise TypeError("the cost given to Problem.from_torch must return a real scalar, "
+                        f"got dtype {out.dtype}")
     return float(out.item())
 
 
@@ -130,6 +133,9 @@ def jax_oracles(cost: Callable) -> tuple[Callable, Callable]:
                     "the cost given to Problem.from_jax must return a scalar, got shape "
                     f"{getattr(out, 'shape', type(out).__name__)}"
                 )
+            if np.iscomplexobj(out):
+                raise TypeError("the cost given to Problem.from_jax must return a real "
+                                f"scalar, got dtype {out.dtype}")
             return float(out)
 
     def subgradient(x: np.ndarray) -> np.ndarray:

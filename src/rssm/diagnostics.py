@@ -184,8 +184,19 @@ def check_subgradient(
     xs = stiefel.retract(x0, radius * tangent(x0))
     report = SubgradientCheck(repr(problem), x=xs)
     g = np.asarray(problem.subgradient(xs), dtype=np.float64)
+    if g.shape != (n, p):
+        # the bug this check is for (a transposed or flattened subgradient) must be
+        # reported, not crash the comparisons below
+        report.items.append(CheckItem(f"subgradient(X) has X's shape {(n, p)}", math.inf,
+                                      0.0, f"it returned shape {g.shape}"))
+        return report
     rg = stiefel.tangent_projection(xs, g)
-    f_xs = float(problem.cost(xs))
+    out = np.asarray(problem.cost(xs))
+    if out.shape != () and out.size != 1:
+        report.items.append(CheckItem("cost(X) is a number", math.inf, 0.0,
+                                      f"it returned an array of shape {out.shape}"))
+        return report
+    f_xs = float(out.reshape(()))
     # Non-finite values (a NaN gradient, as jnp.linalg.norm has at 0, or a norm that
     # overflows) are reported as such: the comparisons below would crash or read 0.
     broken = []

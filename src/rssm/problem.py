@@ -199,8 +199,9 @@ class Problem(abc.ABC):
         name : str
             Label in results.
         stepsize : StepSize, callable or float, optional
-            Returned by `default_stepsize`. Without it `rssm.minimize` needs ``stepsize=``:
-            a subgradient step depends on the scale of f, which plain callables do not tell.
+            Returned by `default_stepsize`, the rule `rssm.minimize` uses when given none.
+            Without it the default is ``"auto"`` (`rssm.stepsizes.Auto`, which needs no
+            scale of f).
         error : callable, optional
             ``error(X) -> float``, a distance to a known solution (enables ``target_error``).
         subgradient_flops : float

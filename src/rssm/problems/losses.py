@@ -52,7 +52,15 @@ def _apply(fn: ArrayFn, t: np.ndarray, out: np.ndarray) -> np.ndarray:
     if isinstance(fn, np.ufunc) or getattr(fn, "supports_out", False):
         fn(t, out=out)
     else:
-        out[...] = fn(t)
+        res = fn(t)
+        if np.shape(res) != t.shape:
+            # (assigning would broadcast a scalar or a row: a wrong cost, silently)
+            raise ValueError(
+                f"a loss function ({getattr(fn, '__name__', type(fn).__name__)}) must act "
+                f"elementwise: given an array of shape {t.shape} it returned shape "
+                f"{np.shape(res)}; EntrywiseLoss's value and derivative take phi and phi' "
+                "entry by entry (np.abs, not a sum of it)")
+        out[...] = res
     return out
 
 
