@@ -364,3 +364,16 @@ def test_solve_verify_steps_reaches_the_convergence_check(tmp_path):
     assert off["n_iter"] == on["n_iter"] and off["fun"] == on["fun"]
     assert on["n_cost"] == off["n_cost"] + 24 and on["flops"] > off["flops"]
     assert main(["solve", "dpcp", "--verify-steps", "-1"]) == 2
+
+
+def test_no_clip_steps_runs_the_rules_steps_as_they_are(tmp_path):
+    """--no-clip-steps is options={"clip_steps": False}: the paper's schedule on ODL at
+    l = 5 has steps longer than the block's diameter, shortened by default."""
+    runs = {}
+    for extra in ([], ["--no-clip-steps"]):
+        out = tmp_path / f"r{len(extra)}.json"
+        assert main(["solve", "odl", "--n", "12", "--method", "rssm", "--stepsize", "paper",
+                     "--max-iter", "50", "--quiet", "--out", str(out), *extra]) == 0
+        runs[bool(extra)] = json.loads(out.read_text())["result"]
+    assert runs[False]["clip_steps"] is True and runs[False]["n_clipped"] > 0
+    assert runs[True]["clip_steps"] is False and runs[True]["n_clipped"] == 0

@@ -97,6 +97,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "withdraws it and the run goes on from there; 0 turns it off "
                         "(default: 24 on verdicts whose subgradients cancel only in part, "
                         "cancel above 0.01; given: every verdict)")
+    b.add_argument("--no-clip-steps", action="store_true",
+                   help="take the step rule's steps as they are, Algorithm 1 to the letter "
+                        "(default: a step longer than the diameter of the block it moves is "
+                        "shortened to it; options={'clip_steps': False} in Python)")
     b.add_argument("--stationarity-tol", type=positive_float, default=None, metavar="TOL",
                    help="also record ||P_T(G)||_F and stop once it is at most TOL at a "
                         "recording point (reason stationary; for smooth costs; default: none)")
@@ -242,7 +246,8 @@ def _minimize(problem, x0, args, rule, callback):
                          or args.record_stationarity)
     return rssm.minimize(problem, x0, method=args.method, stepsize=rule,
                          options={"n_blocks": args.blocks, "selection": args.selection,
-                                  "verify_steps": args.verify_steps},
+                                  "verify_steps": args.verify_steps,
+                                  "clip_steps": not args.no_clip_steps},
                          max_iter=args.max_iter, max_time=args.max_time,
                          target_error=args.target_error, seed=args.seed, tol=args.tol,
                          record=record, threads=args.threads, callback=callback,
