@@ -387,3 +387,31 @@ def test_dask_from_npy_workers_read_the_file(dask_client, dpcp_data, tmp_path):
     r1 = rssm.minimize(prob, x0, max_iter=20, seed=6)
     r2 = rssm.minimize(big, x0, max_iter=20, seed=6)
     assert _rel(r2.x, r1.x) < RTOL
+
+
+def test_partitions_and_checks_of_odd_storage_layouts(tmp_path):
+    """A Zarr dataset stored by feature columns ((m, 1) chunks) became one chunk of every
+    sample (500 MB held for a 400 MB file); a Dask array with a zero-length chunk broke
+    the finiteness check ("zero-size array to reduction operation"); RobustSubspace's
+    lifted memmap (center=True) kept its p x m cache in memory (1.8 GB for a 1.2 GB
+    file)."""
+    zarr = pytest.importorskip("zarr")
+    da = pytest.importorskip("dask.array")
+    from rssm.estimators import RobustSubspace
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((200_000, 50))
+    z = zarr.open(str(tmp_path / "a.zarr"), mode="w", shape=a.shape, chunks=(200_000, 1),
+                  dtype="f8")
+    z[:] = a
+    data = rssm.data.samples(z)
+    assert len(data.bounds) > 1 and max(hi - lo for lo, hi in data.bounds) * 8 * 50 <= 64 * 2**20
+    b = rng.standard_normal((2_000, 6))
+    rssm.data.samples(da.from_array(b, chunks=((1_000, 0, 1_000), 6)))
+    b[1_500, 3] = np.nan
+    with pytest.raises(ValueError, match=r"the first is sample 1500"):
+        rssm.data.samples(da.from_array(b, chunks=((1_000, 0, 1_000), 6)))
+    np.save(tmp_path / "x.npy", rng.standard_normal((3_000, 6)))
+    mm = np.load(tmp_path / "x.npy", mmap_mode="r")
+    lifted = RobustSubspace(3, center=True)._problem_data(mm, np.zeros(6), 1.0)
+    assert lifted.cache == "disk"

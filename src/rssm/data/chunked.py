@@ -187,7 +187,9 @@ class ChunkedData(SampleStore):
             return tuple(out)
         k = default_chunk_size(self.m, self.n)
         native = chunks[ax] if chunks else None
-        if native and k < self.m:
+        # whole storage chunks where they fit the default's bytes; a dataset stored by
+        # feature columns ((m, 1) chunks) would otherwise be one chunk of every sample
+        if native and k < self.m and int(native) * 8 * self.n <= DEFAULT_CHUNK_BYTES:
             k = max(int(native), (k // int(native)) * int(native))
         return chunk_bounds(self.m, min(k, self.m))
 
@@ -261,7 +263,10 @@ class ChunkedData(SampleStore):
             import dask
             import dask.array as da
 
-            badrow = ~da.isfinite(self._dask_rows()).all(axis=1)
+            rows = self._dask_rows()
+            if 0 in rows.chunks[0]:       # (a reduction over an empty chunk fails)
+                rows = rows.rechunk({0: tuple(c for c in rows.chunks[0] if c) or (0,)})
+            badrow = ~da.isfinite(rows).all(axis=1)
             bad, first = (int(v) for v in dask.compute(badrow.sum(), da.argmax(badrow)))
             self._raise_nonfinite(bad, first)
             return
