@@ -414,8 +414,8 @@ def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
            n_still: int, all_zero: bool = True) -> _Halt | None:
     """The iterate stopped moving: converged if the certificate says so, else stalled;
     None when the check of a verdict moved X to a lower point (the run goes on), or when
-    the last direction was 0 but not every block pair's has been (``all_zero``) at this X:
-    the run goes on until each pair is drawn."""
+    the last direction was 0, not every block pair's has been at this X (``all_zero``)
+    and the full Riemannian subgradient is not 0 (a pair still has a direction)."""
     if d.norm_sq == 0.0:
         if not all_zero and not _full_direction_is_zero(st):
             return None
