@@ -315,7 +315,9 @@ class RunThreads:
         if self.mode is None:
             return "unchanged pools, chunks on 1 worker (bits depend on the BLAS threads)"
         how = "auto, " if self.mode == "auto" else ""
-        return (f"{how}{self.workers} chunk worker{'s' if self.workers > 1 else ''}, "
+        # "up to": a run uses at most one worker per chunk of its data (a 1-chunk or
+        # Dask problem uses one, or the cluster's), whatever was asked
+        return (f"{how}up to {self.workers} chunk worker{'s' if self.workers > 1 else ''}, "
                 "BLAS 1 thread (bits independent of the worker count)")
 
 
