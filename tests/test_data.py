@@ -415,3 +415,21 @@ def test_partitions_and_checks_of_odd_storage_layouts(tmp_path):
     mm = np.load(tmp_path / "x.npy", mmap_mode="r")
     lifted = RobustSubspace(3, center=True)._problem_data(mm, np.zeros(6), 1.0)
     assert lifted.cache == "disk"
+
+
+def test_out_of_core_data_beyond_float64_squares_is_refused_in_the_finiteness_pass(tmp_path):
+    """In memory such data was refused when a problem was built; out of core it reached
+    the run and ended non_finite at the start. The finiteness pass (no extra read) now
+    refuses it with the same words, for memmaps and Dask arrays."""
+    da = pytest.importorskip("dask.array")
+    a = np.random.default_rng(0).standard_normal((3000, 6))
+    for c in (1e155, 1e-160):
+        np.save(tmp_path / "x.npy", a * c)
+        mm = np.load(tmp_path / "x.npy", mmap_mode="r")
+        for src in (mm, da.from_array(a * c, chunks=(1000, 6))):
+            with pytest.raises(ValueError, match=r"the largest entry is .* outside "
+                                                 r"\[1e-150, 1e\+150\].*scale the data"):
+                rssm.data.samples(src)
+    np.save(tmp_path / "x.npy", a * 2.0**400)
+    prob = rssm.problems.DPCP(rssm.data.samples(np.load(tmp_path / "x.npy", mmap_mode="r")), 3)
+    assert np.isfinite(rssm.minimize(prob, max_iter=3).fun)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from rssm._validation import check_data_scale
 from rssm.data.store import (
     DEFAULT_CHUNK_BYTES,
     STALLED_TIMEOUT,
@@ -256,7 +257,8 @@ class ChunkedData(SampleStore):
         return self.source if self.rows_are_samples else self.source.T
 
     def check_finite(self) -> None:
-        """Raise ValueError if any sample has a NaN or infinite entry (one pass)."""
+        """Raise ValueError if any sample has a NaN or infinite entry, or if the largest
+        entry lies outside `rssm._validation.DATA_SCALE` (one pass)."""
         bad = 0
         first = None
         if self.kind == "dask":
@@ -267,16 +269,24 @@ class ChunkedData(SampleStore):
             if 0 in rows.chunks[0]:       # (a reduction over an empty chunk fails)
                 rows = rows.rechunk({0: tuple(c for c in rows.chunks[0] if c) or (0,)})
             badrow = ~da.isfinite(rows).all(axis=1)
-            bad, first = (int(v) for v in dask.compute(badrow.sum(), da.argmax(badrow)))
-            self._raise_nonfinite(bad, first)
+            bad, first, hi, lo_ = dask.compute(badrow.sum(), da.argmax(badrow), rows.max(),
+                                               rows.min())
+            self._raise_nonfinite(int(bad), int(first))
+            if rows.size:
+                check_data_scale(max(float(hi), -float(lo_)), self.name)
             return
+        top = 0.0
         for lo, _, blk in self.chunks():
             ok = np.isfinite(blk).all(axis=0)
             nb = int(ok.size - np.count_nonzero(ok))
             if nb and first is None:
                 first = lo + int(np.argmin(ok))
             bad += nb
+            if not nb and blk.size:
+                top = max(top, float(blk.max()), -float(blk.min()))   # no copy of blk
         self._raise_nonfinite(bad, first)
+        # the scale the problems refuse in memory ([1e-150, 1e150]), read in the same pass
+        check_data_scale(top, self.name)
 
     def _raise_nonfinite(self, bad: int, first: int | None) -> None:
         if bad:
