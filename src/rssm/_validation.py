@@ -135,6 +135,13 @@ def metric_inputs(x: Any, ref: Any, what: str, names: tuple[str, str] = ("x", "x
 DATA_SCALE = (1e-150, 1e150)
 
 
+def max_abs(arr: np.ndarray) -> float:
+    """max |arr| without a copy of ``arr`` (0 for an empty array; NaN stays NaN)."""
+    if not arr.size:
+        return 0.0
+    return max(float(arr.max()), -float(arr.min()))
+
+
 def check_data_scale(top: float, what: str) -> None:
     """Refuse data whose largest magnitude ``top`` lies outside `DATA_SCALE` (0: all-zero
     data, accepted)."""

@@ -13,7 +13,13 @@ import math
 
 import numpy as np
 
-from rssm._validation import as_float_matrix, as_int, as_positive_float, check_generator
+from rssm._validation import (
+    as_float_matrix,
+    as_int,
+    as_positive_float,
+    check_generator,
+    max_abs,
+)
 
 __all__ = [
     "submanifold_step",
@@ -133,7 +139,7 @@ def polar(xi: np.ndarray) -> np.ndarray:
         # polar(c Xi) = polar(Xi) for c > 0: far from 1 (the starts' data products, up to
         # the data's scale squared), Xi is measured in units of its largest entry first,
         # so that ||Xi^T Xi - I|| neither overflows nor underflows
-        top = max(float(xi.max()), -float(xi.min()))
+        top = max_abs(xi)
         if top > 0 and not _POLAR_UNIT <= top <= 1.0 / _POLAR_UNIT:
             xi = xi / top
     q = _polar_gram(xi)

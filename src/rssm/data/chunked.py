@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import check_data_scale
+from rssm._validation import check_data_scale, max_abs
 from rssm.data.store import (
     DEFAULT_CHUNK_BYTES,
     STALLED_TIMEOUT,
@@ -282,8 +282,8 @@ class ChunkedData(SampleStore):
             if nb and first is None:
                 first = lo + int(np.argmin(ok))
             bad += nb
-            if not nb and blk.size:
-                top = max(top, float(blk.max()), -float(blk.min()))   # no copy of blk
+            if not nb:
+                top = max(top, max_abs(blk))
         self._raise_nonfinite(bad, first)
         # the scale the problems refuse in memory ([1e-150, 1e150]), read in the same pass
         check_data_scale(top, self.name)

@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 import rssm
-from rssm._validation import DATA_SCALE
+from rssm._validation import DATA_SCALE, max_abs
 from rssm.data import ChunkedData, is_out_of_core
 
 try:  # scikit-learn >= 1.6
@@ -175,8 +175,7 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
         # (finite entries, the scale), a chunk at a time.
         top = 0.0
         for _, _, blk in row_chunks(X):
-            if blk.size:
-                top = max(top, float(blk.max()), -float(blk.min()))
+            top = max(top, max_abs(blk))
         _check_top(top, name)
     elif shape[1] != est.n_features_in_:
         raise ValueError(f"X has {shape[1]} features, but {name} is expecting "
@@ -194,9 +193,7 @@ def _check_scale(X: np.ndarray, name: str) -> None:
     """Refuse data at a scale where float64 sums of squares underflow or overflow (at
     1e-300 the estimators' norms were 0 and the fits "converged" at iteration 1 on wrong
     answers; at 1e160 they ended non_finite or raised LAPACK errors)."""
-    if X.size == 0:
-        return
-    _check_top(max(float(X.max()), -float(X.min())), name)   # |X|_max without a copy
+    _check_top(max_abs(X), name)
 
 
 def _check_top(top: float, name: str) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import check_data_scale
+from rssm._validation import check_data_scale, max_abs
 from rssm.blocks import Partition
 from rssm.data.chunked import ChunkedData, as_data_matrix
 from rssm.data.engine import DataOracle, one_pass
@@ -86,9 +86,8 @@ class DataProblem(Problem):
         else:
             arr = as_data_matrix(value, name)
             self._store = arr if isinstance(arr, ChunkedData) else InMemory(arr)
-        if isinstance(self._store, InMemory) and self._store.yt.size:
-            yt = self._store.yt
-            check_data_scale(max(float(yt.max()), -float(yt.min())), name)
+        if isinstance(self._store, InMemory):
+            check_data_scale(max_abs(self._store.yt), name)
         n, m = self._store.shape
         self.m = m
         if layout_check is not None:

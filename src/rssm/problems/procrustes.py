@@ -20,6 +20,7 @@ from rssm._validation import (
     as_positive_float,
     check_data_scale,
     make_rng,
+    max_abs,
 )
 from rssm.data.chunked import ChunkedData, as_rows_matrix, is_out_of_core
 from rssm.data.store import InMemory
@@ -58,8 +59,7 @@ class L1Procrustes(CompositeProblem):
             pb = b.n
         else:
             b = as_float_matrix(b, "b", shape=(m, None))
-            if b.size:
-                check_data_scale(max(float(b.max()), -float(b.min())), "b")
+            check_data_scale(max_abs(b), "b")
             pb = b.shape[1]
         if pb > n:
             raise ValueError(
