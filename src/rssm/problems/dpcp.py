@@ -139,7 +139,8 @@ class DPCP(DataProblem):
         rng = make_rng(seed)
         s = stiefel.random_point(n, d, rng)
         g = rng.standard_normal((d, n_in))
-        inl = s @ (g / np.linalg.norm(g, axis=0))
+        with one_blas_thread():  # the data's bits must not follow the BLAS thread count
+            inl = s @ (g / np.linalg.norm(g, axis=0))
         o = rng.standard_normal((n, n_out))
         out = o / np.linalg.norm(o, axis=0)
         perm = rng.permutation(n_in + n_out)
