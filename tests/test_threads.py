@@ -115,34 +115,60 @@ def test_the_same_call_gives_the_same_bits_for_any_thread_count(method):
         np.testing.assert_array_equal(r.trace["cost"], runs[0].trace["cost"])
 
 
-_SYNTHETIC_HASHES = r"""
-import hashlib, json, numpy as np
-from rssm import problems as P
+_SEEDED_HASHES = r"""
+import hashlib, json, warnings
+import numpy as np
+from rssm import problems as P, stiefel
+from rssm.estimators import OrthogonalSparsePCA, RobustSubspace
+warnings.simplefilter("ignore")
+h = lambda a: hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()
 out = {}
 for name in ("DPCP", "ODL", "L1Procrustes", "SparsePCA", "PlantedSparseBasis"):
     prob = getattr(P, name).synthetic(seed=0)
     for key, val in sorted(vars(prob).items()):
         if isinstance(val, np.ndarray):
-            out[name + "." + key] = hashlib.sha1(np.ascontiguousarray(val).tobytes()).hexdigest()
+            out[name + "." + key] = h(val)
+# sizes at which OpenBLAS sums on one thread in another order than on several
+big = {"ODL": P.ODL.synthetic(n=30, seed=0).y,
+       "DPCP": P.DPCP.synthetic(n=300, d=150, n_inliers=200, n_outliers=400, seed=0).yt,
+       "SparsePCA": P.SparsePCA.synthetic(n=300, m=400, seed=0).yt,
+       "PlantedSparseBasis": P.PlantedSparseBasis.synthetic(n=50, m=5000, seed=0).x_true,
+       "random_point": stiefel.random_point(300, 150, np.random.default_rng(0))}
+out.update({"big " + k: h(v) for k, v in big.items()})
+rng = np.random.default_rng(5)
+l1 = P.L1Procrustes(rng.standard_normal((3000, 80)), rng.standard_normal((3000, 40)))
+out["L1Procrustes.initial_point"] = h(l1.initial_point(0))
+x = np.vstack([rng.standard_normal((1500, 3)) @ rng.standard_normal((3, 200)) + 0.5,
+               rng.standard_normal((1000, 200))])
+out["RobustSubspace"] = h(RobustSubspace(3, center=True, random_state=0,
+                                         max_iter=30).fit(x).components_)
+x3 = rng.standard_normal((400, 300)) @ np.diag(np.linspace(1, 3, 300))
+out["OrthogonalSparsePCA"] = h(OrthogonalSparsePCA(5, mu=0.3, random_state=0,
+                                                   max_iter=30).fit(x3).components_)
 print(json.dumps(out))
 """
 
 
-def test_synthetic_instances_do_not_depend_on_the_blas_thread_count():
-    """``synthetic(seed=s)`` is the same data whatever the machine's BLAS thread count (the
-    one product outside a run, DPCP's S G, summed in the same order on one thread as on
-    several: before the fix ``OPENBLAS_NUM_THREADS=1`` changed DPCP's last bits)."""
+def test_seeded_data_starts_and_fits_do_not_depend_on_the_blas_thread_count():
+    """What a seed or the data decide outside a run is the same whatever the machine's BLAS
+    thread count: every built-in's ``synthetic(seed=0)`` (and larger instances, where
+    OpenBLAS on one thread sums products and QRs in another order than on several),
+    ``initial_point(s)``, `rssm.stiefel.random_point` and the estimators' fits (their
+    scatter, Gram and eigendecompositions). Before the fix ``OPENBLAS_NUM_THREADS=1``
+    changed DPCP's, ODL's, sparse PCA's and the sparse basis's data, l1 Procrustes' start
+    and the fits of `RobustSubspace(center=True)` and `OrthogonalSparsePCA`."""
     import os
 
     hashes = []
     for threads in ("1", "3"):
         env = dict(os.environ, OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads)
-        out = subprocess.run([sys.executable, "-c", _SYNTHETIC_HASHES], capture_output=True,
-                             text=True, env=env, timeout=300)
+        out = subprocess.run([sys.executable, "-c", _SEEDED_HASHES], capture_output=True,
+                             text=True, env=env, timeout=600)
         assert out.returncode == 0, out.stderr
         hashes.append(json.loads(out.stdout))
-    assert len(hashes[0]) >= 10
-    assert hashes[0] == hashes[1]
+    assert len(hashes[0]) >= 18
+    differ = sorted(k for k in hashes[0] if hashes[0][k] != hashes[1][k])
+    assert not differ, differ
 
 
 def test_concurrent_runs_in_two_python_threads_agree_with_a_run_alone():

@@ -44,8 +44,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["check_threads", "RunThreads", "parallel_for", "workers", "MAX_WORKERS",
-           "usable_cores", "single_blas"]
+__all__ = ["check_threads", "one_blas_thread", "RunThreads", "parallel_for", "workers",
+           "MAX_WORKERS", "usable_cores", "single_blas"]
 
 #: Upper bound on the chunk workers of ``threads="auto"``.
 MAX_WORKERS = 8
@@ -151,6 +151,22 @@ def single_blas():
         yield
     finally:
         _exit_single_blas()
+
+
+def one_blas_thread(fn: Callable) -> Callable:
+    """Decorator: ``fn`` runs with BLAS at one thread (`single_blas`), so what it computes
+    does not depend on the machine's BLAS thread count (OpenBLAS sums a product in another
+    order on one thread than on several). For what a seed or the data decide outside a run:
+    ``synthetic(seed=s)``, ``initial_point(s)``, `rssm.stiefel.random_point`, the
+    estimators' preprocessing."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with single_blas():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 # -- the worker pool ------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from rssm.estimators._base import (
     row_chunks,
 )
 from rssm.problems import ODL
+from rssm.threads import one_blas_thread as _one_blas_thread
 
 __all__ = ["OrthogonalDictionaryLearning"]
 
@@ -122,6 +123,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         if self.transform_algorithm == "threshold":
             check_float(self.transform_alpha, "transform_alpha", name, open_lo=False)
 
+    @_one_blas_thread
     def fit(self, X, y=None):
         """Learn the dictionary from X (n_samples, n_features); ``y`` is ignored.
 

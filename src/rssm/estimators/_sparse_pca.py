@@ -26,6 +26,7 @@ from rssm.estimators._base import (
     row_chunks,
 )
 from rssm.problems import SparsePCA
+from rssm.threads import one_blas_thread as _one_blas_thread
 
 __all__ = ["OrthogonalSparsePCA"]
 
@@ -115,6 +116,7 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         self.tol = tol
         self.random_state = random_state
 
+    @_one_blas_thread
     def fit(self, X, y=None):
         """Fit the sparse loadings to X (n_samples, n_features); ``y`` is ignored.
 

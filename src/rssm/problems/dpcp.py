@@ -26,6 +26,7 @@ from rssm.problem import start_rng
 from rssm.problems._data import DataProblem
 from rssm.problems.losses import NormLoss
 from rssm.stepsizes import PaperSchedule
+from rssm.threads import one_blas_thread as _one_blas_thread
 
 __all__ = ["DPCP", "subspace_distance"]
 
@@ -94,6 +95,7 @@ class DPCP(DataProblem):
             self.subspace = s
 
     @classmethod
+    @_one_blas_thread
     def from_data(cls, yt, d: int | None = None, p: int | None = None, subspace=None) -> DPCP:
         """Build from a user's data matrix (n x m, points as columns), with either the
         subspace dimension ``d`` (then p = n - d) or ``p`` directly."""
@@ -107,6 +109,7 @@ class DPCP(DataProblem):
         return cls(arr, p, subspace)
 
     @classmethod
+    @_one_blas_thread
     def synthetic(
         cls,
         n: int = 100,
@@ -139,8 +142,7 @@ class DPCP(DataProblem):
         rng = make_rng(seed)
         s = stiefel.random_point(n, d, rng)
         g = rng.standard_normal((d, n_in))
-        with one_blas_thread():  # the data's bits must not follow the BLAS thread count
-            inl = s @ (g / np.linalg.norm(g, axis=0))
+        inl = s @ (g / np.linalg.norm(g, axis=0))
         o = rng.standard_normal((n, n_out))
         out = o / np.linalg.norm(o, axis=0)
         perm = rng.permutation(n_in + n_out)
@@ -175,6 +177,7 @@ class DPCP(DataProblem):
             )
         return subspace_distance(self.subspace, self._error_input(x))
 
+    @_one_blas_thread
     def initial_point(self, rng=None) -> np.ndarray:
         """The paper's spectral start argmin_{X in St(n,p)} ||Yt^T X||_F^2: the bottom-p
         eigenvectors of Yt Yt^T (deterministic; ``rng``, None, an int seed or a Generator as
