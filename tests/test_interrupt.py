@@ -51,7 +51,7 @@ def test_interrupt_in_the_step_size_returns_the_run_so_far(prob, method, k):
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.INTERRUPTED and not res.success
-    assert res.n_iter == k and res.message == f"interrupted by the user after {k} iterations"
+    assert res.n_iter == k and res.message == f"interrupted by the user after {k} iteration{'' if k == 1 else 's'}"
     np.testing.assert_array_equal(res.x, ref.x)
     # the last row is recomputed after the interrupt from freshly rebuilt caches, which may
     # differ from the incremental ones in the last bit
@@ -305,3 +305,40 @@ def test_resume_restores_a_run_log_entry_lost_to_a_kill(reference_reproduction, 
     assert proc.returncode == 0, err
     doc = json.loads((out / "results.json").read_text())
     assert len(doc["runs"]) == 8
+
+
+def test_interrupt_while_the_result_is_put_together_returns_it():
+    """Ctrl-C after the last iteration, inside the error evaluation of the finished run
+    (ODL's signed permutation distance or a Dask ground truth can take a while), escaped
+    `minimize` and lost the run; now it returns it, ``interrupted``, with the best point."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((40, 8))
+    xs = rssm.stiefel.random_point(8, 3, rng)
+    b = a @ xs
+    calls = {"n": 0, "raise_on": set()}
+
+    def err(x):
+        calls["n"] += 1
+        if calls["n"] in calls["raise_on"]:
+            raise KeyboardInterrupt
+        return float(np.linalg.norm(x - xs))
+
+    def make():
+        return rssm.Problem.from_functions(lambda x: float(np.abs(a @ x - b).sum()),
+                                           lambda x: a.T @ np.sign(a @ x - b), shape=(8, 3),
+                                           error=err)
+
+    base = rssm.minimize(make(), max_iter=50, tol=0, record=100)
+    n_calls = calls["n"]                 # the error's calls of a whole run (its last: _finish)
+    for again in (False, True):
+        calls["n"] = 0
+        calls["raise_on"] = {n_calls, n_calls + 1} if again else {n_calls}
+        res = rssm.minimize(make(), max_iter=50, tol=0, record=100)
+        assert res.stop_reason is StopReason.INTERRUPTED and not res.success
+        assert "while the result was put together" in res.message
+        np.testing.assert_array_equal(res.x, base.x)
+        assert res.fun == base.fun and res.n_iter == 50
+        if again:
+            assert np.isnan(res.error)
+        else:
+            assert res.error == base.error

@@ -277,3 +277,8 @@ def make_rng(seed: Any, name: str = "seed") -> np.random.Generator:
     if seed < 0:
         raise InvalidValue(name, f"{name} must be a non-negative integer, got {seed}")
     return np.random.default_rng(int(seed))
+
+
+def iterations(k: int) -> str:
+    """"1 iteration", "k iterations": the count as a message writes it."""
+    return f"{k} iteration{'' if k == 1 else 's'}"

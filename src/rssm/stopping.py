@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
-from rssm._validation import as_int, as_positive_float
+from rssm._validation import as_int, as_positive_float, iterations
 from rssm.progress import Progress
 
 __all__ = [
@@ -100,7 +100,7 @@ class StoppingCriterion(abc.ABC):
 
     def message(self, progress: Progress) -> str:
         """One line on why the run ended, for `rssm.Result.message`."""
-        return f"{type(self).__name__} fired after {progress.iteration} iterations"
+        return f"{type(self).__name__} fired after {iterations(progress.iteration)}"
 
     def final(self, progress: Progress) -> None:
         """Called once with the last recorded row when the run stopped on a row that was
@@ -164,7 +164,7 @@ class MaxTime(StoppingCriterion):
 
     def message(self, progress: Progress) -> str:
         return (f"reached the time limit ({self.seconds:g} s of solver time) after "
-                f"{progress.iteration} iterations")
+                f"{iterations(progress.iteration)}")
 
     def __repr__(self) -> str:
         return f"MaxTime({self.seconds})"
@@ -217,7 +217,7 @@ class MinStationarity(StoppingCriterion):
 
     def message(self, progress: Progress) -> str:
         return (f"||P_T(G)||_F is at most {self.tol:g} (MinStationarity) after "
-                f"{progress.iteration} iterations")
+                f"{iterations(progress.iteration)}")
 
     def check(self, progress: Progress) -> StopReason | None:
         st = progress.stationarity
@@ -271,7 +271,7 @@ class CostStagnation(StoppingCriterion):
 
     def message(self, progress: Progress) -> str:
         return (f"the best cost did not decrease by more than rtol={self.rtol:g} over "
-                f"{self.window:g} epochs (after {progress.iteration} iterations); not a "
+                f"{self.window:g} epochs (after {iterations(progress.iteration)}); not a "
                 "convergence test")
 
     def __repr__(self) -> str:
@@ -298,7 +298,7 @@ class MinStepNorm(StoppingCriterion):
 
     def message(self, progress: Progress) -> str:
         return (f"the step ||X_k+1 - X_k||_F = {progress.step_norm:.3g} fell below "
-                f"{self.tol:g} after {progress.iteration} iterations")
+                f"{self.tol:g} after {iterations(progress.iteration)}")
 
     def __repr__(self) -> str:
         return f"MinStepNorm({self.tol})"
@@ -318,7 +318,7 @@ class CallbackStop(StoppingCriterion):
         return StopReason.CALLBACK if self.fn(progress) else None
 
     def message(self, progress: Progress) -> str:
-        return f"the callback asked to stop after {progress.iteration} iterations"
+        return f"the callback asked to stop after {iterations(progress.iteration)}"
 
     def final(self, progress: Progress) -> None:
         self.fn(progress)  # the last row of the trace; the return value no longer matters
@@ -421,7 +421,7 @@ class Converged(StoppingCriterion):
     def message(self, progress: Progress) -> str:
         cert = progress.certificate
         how = "" if cert is None else f" ({cert.summary()})"
-        return f"converged after {progress.iteration} iterations{how}"
+        return f"converged after {iterations(progress.iteration)}{how}"
 
     def __repr__(self) -> str:
         return f"Converged(tol={self.tol:g})"

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rssm._validation import iterations
 from rssm.cli import data as data_cli
 from rssm.cli import output, stepsize
 from rssm.cli._common import (
@@ -343,7 +344,7 @@ def run(args, argv: Sequence[str]) -> int:
             if target.folder else f"trace: {points} points written to {target.path}")
     if interrupted:
         saved = f"; the run so far is saved in {target.path}" if target is not None else ""
-        print(f"rssm: interrupted after {res.n_iter} iterations{saved}", file=sys.stderr)
+        print(f"rssm: interrupted after {iterations(res.n_iter)}{saved}", file=sys.stderr)
         return 130
     if res.stop_reason is StopReason.DATA_ERROR:
         # the data could not be read to the end: a script must not take this for a run

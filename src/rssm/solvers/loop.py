@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import describe
+from rssm._validation import describe, iterations
 from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver, rounding_zero
 from rssm.solvers.certificate import (
@@ -372,7 +372,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         reason, message = StopReason.DATA_ERROR, f"iteration {st.k}: {exc}"
         dead = True
     except KeyboardInterrupt:
-        reason, message = StopReason.INTERRUPTED, f"interrupted by the user after {st.k} iterations"
+        reason = StopReason.INTERRUPTED
+        message = f"interrupted by the user after {iterations(st.k)}"
         # The interrupt may have landed between a step's write to x and the cache update,
         # or inside the copy of a new best point: rebuild both from scratch (a pure query
         # of the oracle; with unreachable data it fails, and the run so far is kept as is).
@@ -428,7 +429,7 @@ def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
     if cert is not None and cert.moves != moves:
         return None
     if c is not None and c.converged:
-        return _Halt(StopReason.CONVERGED, f"converged after {st.k} iterations: the step can "
+        return _Halt(StopReason.CONVERGED, f"converged after {iterations(st.k)}: the step can "
                      f"no longer change X and {c.summary()}", converged=True)
     test = ("the convergence test does not hold" if cert is not None
             else "the convergence test is off (tol=0)")
@@ -546,7 +547,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
                 stop.final(_record(rec, st, last, observers))
             except KeyboardInterrupt:
                 reason = StopReason.INTERRUPTED
-                message = f"interrupted by the user after {st.k} iterations"
+                message = f"interrupted by the user after {iterations(st.k)}"
                 converged = False
                 if rec.last_iteration != st.k:
                     _record(rec, st, last, ())
@@ -565,10 +566,31 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     problem = solver.problem
     cl = None if cert is None else cert.last
     part = solver.partition
+    # The run is over: Ctrl-C while its trace and error are put together (the error of
+    # ODL's signed permutation, a Dask problem's ground truth) must not lose it.
+    trace, error = None, math.nan
+    for _attempt in range(3):
+        try:
+            if trace is None:
+                trace = rec.as_dict()
+            if problem.has_error and reason is not StopReason.INTERRUPTED:
+                error = float(problem.error(x))
+            break
+        except KeyboardInterrupt:
+            if reason is not StopReason.INTERRUPTED:
+                message = (f"interrupted by the user after {iterations(st.k)}, while the "
+                           "result was put together (the error was not evaluated)")
+            reason, converged = StopReason.INTERRUPTED, False
+    if trace is None:
+        raise KeyboardInterrupt
+    if problem.has_error and reason is StopReason.INTERRUPTED and math.isnan(error):
+        try:
+            error = float(problem.error(x))
+        except KeyboardInterrupt:
+            pass
     res = Result(
         x=x.copy(), fun=float(fun), n_iter=st.k, time=st.time, flops=st.flops,
-        stop_reason=reason, trace=rec.as_dict(),
-        error=float(problem.error(x)) if problem.has_error else math.nan,
+        stop_reason=reason, trace=trace, error=error,
         feasibility=stiefel.feasibility(x), method=solver.method, n_blocks=solver.n_blocks,
         selection=settings.get("selection"), stepsize=stepsize.describe(),
         seed=settings.get("seed"),
@@ -584,6 +606,6 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
                 obs.finish(res)
         except KeyboardInterrupt:          # the Result is complete: say it was cut short
             res.stop_reason = StopReason.INTERRUPTED
-            res.message = f"interrupted by the user after {st.k} iterations"
+            res.message = f"interrupted by the user after {iterations(st.k)}"
             res.converged = False
     return res
