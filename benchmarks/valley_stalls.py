@@ -34,6 +34,14 @@ l = 3, 5; seeds 1-5, check off, error below 1e-9), it prints the run's own ``can
 the full bundle's ratio for 3, 4 and 6 subgradients at step lengths 1e-10 and 1e-6
 ||X||_F (docs/convergence.md, "RSSM: a bundle of full subgradients").
 
+With ``--l1`` it measures the zigzag's fine phase (`rssm.solvers.certificate.ZIGZAG_FINE`,
+docs/convergence.md, "Narrow valleys"): default calls (RSM, and RSSM with l = 3) on
+f(X) = sum |X^T Y| (St(12, 3), 60 Gaussian samples, seeds 0-11) with the coarse phase
+alone (the check before) and with both, each verdict tested by 300 plain subgradient
+steps of 1e-4 ||X||_F 0.99^k from the returned point (a verdict they refute, lowering f
+by more than 1e-12 of f, is false); then both phases at the solutions of ``_points``
+(error below 1e-9; a phase that lowers f there would withdraw a right verdict).
+
 Iteration counts and verdicts do not depend on the machine's load; no timing is taken.
 """
 
@@ -148,13 +156,87 @@ def full_bundle() -> None:
               + " | ".join(f"{min(c):.2g}-{max(c):.2g}" for c in cols), flush=True)
 
 
+def _l1_cost(seed: int, n: int = 12, p: int = 3, m: int = 60):
+    import rssm
+
+    y = np.random.default_rng(seed).standard_normal((n, m))
+    return rssm.Problem.from_functions(lambda x: float(np.abs(x.T @ y).sum()),
+                                       lambda x: y @ np.sign(y.T @ x), shape=(n, p))
+
+
+def _short_steps_drop(prob, x: np.ndarray, length: float = 1e-4, steps: int = 300) -> float:
+    """How far 300 plain normalized subgradient steps of ``length`` 0.99^k lower f from x,
+    relative to f(x)."""
+    from rssm import stiefel
+
+    y, f0 = x.copy(), float(prob.cost(x))
+    best = f0
+    for k in range(steps):
+        g = stiefel.tangent_projection(y, prob.subgradient(y))
+        y = stiefel.polar(y - length * 0.99**k * g / np.linalg.norm(g))
+        best = min(best, float(prob.cost(y)))
+    return (f0 - best) / abs(f0)
+
+
+def l1_valleys(seeds: int = 12) -> None:
+    """``--l1``: verdicts on an l1 cost with the coarse phase alone and with both."""
+    import warnings
+
+    import rssm
+    from rssm.solvers import certificate as C
+
+    both = C.ZIGZAG_PHASES
+    tally: dict[str, list[int]] = {}
+    print("seed | method | phases | stop | iterations | f | short steps lower f by "
+          "(relative) | cost evaluations")
+    for seed in range(seeds):
+        prob = _l1_cost(seed)
+        for method, opts in (("rsm", None), ("rssm l=3", {"n_blocks": 3})):
+            for tag, phases in (("coarse", both[:1]), ("coarse+fine", both)):
+                C.ZIGZAG_PHASES = phases
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        r = rssm.minimize(prob, seed=0, options=opts)
+                finally:
+                    C.ZIGZAG_PHASES = both
+                drop = _short_steps_drop(prob, r.x)
+                t = tally.setdefault(tag, [0, 0, 0])
+                t[0] += 1
+                t[1] += r.success
+                t[2] += r.success and drop > 1e-12
+                print(f"{seed} | {method} | {tag} | {r.stop_reason.value} | {r.n_iter} | "
+                      f"{r.fun:.6f} | {drop:.1e} | {r.n_cost}", flush=True)
+    for tag, (runs, conv, false) in tally.items():
+        print(f"{tag}: {conv} of {runs} called converged, {false} of them refuted by short "
+              "steps")
+    _, sols = _points()
+    refuted = {}
+    for _label, prob, x, _err, _cancel in sols:
+        for i, first in enumerate(both):
+            C.ZIGZAG_PHASES = (first,)
+            try:
+                ok, _ = C.zigzag(prob, x)
+            finally:
+                C.ZIGZAG_PHASES = both
+            refuted.setdefault(i, []).append(not ok)
+    for i, first in enumerate(both):
+        print(f"phase from {first:g} ||X||_F at {len(sols)} solutions (error below 1e-9): "
+              f"lowers f at {sum(refuted[i])}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.valley_stalls",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-iter", type=int, default=3000)
     ap.add_argument("--full-bundle", action="store_true",
                     help="only: the full bundle's ratio at stalls and at solutions")
+    ap.add_argument("--l1", action="store_true",
+                    help="only: the zigzag's fine phase on an l1 cost and at solutions")
     args = ap.parse_args(argv)
+    if args.l1:
+        l1_valleys()
+        return 0
     if args.full_bundle:
         full_bundle()
         return 0

@@ -300,11 +300,54 @@ def test_the_default_call_on_odl_seed_10_escapes_its_valley():
     assert res.fun == pytest.approx(prob.cost(res.x), rel=1e-12)
 
 
+def _l1_of_projections(seed, n=12, p=3, m=60):
+    """f(X) = sum |X^T Y| for Gaussian Y: a piecewise-linear cost whose valleys (where
+    several x_i^T y_j are 0) are narrow, their floor falling at a few hundredths of the
+    slope across them."""
+    y = np.random.default_rng(seed).standard_normal((n, m))
+    return rssm.Problem.from_functions(lambda x: float(np.abs(x.T @ y).sum()),
+                                       lambda x: y @ np.sign(y.T @ x), shape=(n, p))
+
+
+def _lowers_f_by_small_steps(prob, x, length=1e-4, steps=300):
+    """The drop of f along plain normalized Riemannian subgradient steps of lengths
+    ``length`` 0.99^k from x (a stall in a narrow valley: f falls; a minimizer: it does
+    not), relative to f(x)."""
+    from rssm import stiefel
+
+    y, f0 = x.copy(), prob.cost(x)
+    best = f0
+    for k in range(steps):
+        g = stiefel.tangent_projection(y, prob.subgradient(y))
+        y = stiefel.polar(y - length * 0.99**k * g / np.linalg.norm(g))
+        best = min(best, prob.cost(y))
+    return (f0 - best) / abs(f0)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_a_narrow_valley_stall_of_an_l1_cost_is_not_called_converged(seed):
+    """The default call on sum |X^T Y| (St(12, 3), 60 Gaussian samples) was called
+    converged at points from which plain subgradient steps of 1e-4 lower f by 2e-5 to 4e-5
+    of f (cancel 0.18-0.22: the bundle cancels across a narrow valley; the line probe and
+    the zigzag's steps of 0.1 down to 6e-4 ||X||_F overshoot it). The zigzag's fine phase
+    (1e-4 down to 6e-7 ||X||_F) follows the valley: such a verdict is withdrawn, and a
+    verdict that stands is one no short steps refute."""
+    prob = _l1_of_projections(seed)
+    off = rssm.minimize(prob, seed=0, options={"verify_steps": 0})
+    assert off.success and _lowers_f_by_small_steps(prob, off.x) > 1e-5
+    res = rssm.minimize(prob, seed=0)
+    assert res.fun <= off.fun
+    if res.success:
+        assert _lowers_f_by_small_steps(prob, res.x) < 1e-12
+    else:
+        assert res.stop_reason is StopReason.MAX_ITER
+
+
 def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dpcp):
     """By default the zigzag check runs only where the subgradients cancel to more than
     `CHECK_ABOVE` of their norm; ``verify_steps`` given runs it on every verdict. Where the
     run did converge the check confirms it: same iterations, verdict and bits, n more
-    cost evaluations."""
+    cost evaluations in each of its two phases."""
     from rssm.solvers.certificate import CHECK_ABOVE, full_cancel
 
     paper = rssm.problems.DPCP.synthetic(seed=1)          # the paper's DPCP instance
@@ -314,7 +357,7 @@ def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dp
     checked = rssm.minimize(paper, method="rsm", seed=1, options={"verify_steps": 24})
     assert plain.success and checked.success and plain.n_iter == checked.n_iter
     np.testing.assert_array_equal(plain.x, checked.x)
-    assert plain.n_cost == off.n_cost and checked.n_cost == plain.n_cost + 24
+    assert plain.n_cost == off.n_cost and checked.n_cost == plain.n_cost + 2 * 24
     # RSSM: its per-pair bundles cancel less than RSM's at the same point, so the check
     # asks a bundle of full subgradients (full_cancel); on DPCP that one cancels: no zigzag
     blocks = rssm.minimize(small_dpcp, method="rssm", seed=0)
@@ -324,7 +367,7 @@ def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dp
     given = rssm.minimize(small_dpcp, method="rssm", seed=0, options={"verify_steps": 24})
     assert blocks.success and no_check.success and blocks.n_iter == no_check.n_iter
     np.testing.assert_array_equal(blocks.x, no_check.x)
-    assert blocks.n_cost == no_check.n_cost and given.n_cost == blocks.n_cost + 24
+    assert blocks.n_cost == no_check.n_cost and given.n_cost == blocks.n_cost + 2 * 24
     with pytest.raises(ValueError, match="verify_steps"):
         rssm.minimize(small_dpcp, options={"verify_steps": -1})
 
@@ -502,16 +545,20 @@ def test_a_frozen_default_rsm_run_turns_to_a_geometric_decay_and_converges(noise
     default call ran its 1000 iterations (3000 given: the same) without a verdict. Now the
     loop counts the freeze as an escape (`StepContext.escapes`) and Auto's RSM rule turns
     to a geometric decay from `ESCAPE_LENGTH` ||X||_F: converged within the default budget
-    at the noise floor, and the f it returns is below the frozen one."""
+    at the noise floor, and the f it returns is below the frozen one. (At noise 0.1 the
+    zigzag's fine phase withdraws the verdict of iteration 430, whose f it lowers by 5e-7
+    of f: 876 iterations.)"""
     from rssm.stepsizes.auto import ESCAPE_DECAY
 
     prob = _noisy_odl(noise=noise)
     rule = Auto()
     res = rssm.minimize(prob, seed=1, stepsize=rule)
     assert res.success and res.stop_reason is StopReason.CONVERGED, res.message
-    assert res.n_iter < 600
+    assert res.n_iter < 900
     assert res.error < 0.5 * noise**2                 # the noise floor: 2.6e-5 and 2.8e-3
-    assert rule._decay == ESCAPE_DECAY                # one freeze, then the decay
+    # one freeze, then the decay (noise 0.1: a second one after the refuted verdict, and
+    # the decay's time constant doubled)
+    assert rule._decay == (ESCAPE_DECAY if noise < 0.1 else ESCAPE_DECAY ** 0.5)
     frozen = rssm.minimize(prob, seed=1, stepsize=Auto(), max_iter=200)
     assert res.fun < frozen.fun
     assert not frozen.success

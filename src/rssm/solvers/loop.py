@@ -210,7 +210,7 @@ def run(
         Seconds already spent building the solver (added to the solver time).
     verify : int, optional
         Steps of the check of a verdict of convergence
-        (`rssm.solvers.certificate.zigzag`); default 24 on verdicts whose ``cancel``
+        (`rssm.solvers.certificate.zigzag`, per phase); default 24 on verdicts whose ``cancel``
         exceeds `rssm.solvers.certificate.CHECK_ABOVE`; given, on every verdict.
     clip : bool
         Shorten steps longer than `max_step` (default); False takes them as the rule
