@@ -176,9 +176,11 @@ class SolverState:
         return self.fun
 
     def consider(self) -> None:
-        """Make X_k the best iterate if its evaluated cost is lower."""
+        """Make X_k the best iterate if its evaluated cost is lower or equal: among equal
+        costs the latest iterate (where f's rounding hides the progress, the point the run
+        reached last)."""
         # -inf is no best point (a cost that broke down), nor is NaN (never < anything)
-        if self.fun_at == self.k and self.fun < self.best_fun and self.fun > -math.inf:
+        if self.fun_at == self.k and self.fun <= self.best_fun and self.fun > -math.inf:
             np.copyto(self.best_x, self.x)
             self.best_fun = self.fun
             self.best_k = self.k
