@@ -62,6 +62,26 @@ def test_the_best_iterate_is_returned_not_the_last(small_dpcp):
     assert res.error == small_dpcp.error(res.x)
 
 
+def test_among_equal_costs_the_latest_iterate_is_returned():
+    """A cost that f's rounding makes flat (Brockett's cost times 1e-8 plus 1e6: one ulp
+    of f is 1e-3 of the cost's range near the minimizer): the first iterate to reach the
+    floor was returned, at gap 1e-3, where the run ended at gap 5e-12 with the same f.
+    Among equal costs the latest iterate is the best."""
+    n, p = 12, 3
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n))
+    a = a + a.T
+    nn = np.diag([3.0, 2.0, 1.0])
+    w = np.linalg.eigvalsh(a)
+    f_star = 3 * w[0] + 2 * w[1] + w[2]
+    prob = rssm.Problem.from_functions(lambda x: 1e-8 * float(np.trace(x.T @ a @ x @ nn)) + 1e6,
+                                       lambda x: 1e-8 * 2 * a @ x @ nn, shape=(n, p))
+    res = rssm.minimize(prob)
+    assert res.fun == res.fun_last == prob.cost(res.x)
+    assert res.best_iteration == res.n_iter
+    assert float(np.trace(res.x.T @ a @ res.x @ nn)) - f_star < 1e-9
+
+
 @pytest.mark.parametrize("method", ["rsm", "rssm"])
 def test_a_plain_schedule_on_a_data_problem_keeps_the_best_of_every_iterate(method):
     """With a rule that does not read f, a data problem (its f is cheap from the caches,

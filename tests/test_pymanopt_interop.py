@@ -292,8 +292,10 @@ def test_cost_evaluations_count_every_call():
 def test_default_optimizer_is_not_stopped_by_a_pause_of_its_steps(opt):
     """rssm's default step may shrink below Pymanopt's min_step_size (1e-10) for a while
     before it starts again: with that test on, the run stops early at a worse cost; by
-    default it is off and rssm's convergence test ends the run (l1 PCA, seed 0: RSSM
-    105.34 after 854 iterations against 105.72 after 200; RSM 104.29 / 104.46)."""
+    default it is off and the run goes on to rssm's own stops (l1 PCA, seed 0: RSSM
+    105.34 against 105.72 after 200 iterations; RSM 104.29 / 104.46 after 140). Both
+    default runs end on their budget of 1000: this cost's narrow valleys are the ones the
+    zigzag check's fine phase refuses to call converged (docs/convergence.md)."""
     y = np.random.default_rng(0).standard_normal((8, 60))
     man = pymanopt.manifolds.Stiefel(8, 3)
 
@@ -308,7 +310,7 @@ def test_default_optimizer_is_not_stopped_by_a_pause_of_its_steps(opt):
     problem = pymanopt.Problem(man, cost, euclidean_gradient=grad)
     default = opt(verbosity=0, seed=0).run(problem)
     early = opt(verbosity=0, seed=0, min_step_size=1e-10).run(problem)
-    assert "rssm's convergence test" in default.stopping_criterion
+    assert not default.stopping_criterion.startswith("Terminated - min step_size")
     assert early.stopping_criterion.startswith("Terminated - min step_size reached")
     assert early.iterations < default.iterations
     assert default.cost < (1 - 1e-3) * early.cost

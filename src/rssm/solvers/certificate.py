@@ -81,9 +81,10 @@ whose subgradients cancel to `CHECK_ABOVE` (0.01) of their norm or less skip it 
 all of seeds 1-15, where the check would add half to the run). ``verify_steps`` given
 runs it on every verdict.
 
-**Narrow valleys: the fine phase.** On an l1 cost of Gaussian data (f(X) = sum |X^T Y|)
-the valleys where several x_i^T y_j vanish are narrow, their floor falling at a few
-hundredths of the slope across them: the long steps above overshoot them, and 13 of 24
+**Narrow valleys: the fine phase.** On an l1 cost of Gaussian data (f(X) = sum of the
+absolute entries of X^T Y) the valleys where several x_i^T y_j vanish are narrow, their
+floor falling at a few hundredths of the slope across them: the long steps above
+overshoot them, and 13 of 24
 default calls were called converged at points from which short subgradient steps lower
 f. The zigzag check therefore runs a second, fine phase of the same steps from X, from
 `ZIGZAG_FINE` = 1e-4 ||X||_F down to 6e-7 ||X||_F: 1 of the 24 is then called
