@@ -51,7 +51,8 @@ def test_interrupt_in_the_step_size_returns_the_run_so_far(prob, method, k):
         options={"n_blocks": 4}
     )
     assert res.stop_reason is StopReason.INTERRUPTED and not res.success
-    assert res.n_iter == k and res.message == f"interrupted by the user after {k} iteration{'' if k == 1 else 's'}"
+    its = f"{k} iteration{'' if k == 1 else 's'}"
+    assert res.n_iter == k and res.message == f"interrupted by the user after {its}"
     np.testing.assert_array_equal(res.x, ref.x)
     # the last row is recomputed after the interrupt from freshly rebuilt caches, which may
     # differ from the incremental ones in the last bit
