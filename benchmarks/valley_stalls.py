@@ -34,15 +34,23 @@ l = 3, 5; seeds 1-5, check off, error below 1e-9), it prints the run's own ``can
 the full bundle's ratio for 3, 4 and 6 subgradients at step lengths 1e-10 and 1e-6
 ||X||_F (docs/convergence.md, "RSSM: a bundle of full subgradients").
 
-With ``--l1`` it measures the zigzag's fine phase (`rssm.solvers.certificate.ZIGZAG_FINE`,
-docs/convergence.md, "Narrow valleys"): default calls (RSM, and RSSM with l = 3) on
-f(X) = sum |X^T Y| (St(12, 3), 60 Gaussian samples, seeds 0-11) with the coarse phase
-alone (the check before) and with both, each verdict tested by 300 plain subgradient
-steps of 1e-4 ||X||_F 0.99^k from the returned point (a verdict they refute, lowering f
-by more than 1e-12 of f, is false); then both phases at the solutions of ``_points``
-(error below 1e-9; a phase that lowers f there would withdraw a right verdict).
+With ``--l1`` it measures the bundle check (`rssm.solvers.certificate.bundle_probe`,
+docs/convergence.md, "Narrow valleys: the bundle check"): default calls (RSM, and RSSM
+with l = 3) on f(X) = sum |X^T Y| (St(12, 3), 60 Gaussian samples, seeds 0-11) and on
+f(X) = max_k <C_k, X> (St(10, 3), 5 Gaussian C_k, seeds 0-5), with the coarse zigzag
+alone (the check before) and with the bundle check after it, each verdict tested by 300
+plain subgradient steps of 1e-4 ||X||_F 0.99^k from the returned point (a verdict they
+refute, lowering f by more than 1e-12 of f, is false); then the zigzag and the bundle
+check at the solutions of ``_points`` (error below 1e-9; a check that lowers f there
+would withdraw a right verdict) and at its ten ODL stalls.
 
-Iteration counts and verdicts do not depend on the machine's load; no timing is taken.
+With ``--check-cost`` it times what the checks of a verdict cost the default call (RSM,
+the paper's DPCP and ODL and l1 Procrustes, seeds 1-5): the whole call with the defaults
+against ``options={"verify_steps": 0}`` (both checks off), interleaved, best of 3 wall
+times, default threads; and the extra cost evaluations.
+
+Iteration counts and verdicts do not depend on the machine's load; only ``--check-cost``
+takes timings.
 """
 
 from __future__ import annotations
@@ -178,51 +186,94 @@ def _short_steps_drop(prob, x: np.ndarray, length: float = 1e-4, steps: int = 30
     return (f0 - best) / abs(f0)
 
 
+def _max_linear(seed: int, n: int = 10, p: int = 3, k: int = 5):
+    import rssm
+
+    c = np.random.default_rng(seed).standard_normal((k, n, p))
+    flat = c.reshape(k, -1)
+    return rssm.Problem.from_functions(lambda x: float((flat @ x.ravel()).max()),
+                                       lambda x: c[int(np.argmax(flat @ x.ravel()))],
+                                       shape=(n, p))
+
+
 def l1_valleys(seeds: int = 12) -> None:
-    """``--l1``: verdicts on an l1 cost with the coarse phase alone and with both."""
+    """``--l1``: verdicts with the coarse zigzag alone and with the bundle check."""
     import warnings
 
     import rssm
     from rssm.solvers import certificate as C
+    from rssm.solvers import loop
 
-    both = C.ZIGZAG_PHASES
+    bundle = loop.bundle_probe
+
+    def off(*args, **kwargs):
+        return True, 0
+
     tally: dict[str, list[int]] = {}
-    print("seed | method | phases | stop | iterations | f | short steps lower f by "
+    print("cost | seed | method | check | stop | iterations | f | short steps lower f by "
           "(relative) | cost evaluations")
-    for seed in range(seeds):
-        prob = _l1_cost(seed)
+    cases = [("l1", s, _l1_cost(s)) for s in range(seeds)]
+    cases += [("max", s, _max_linear(s)) for s in range(6)]
+    for name, seed, prob in cases:
         for method, opts in (("rsm", None), ("rssm l=3", {"n_blocks": 3})):
-            for tag, phases in (("coarse", both[:1]), ("coarse+fine", both)):
-                C.ZIGZAG_PHASES = phases
+            for tag, check in (("zigzag", off), ("zigzag+bundle", bundle)):
+                loop.bundle_probe = check
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         r = rssm.minimize(prob, seed=0, options=opts)
                 finally:
-                    C.ZIGZAG_PHASES = both
+                    loop.bundle_probe = bundle
                 drop = _short_steps_drop(prob, r.x)
-                t = tally.setdefault(tag, [0, 0, 0])
+                t = tally.setdefault(f"{name} {tag}", [0, 0, 0])
                 t[0] += 1
                 t[1] += r.success
                 t[2] += r.success and drop > 1e-12
-                print(f"{seed} | {method} | {tag} | {r.stop_reason.value} | {r.n_iter} | "
-                      f"{r.fun:.6f} | {drop:.1e} | {r.n_cost}", flush=True)
+                print(f"{name} | {seed} | {method} | {tag} | {r.stop_reason.value} | "
+                      f"{r.n_iter} | {r.fun:.6f} | {drop:.1e} | {r.n_cost}", flush=True)
     for tag, (runs, conv, false) in tally.items():
         print(f"{tag}: {conv} of {runs} called converged, {false} of them refuted by short "
               "steps")
-    _, sols = _points()
-    refuted = {}
-    for _label, prob, x, _err, _cancel in sols:
-        for i, first in enumerate(both):
-            C.ZIGZAG_PHASES = (first,)
-            try:
-                ok, _ = C.zigzag(prob, x)
-            finally:
-                C.ZIGZAG_PHASES = both
-            refuted.setdefault(i, []).append(not ok)
-    for i, first in enumerate(both):
-        print(f"phase from {first:g} ||X||_F at {len(sols)} solutions (error below 1e-9): "
-              f"lowers f at {sum(refuted[i])}", flush=True)
+    stalls, sols = _points()
+    for kind, points in (("solutions (error below 1e-9)", sols), ("ODL stalls", stalls)):
+        zz = bb = 0
+        steps = []
+        for _label, prob, x, _err, _cancel in points:
+            zz += not C.zigzag(prob, x)[0]
+            ok, k = C.bundle_probe(prob, x)
+            bb += not ok
+            steps.append(k)
+        print(f"{len(points)} {kind}: the zigzag lowers f at {zz}, the bundle check at "
+              f"{bb} (trial points {min(steps)}-{max(steps)})", flush=True)
+
+
+def check_cost(rounds: int = 3) -> None:
+    """``--check-cost``: wall time of the default call with and without the checks."""
+    import time
+
+    import rssm
+    from benchmarks.stepsizes import _problems
+
+    probs = _problems()
+    print("problem | seed | its (on / off) | error (on / off) | extra cost evaluations | "
+          "wall s on / off | on / off")
+    for name in ("dpcp", "odl", "l1_procrustes"):
+        ratios = []
+        for seed in range(1, 6):
+            prob, x0 = probs[name][0](seed)
+            best = {"on": math.inf, "off": math.inf}
+            res = {}
+            for _ in range(rounds):
+                for tag, opts in (("on", None), ("off", {"verify_steps": 0})):
+                    t0 = time.perf_counter()
+                    res[tag] = rssm.minimize(prob, x0, seed=seed, options=opts)
+                    best[tag] = min(best[tag], time.perf_counter() - t0)
+            on, off = res["on"], res["off"]
+            ratios.append(best["on"] / best["off"])
+            print(f"{name} | {seed} | {on.n_iter} / {off.n_iter} | {on.error:.1e} / "
+                  f"{off.error:.1e} | {on.n_cost - off.n_cost} | {best['on']:.4f} / "
+                  f"{best['off']:.4f} | {ratios[-1]:.2f}", flush=True)
+        print(f"{name}: median on / off {float(np.median(ratios)):.2f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,8 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--full-bundle", action="store_true",
                     help="only: the full bundle's ratio at stalls and at solutions")
     ap.add_argument("--l1", action="store_true",
-                    help="only: the zigzag's fine phase on an l1 cost and at solutions")
+                    help="only: the bundle check on l1 and max costs, at solutions and stalls")
+    ap.add_argument("--check-cost", action="store_true",
+                    help="only: wall time of the default call with and without the checks")
     args = ap.parse_args(argv)
+    if args.check_cost:
+        check_cost()
+        return 0
     if args.l1:
         l1_valleys()
         return 0

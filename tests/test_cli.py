@@ -351,8 +351,8 @@ def test_solve_bar_on_a_terminal_unless_quiet(monkeypatch):
 def test_solve_verify_steps_reaches_the_convergence_check(tmp_path):
     """--verify-steps sets the steps of the check that confirms a verdict (recorded in the
     JSON), as options={"verify_steps": N} does: with RSM and 24 steps per phase the converged
-    run costs 48 more cost evaluations than with the check off (its coarse and its fine
-    phase), and stops at the same point."""
+    run costs 48 more cost evaluations than with the check off (its zigzag and its bundle
+    check), and stops at the same point."""
     docs = {}
     for n in ("0", "24"):
         out = tmp_path / f"run{n}.json"

@@ -311,7 +311,8 @@ def test_resume_restores_a_run_log_entry_lost_to_a_kill(reference_reproduction, 
 def test_interrupt_while_the_result_is_put_together_returns_it():
     """Ctrl-C after the last iteration, inside the error evaluation of the finished run
     (ODL's signed permutation distance or a Dask ground truth can take a while), escaped
-    `minimize` and lost the run; now it returns it, ``interrupted``, with the best point."""
+    `minimize` and lost the run; now it returns it, ``interrupted``, with the best point
+    and the error NaN (not evaluated again: the user stopped it)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((40, 8))
     xs = rssm.stiefel.random_point(8, 3, rng)
@@ -339,7 +340,4 @@ def test_interrupt_while_the_result_is_put_together_returns_it():
         assert "while the result was put together" in res.message
         np.testing.assert_array_equal(res.x, base.x)
         assert res.fun == base.fun and res.n_iter == 50
-        if again:
-            assert np.isnan(res.error)
-        else:
-            assert res.error == base.error
+        assert np.isnan(res.error)            # not evaluated, as the message says

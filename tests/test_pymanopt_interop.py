@@ -295,7 +295,7 @@ def test_default_optimizer_is_not_stopped_by_a_pause_of_its_steps(opt):
     default it is off and the run goes on to rssm's own stops (l1 PCA, seed 0: RSSM
     105.34 against 105.72 after 200 iterations; RSM 104.29 / 104.46 after 140). Both
     default runs end on their budget of 1000: this cost's narrow valleys are the ones the
-    zigzag check's fine phase refuses to call converged (docs/convergence.md)."""
+    bundle check refuses to call converged (docs/convergence.md)."""
     y = np.random.default_rng(0).standard_normal((8, 60))
     man = pymanopt.manifolds.Stiefel(8, 3)
 

@@ -134,6 +134,16 @@ class ODL(DataProblem):
         stands for ``default_rng([s, 1])``)."""
         return super().initial_point(rng)
 
+    def default_max_epochs(self) -> int:
+        """3000 epochs: on samples with dense noise (the paper's model as data have it)
+        the cost keeps falling by a few 1e-8 of f along narrow valleys near the minimizer
+        long after the error reaches the noise floor, and the convergence test's bundle
+        check withdraws the verdicts that come there; the default RSM call then converges
+        after 1269-1801 iterations on 12 of 12 noisy instances (n = 20, 40; noise 1 % and
+        10 %; `python -m benchmarks.frozen_rsm`), where 1000 ended every one `max_iter`.
+        Clean instances converge long before (the paper's: 42 iterations)."""
+        return 3000
+
     def reference_stepsize(self):
         """The paper's schedule (Section 5.2), `PaperSchedule.odl`; not the default."""
         return PaperSchedule.odl()

@@ -30,6 +30,7 @@ from rssm.solvers.certificate import (
     ZIGZAG_STEPS,
     Certificate,
     GoldsteinTest,
+    bundle_probe,
     full_cancel,
     probe,
     zigzag,
@@ -210,8 +211,8 @@ def run(
         Seconds already spent building the solver (added to the solver time).
     verify : int, optional
         Steps of the check of a verdict of convergence
-        (`rssm.solvers.certificate.zigzag`, per phase); default 24 on verdicts whose ``cancel``
-        exceeds `rssm.solvers.certificate.CHECK_ABOVE`; given, on every verdict.
+        (`rssm.solvers.certificate.zigzag`, then `bundle_probe`); default 24 on verdicts
+        whose ``cancel`` exceeds `rssm.solvers.certificate.CHECK_ABOVE`; given, on every verdict.
     clip : bool
         Shorten steps longer than `max_step` (default); False takes them as the rule
         gives them.
@@ -461,7 +462,7 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     ok = probe(solver.problem, st.x, cert.aggregate(st.x.shape), st.oracle, st.cost(),
                keep=True)
     if ok and cert.verify and _weak(cert, c, solver, st):
-        ok = _zigzag(cert, solver, st)
+        ok = _zigzag(cert, solver, st) and _bundle(cert, c, solver, st)
     if ok:
         cert.confirm()
     else:
@@ -474,6 +475,17 @@ def _zigzag(cert: GoldsteinTest, solver: Solver, st) -> bool:
     its cost evaluations and subgradients count as solver work."""
     ok, taken = zigzag(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify,
                        keep=True)
+    st.n_cost += taken
+    st.flops += taken * st.oracle.flops_subgradient()
+    return ok
+
+
+def _bundle(cert: GoldsteinTest, c: Certificate, solver: Solver, st) -> bool:
+    """The bundle check from the iterate (`bundle_probe`: null steps of a bundle method),
+    keeping a lower point it finds (True: none); its cost evaluations and subgradients
+    count as solver work."""
+    ok, taken = bundle_probe(solver.problem, st.x, st.oracle, st.cost(), steps=cert.verify,
+                             radius=c.radius, keep=True)
     st.n_cost += taken
     st.flops += taken * st.oracle.flops_subgradient()
     return ok
@@ -568,26 +580,22 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     part = solver.partition
     # The run is over: Ctrl-C while its trace and error are put together (the error of
     # ODL's signed permutation, a Dask problem's ground truth) must not lose it.
-    trace, error = None, math.nan
+    trace, error, cut = None, math.nan, False
     for _attempt in range(3):
         try:
             if trace is None:
                 trace = rec.as_dict()
-            if problem.has_error and reason is not StopReason.INTERRUPTED:
+            if problem.has_error and not cut:
                 error = float(problem.error(x))
             break
         except KeyboardInterrupt:
-            if reason is not StopReason.INTERRUPTED:
+            if not cut:
                 message = (f"interrupted by the user after {iterations(st.k)}, while the "
                            "result was put together (the error was not evaluated)")
+            cut = True
             reason, converged = StopReason.INTERRUPTED, False
     if trace is None:
         raise KeyboardInterrupt
-    if problem.has_error and reason is StopReason.INTERRUPTED and math.isnan(error):
-        try:
-            error = float(problem.error(x))
-        except KeyboardInterrupt:
-            pass
     res = Result(
         x=x.copy(), fun=float(fun), n_iter=st.k, time=st.time, flops=st.flops,
         stop_reason=reason, trace=trace, error=error,

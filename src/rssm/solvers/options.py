@@ -53,10 +53,11 @@ class RSMOptions:
     Parameters
     ----------
     verify_steps : int, optional
-        Subgradient steps of each of the two phases (coarse, then fine) of the check that
-        confirms a verdict of convergence before the run stops
-        (`rssm.solvers.certificate.zigzag`; 0 turns it off); a step that lowers f
-        withdraws the verdict and the run goes on from that point. Default
+        Subgradient steps of the zigzag check, and trial points of the bundle check after
+        it, that confirm a verdict of convergence before the run stops
+        (`rssm.solvers.certificate.zigzag`, `rssm.solvers.certificate.bundle_probe`; 0
+        turns both off); a point that lowers f withdraws the verdict and the run goes on
+        from that point. Default
         `rssm.solvers.certificate.ZIGZAG_STEPS` (24) on the verdicts whose subgradients
         cancel only in part (``cancel`` above `rssm.solvers.certificate.CHECK_ABOVE`);
         given, on every verdict (docs/convergence.md, "the zigzag check").
@@ -93,9 +94,8 @@ class RSSMOptions:
     selection : {"uniform", "cyclic", "shuffled"} or PairSelector
         Block-pair rule; "uniform" is the paper's.
     verify_steps : int, optional
-        Subgradient steps of each phase of the check that confirms a verdict of
-        convergence before the run stops (`rssm.solvers.certificate.zigzag`; 0 turns it
-        off), as for RSM
+        Steps of the zigzag and of the bundle check that confirm a verdict of
+        convergence before the run stops (0 turns both off), as for RSM
         (`RSMOptions`).
     clip_steps : bool
         Shorten a step longer than the diameter of the block it moves (default True),
