@@ -37,8 +37,8 @@ the full bundle's ratio for 3, 4 and 6 subgradients at step lengths 1e-10 and 1e
 With ``--l1`` it measures the bundle check (`rssm.solvers.certificate.bundle_probe`,
 docs/convergence.md, "Narrow valleys: the bundle check"): default calls (RSM, and RSSM
 with l = 3) on f(X) = sum |X^T Y| (St(12, 3), 60 Gaussian samples, seeds 0-11) and on
-f(X) = max_k <C_k, X> (St(10, 3), 5 Gaussian C_k, seeds 0-5), with the coarse zigzag
-alone (the check before) and with the bundle check after it, each verdict tested by 300
+f(X) = max_k <C_k, X> (St(10, 3), 5 Gaussian C_k, seeds 0-5), with the zigzag deciding
+(the check before) and with the bundle check deciding (today's), each verdict tested by 300
 plain subgradient steps of 1e-4 ||X||_F 0.99^k from the returned point (a verdict they
 refute, lowering f by more than 1e-12 of f, is false); then the zigzag and the bundle
 check at the solutions of ``_points`` (error below 1e-9; a check that lowers f there
@@ -197,17 +197,17 @@ def _max_linear(seed: int, n: int = 10, p: int = 3, k: int = 5):
 
 
 def l1_valleys(seeds: int = 12) -> None:
-    """``--l1``: verdicts with the coarse zigzag alone and with the bundle check."""
+    """``--l1``: verdicts with the zigzag deciding and with the bundle check deciding."""
     import warnings
 
     import rssm
     from rssm.solvers import certificate as C
     from rssm.solvers import loop
 
-    bundle = loop.bundle_probe
+    bundle = loop._bundle
 
-    def off(*args, **kwargs):
-        return True, 0
+    def zigzag_decides(cert, c, solver, st):       # the check before the bundle check
+        return loop._zigzag(cert, solver, st)
 
     tally: dict[str, list[int]] = {}
     print("cost | seed | method | check | stop | iterations | f | short steps lower f by "
@@ -216,14 +216,14 @@ def l1_valleys(seeds: int = 12) -> None:
     cases += [("max", s, _max_linear(s)) for s in range(6)]
     for name, seed, prob in cases:
         for method, opts in (("rsm", None), ("rssm l=3", {"n_blocks": 3})):
-            for tag, check in (("zigzag", off), ("zigzag+bundle", bundle)):
-                loop.bundle_probe = check
+            for tag, check in (("zigzag", zigzag_decides), ("bundle", bundle)):
+                loop._bundle = check
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         r = rssm.minimize(prob, seed=0, options=opts)
                 finally:
-                    loop.bundle_probe = bundle
+                    loop._bundle = bundle
                 drop = _short_steps_drop(prob, r.x)
                 t = tally.setdefault(f"{name} {tag}", [0, 0, 0])
                 t[0] += 1

@@ -351,8 +351,8 @@ def test_solve_bar_on_a_terminal_unless_quiet(monkeypatch):
 def test_solve_verify_steps_reaches_the_convergence_check(tmp_path):
     """--verify-steps sets the steps of the check that confirms a verdict (recorded in the
     JSON), as options={"verify_steps": N} does: with RSM and 24 steps per phase the converged
-    run costs 48 more cost evaluations than with the check off (its zigzag and its bundle
-    check), and stops at the same point."""
+    run costs up to 24 more cost evaluations than with the check off (the bundle check's
+    trial points), and stops at the same point."""
     docs = {}
     for n in ("0", "24"):
         out = tmp_path / f"run{n}.json"
@@ -363,7 +363,7 @@ def test_solve_verify_steps_reaches_the_convergence_check(tmp_path):
     off, on = docs["0"]["result"], docs["24"]["result"]
     assert off["stop_reason"] == on["stop_reason"] == "converged"
     assert off["n_iter"] == on["n_iter"] and off["fun"] == on["fun"]
-    assert on["n_cost"] == off["n_cost"] + 2 * 24 and on["flops"] > off["flops"]
+    assert 0 < on["n_cost"] - off["n_cost"] <= 24 and on["flops"] > off["flops"]
     assert main(["solve", "dpcp", "--verify-steps", "-1"]) == 2
 
 

@@ -366,8 +366,9 @@ def test_a_narrow_valley_stall_of_an_l1_cost_is_not_called_converged(seed):
 def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dpcp):
     """By default the zigzag check runs only where the subgradients cancel to more than
     `CHECK_ABOVE` of their norm; ``verify_steps`` given runs it on every verdict. Where the
-    run did converge the check confirms it: same iterations, verdict and bits, n more
-    cost evaluations in each of its two phases."""
+    run did converge the check confirms it: same iterations, verdict and bits, and up to n
+    more cost evaluations (the bundle check's trial points; it stops once its bundle
+    cancels, and the zigzag runs only after a trial point that is lower)."""
     from rssm.solvers.certificate import CHECK_ABOVE, full_cancel
 
     paper = rssm.problems.DPCP.synthetic(seed=1)          # the paper's DPCP instance
@@ -377,7 +378,7 @@ def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dp
     checked = rssm.minimize(paper, method="rsm", seed=1, options={"verify_steps": 24})
     assert plain.success and checked.success and plain.n_iter == checked.n_iter
     np.testing.assert_array_equal(plain.x, checked.x)
-    assert plain.n_cost == off.n_cost and checked.n_cost == plain.n_cost + 2 * 24
+    assert plain.n_cost == off.n_cost and 0 < checked.n_cost - plain.n_cost <= 24
     # RSSM: its per-pair bundles cancel less than RSM's at the same point, so the check
     # asks a bundle of full subgradients (full_cancel); on DPCP that one cancels: no zigzag
     blocks = rssm.minimize(small_dpcp, method="rssm", seed=0)
@@ -387,7 +388,7 @@ def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dp
     given = rssm.minimize(small_dpcp, method="rssm", seed=0, options={"verify_steps": 24})
     assert blocks.success and no_check.success and blocks.n_iter == no_check.n_iter
     np.testing.assert_array_equal(blocks.x, no_check.x)
-    assert blocks.n_cost == no_check.n_cost and given.n_cost == blocks.n_cost + 2 * 24
+    assert blocks.n_cost == no_check.n_cost and 0 < given.n_cost - blocks.n_cost <= 24
     with pytest.raises(ValueError, match="verify_steps"):
         rssm.minimize(small_dpcp, options={"verify_steps": -1})
 
@@ -447,11 +448,12 @@ def test_the_bundle_check_puts_the_iterate_and_the_oracle_back():
     np.testing.assert_allclose(x.T @ x, np.eye(4), atol=1e-13)
     assert oracle.cost() < f
     assert oracle.cost() == pytest.approx(prob.cost(x), rel=1e-12)
-    # at a minimizer (the run's converged point) no trial point is lower: all 6 null steps
+    # at a minimizer (the run's converged point) no trial point is lower, and the bundle
+    # cancels to BUNDLE_STATIONARY after a few null steps: the check ends there
     res = rssm.minimize(prob, seed=0)
     assert res.success
-    y = res.x.copy()
-    assert bundle_probe(prob, y, None, steps=6) == (True, 6)
+    ok, taken = bundle_probe(prob, res.x.copy(), None, steps=24)
+    assert ok and 1 <= taken < 24
 
 
 @pytest.mark.parametrize("check", ["zigzag", "bundle_probe"])

@@ -93,9 +93,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "iterates lie within TOL ||X||_F of each other and their subgradients "
                         f"cancel or vanish; 0 turns it off (default: {DEFAULT_TOL:g})")
     b.add_argument("--verify-steps", type=nonneg_int, default=None, metavar="N",
-                   help="steps of the zigzag and of the bundle check that confirm a "
-                        "verdict of the convergence test before the run stops; a step that "
-                        "lowers f withdraws it and the run goes on from there; 0 turns it off "
+                   help="trial points of the bundle check (and steps of the zigzag after "
+                        "it) that confirm a verdict of the convergence test before the run "
+                        "stops; a point that lowers f withdraws it and the run goes on from "
+                        "there; 0 turns it off "
                         "(default: 24 on verdicts whose subgradients cancel only in part, "
                         "cancel above 0.01; given: every verdict)")
     b.add_argument("--no-clip-steps", action="store_true",

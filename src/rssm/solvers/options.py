@@ -53,8 +53,8 @@ class RSMOptions:
     Parameters
     ----------
     verify_steps : int, optional
-        Subgradient steps of the zigzag check, and trial points of the bundle check after
-        it, that confirm a verdict of convergence before the run stops
+        Trial points of the bundle check that confirms a verdict of convergence before
+        the run stops, and steps of the zigzag that follows it where it finds f lower
         (`rssm.solvers.certificate.zigzag`, `rssm.solvers.certificate.bundle_probe`; 0
         turns both off); a point that lowers f withdraws the verdict and the run goes on
         from that point. Default
