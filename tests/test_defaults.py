@@ -404,22 +404,24 @@ def _chunked_dpcp_with_oracle():
     return prob, x, x.copy(), prob.make_oracle(x, None)
 
 
-def test_the_zigzag_check_puts_the_iterate_and_the_oracle_back():
-    """The check moves the solver's iterate through the oracle (so data problems keep
-    their layout) and puts both back: X bit for bit, and the oracle's cost and
-    subgradient there; without an oracle it works on copies, with the same verdict."""
-    from rssm.solvers.certificate import zigzag
+@pytest.mark.parametrize("check", ["zigzag", "bundle_probe"])
+def test_the_checks_put_the_iterate_and_the_oracle_back(check):
+    """A check moves the solver's iterate through the oracle (so data problems keep their
+    layout) and puts both back: X bit for bit, and the oracle's cost and subgradient
+    there; without an oracle it works on copies, with the same verdict; with keep=True X
+    and the oracle stay at the lower point it found, on St(n, p)."""
+    from rssm.solvers import certificate
 
+    run = getattr(certificate, check)
     prob, x, keep, oracle = _chunked_dpcp_with_oracle()
     f, g = oracle.cost(), oracle.subgradient().copy()
-    verdict = zigzag(prob, x, oracle, steps=6)
+    verdict = run(prob, x, oracle, steps=6)
     np.testing.assert_array_equal(x, keep)
     assert oracle.cost() == f
     np.testing.assert_array_equal(oracle.subgradient(), g)
-    assert verdict == (False, 1)          # the start is no minimizer: the first step is lower
-    assert zigzag(prob, keep.copy(), None, steps=6) == verdict
-    # keep=True: X and the oracle stay at the lower point the check found
-    assert zigzag(prob, x, oracle, steps=6, keep=True) == verdict
+    assert verdict == (False, 1)          # the start is no minimizer: the first move is lower
+    assert run(prob, keep.copy(), None, steps=6) == verdict
+    assert run(prob, x, oracle, steps=6, keep=True) == verdict
     assert not np.array_equal(x, keep)
     np.testing.assert_allclose(x.T @ x, np.eye(4), atol=1e-13)
     assert oracle.cost() < f
@@ -429,27 +431,12 @@ def test_the_zigzag_check_puts_the_iterate_and_the_oracle_back():
                                atol=1e-12)
 
 
-def test_the_bundle_check_puts_the_iterate_and_the_oracle_back():
-    """As the zigzag: through the oracle, X and the oracle put back bit for bit when no
-    trial point is lower, on copies without an oracle (the same verdict); with keep=True
-    X and the oracle end at the lowest point along the direction found, on St(n, p)."""
+def test_the_bundle_check_ends_where_its_bundle_cancels():
+    """At a minimizer (a converged run's point) no trial point is lower, and the bundle
+    cancels to `BUNDLE_STATIONARY` after a few null steps: the check ends there."""
     from rssm.solvers.certificate import bundle_probe
 
-    prob, x, keep, oracle = _chunked_dpcp_with_oracle()
-    f, g = oracle.cost(), oracle.subgradient().copy()
-    verdict = bundle_probe(prob, x, oracle, steps=6)
-    np.testing.assert_array_equal(x, keep)
-    assert oracle.cost() == f
-    np.testing.assert_array_equal(oracle.subgradient(), g)
-    assert verdict == (False, 1)          # the start is no minimizer: the first trial is lower
-    assert bundle_probe(prob, keep.copy(), None, steps=6) == verdict
-    assert bundle_probe(prob, x, oracle, steps=6, keep=True) == verdict
-    assert not np.array_equal(x, keep)
-    np.testing.assert_allclose(x.T @ x, np.eye(4), atol=1e-13)
-    assert oracle.cost() < f
-    assert oracle.cost() == pytest.approx(prob.cost(x), rel=1e-12)
-    # at a minimizer (the run's converged point) no trial point is lower, and the bundle
-    # cancels to BUNDLE_STATIONARY after a few null steps: the check ends there
+    prob = _chunked_dpcp_with_oracle()[0]
     res = rssm.minimize(prob, seed=0)
     assert res.success
     ok, taken = bundle_probe(prob, res.x.copy(), None, steps=24)
