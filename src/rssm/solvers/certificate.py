@@ -537,7 +537,7 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
                  steps: int = BUNDLE_STEPS, radius: float = 0.0,
                  keep: bool = False) -> tuple[bool, int]:
     """(True when no descent is found near X by a bundle method's null steps; the number
-    of trial points).
+    of points whose cost it evaluated).
 
     The descent test of a bundle method, at X: the bundle starts with the Riemannian
     subgradient at X; g* is the least-norm element of its convex hull (the subgradients
@@ -597,7 +597,7 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
             if fy < f0 - _margin(f0):
                 if keep and oracle is not None:
                     lower = True
-                    _further(x, start, d, t, fy, oracle)
+                    taken += _further(x, start, d, t, fy, oracle)
                 return False, taken
             v = stiefel.tangent_projection(start, sub()).ravel()
             if not np.all(np.isfinite(v)):
@@ -613,23 +613,27 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
 
 
 def _further(x: np.ndarray, start: np.ndarray, d: np.ndarray, t: float, fy: float,
-             oracle) -> None:
+             oracle) -> int:
     """From the lower trial point (X there, the oracle told), go on along -d with t
-    doubled while f keeps falling; X and the oracle end at the lowest point."""
+    doubled while f keeps falling; X and the oracle end at the lowest point. Returns the
+    cost evaluations made."""
     from rssm import stiefel
 
     best = x.copy()
+    made = 0
     try:
         for _ in range(30):
             t *= 2.0
             y = stiefel.polar(start - t * d)
             _place(x, y, oracle)
             f = float(oracle.cost())
+            made += 1
             if not f < fy:
                 break
             best, fy = y, f
     finally:
         _place(x, best, oracle)
+    return made
 
 
 def full_cancel(problem, x: np.ndarray, oracle=None, steps: int = FULL_BUNDLE,
