@@ -443,7 +443,7 @@ BUNDLE_LENGTH = 1e-8
 #: The bundle check passes once the least-norm element of its bundle is at most this
 #: fraction of the mean norm of its subgradients (a bundle method's own stopping test:
 #: X is stationary to that tolerance at radius t). Measured: at 75 solutions it fell
-#: below 1e-3 within 4-9 trial points; at the 19 false verdicts withdrawn it stayed at
+#: below 1e-3 after 3-8 trial points; at the 19 false verdicts withdrawn it stayed at
 #: 9e-3 or above until the descent was found.
 BUNDLE_STATIONARY = 1e-3
 
