@@ -444,6 +444,31 @@ def test_the_bundle_check_ends_where_its_bundle_cancels():
     assert ok and 1 <= taken < 24
 
 
+def test_the_zigzag_after_a_lower_bundle_point_starts_from_its_cost(monkeypatch):
+    """Where the bundle check finds a lower point, X is there and the zigzag that looks
+    for a farther one compares with f at that point: it read the verdict point's f, kept
+    steps above the bundle check's point and never offered that point as the best (max of
+    5 linear functions, seed 5: f0 -2.198 where f(X) was -2.636, X left at -2.552)."""
+    from rssm.solvers import certificate, loop
+
+    c = np.random.default_rng(5).standard_normal((5, 10, 3))
+    flat = c.reshape(5, -1)
+    prob = rssm.Problem.from_functions(lambda x: float((flat @ x.ravel()).max()),
+                                       lambda x: c[int(np.argmax(flat @ x.ravel()))],
+                                       shape=(10, 3))
+    calls = []
+
+    def spy(problem, x, oracle=None, f0=None, steps=24, keep=False):
+        calls.append((f0, problem.cost(x)))
+        return certificate.zigzag(problem, x, oracle, f0, steps, keep)
+
+    monkeypatch.setattr(loop, "zigzag", spy)
+    rssm.minimize(prob, seed=0)
+    assert calls
+    for f0, fx in calls:
+        assert f0 == pytest.approx(fx, rel=1e-12, abs=1e-14)
+
+
 @pytest.mark.parametrize("check", ["zigzag", "bundle_probe"])
 def test_a_check_interrupted_in_its_first_move_puts_the_iterate_back(check):
     """Ctrl-C (or a lost Dask worker) inside the first move of a check, after X was

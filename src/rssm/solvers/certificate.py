@@ -85,7 +85,7 @@ runs it on every verdict.
 absolute entries of X^T Y) the valleys where several x_i^T y_j vanish are narrow, their
 floor falling at a few hundredths of the slope across them, and on a max of linear
 functions f is smooth along the ridge where several pieces are active: the line probe
-leaves the valley, the zigzag overshoots it, and 14 of 24 (l1) and 3 of 12 (max) default
+leaves the valley, the zigzag overshoots it, and 13 of 24 (l1) and 5 of 12 (max) default
 calls were called converged at points from which short subgradient steps lower f. A
 verdict is therefore checked by the descent test of a bundle method (`bundle_probe`),
 which decides in the zigzag's place (the zigzag runs after it only where it found a lower
@@ -95,16 +95,16 @@ lower (a null step). It withdraws all of those verdicts, in 3-18 trial points, a
 ten ODL stalls above (the zigzag: nine), and none of 75 verdicts at solutions of the five
 built-in problems (`benchmarks.valley_stalls --l1`; docs/convergence.md, "Narrow valleys").
 
-**The escape.** A check that lowers f (the probe or the zigzag) leaves X at that lower
-point, and the run goes on from there: the default rule, whose steps had shrunk in the
-valley, grows them again as they succeed. Measured on 210 default runs (the paper's ODL
-with RSM and RSSM, l = 3, 4, 5, 6, 8, seeds 1-15; DPCP, l1 Procrustes, from_functions and
-the planted sparse basis with RSM and l = 3, 5, seeds 1-10): with the checks off, 8
-verdicts came at errors 1e-3 to 0.49; with the defaults 7 of those runs converge at the
-dictionary (error 1.7e-8 on one, below 1e-20 on six) and 1 (ODL, l = 3, seed 8, error
-0.49) was still called converged, until the bundle check below withdrew it too (the run
-then converges at the dictionary); the other 202 runs are unchanged, iterate for
-iterate.
+**The escape.** A check that lowers f (the probe, the bundle check or the zigzag) leaves
+X at that lower point, and the run goes on from there: the default rule, whose steps had
+shrunk in the valley, grows them again as they succeed. Measured on 210 default runs (the
+paper's ODL with RSM and RSSM, l = 3, 4, 5, 6, 8, seeds 1-15; DPCP, l1 Procrustes,
+from_functions and the planted sparse basis with RSM and l = 3, 5, seeds 1-10): with the
+checks off, 8 verdicts came at errors 1e-3 to 0.49; with the defaults 7 of those runs
+converge at the dictionary (error 1.7e-8 on one, below 1e-20 on six) and 1 (ODL, l = 3,
+seed 8, error 0.49) was still called converged, until the bundle check below withdrew it
+too (the run then converges at the dictionary); the other 202 runs are unchanged,
+iterate for iterate.
 
 **RSSM: a bundle of full subgradients.** RSSM's bundles hold partial subgradients, one
 bundle per block pair, and they cancel far less than full ones at the same point: at the
@@ -243,12 +243,13 @@ class GoldsteinTest:
     window : int
         Subgradients per bundle.
     verify : int
-        Steps of the `zigzag` check that confirms a verdict (0: none; the solver loop
-        passes `ZIGZAG_STEPS` unless told otherwise).
+        Trial points of the `bundle_probe` check that confirms a verdict, and steps of the
+        `zigzag` after it where it found f lower (0: none; the solver loop passes
+        `ZIGZAG_STEPS` unless told otherwise).
     check_above : float
-        The zigzag check runs only on verdicts whose ``cancel`` exceeds this (the solver
-        loop passes `CHECK_ABOVE` by default, and -inf, every verdict, when the steps
-        were given).
+        These checks run only on verdicts whose ``cancel`` exceeds this (the solver loop
+        passes `CHECK_ABOVE` by default, and -inf, every verdict, when the steps were
+        given).
     """
 
     def __init__(self, tol: float, p: int, n_pairs: int = 1, window: int = WINDOW,

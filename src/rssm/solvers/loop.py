@@ -211,7 +211,8 @@ def run(
         Seconds already spent building the solver (added to the solver time).
     verify : int, optional
         Steps of the check of a verdict of convergence
-        (`rssm.solvers.certificate.zigzag`, then `bundle_probe`); default 24 on verdicts
+        (`rssm.solvers.certificate.bundle_probe`, then `zigzag` where it found a lower
+        point); default 24 on verdicts
         whose ``cancel`` exceeds `rssm.solvers.certificate.CHECK_ABOVE`; given, on every verdict.
     clip : bool
         Shorten steps longer than `max_step` (default); False takes them as the rule
@@ -466,6 +467,8 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
         # where it finds a lower point the zigzag looks for a farther one to escape to.
         ok = _bundle(cert, c, solver, st)
         if not ok:
+            st.fun_at = -1          # X is at the bundle check's lower point: f there, and
+            st.cost()               # the best iterate, before the zigzag compares with it
             _zigzag(cert, solver, st)
     if ok:
         cert.confirm()
