@@ -28,7 +28,7 @@ from rssm._validation import as_float_matrix, as_int, as_positive_float
 from rssm.blocks import Partition
 from rssm.oracle import GenericOracle, Oracle
 from rssm.stepsizes import as_stepsize
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["Problem", "Oracle", "GenericOracle", "FunctionProblem", "FullSubgradientWarning",
            "start_rng"]
@@ -106,7 +106,7 @@ class Problem(abc.ABC):
         return as_float_matrix(x, "x", shape=self.shape)
 
     # -- starts and defaults --------------------------------------------------------------
-    @_one_blas_thread
+    @single_blas()
     def initial_point(self, rng: int | np.random.Generator | None = None) -> np.ndarray:
         """A starting point; the default is Haar random on St(n, p).
 

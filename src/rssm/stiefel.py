@@ -20,7 +20,7 @@ from rssm._validation import (
     check_generator,
     max_abs,
 )
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = [
     "submanifold_step",
@@ -418,7 +418,7 @@ def retract(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
     return polar(x + xi)
 
 
-@_one_blas_thread
+@single_blas()
 def random_point(n: int, p: int, rng: np.random.Generator) -> np.ndarray:
     """Haar-distributed random point on St(n, p).
 

@@ -44,8 +44,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["check_threads", "one_blas_thread", "RunThreads", "parallel_for", "workers",
-           "MAX_WORKERS", "usable_cores", "single_blas"]
+__all__ = ["check_threads", "RunThreads", "parallel_for", "workers", "MAX_WORKERS",
+           "usable_cores", "single_blas"]
 
 #: Upper bound on the chunk workers of ``threads="auto"``.
 MAX_WORKERS = 8
@@ -145,28 +145,15 @@ def _exit_single_blas() -> None:
 def single_blas():
     """BLAS (and the pools loaded with it) at one thread inside the block; reference-
     counted with the runs' own limit, so blocks in several Python threads neither undo each
-    other's limit nor leave one behind."""
+    other's limit nor leave one behind. As a decorator (``@single_blas()``) it holds for
+    each call: what a seed or the data decide outside a run (``synthetic``, ``from_data``,
+    ``initial_point``, `rssm.stiefel.random_point`, the estimators' ``fit``) so does not
+    depend on the machine's BLAS thread count."""
     _enter_single_blas()
     try:
         yield
     finally:
         _exit_single_blas()
-
-
-def one_blas_thread(fn: Callable) -> Callable:
-    """Decorator: ``fn`` runs with BLAS at one thread (`single_blas`), so what it computes
-    does not depend on the machine's BLAS thread count (OpenBLAS sums a product in another
-    order on one thread than on several). For what a seed or the data decide outside a run:
-    ``synthetic(seed=s)``, ``initial_point(s)``, `rssm.stiefel.random_point`, the
-    estimators' preprocessing."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with single_blas():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 # -- the worker pool ------------------------------------------------------------------------

@@ -117,6 +117,7 @@ def _user_stacklevel() -> int:
     rssm, scikit-learn and joblib (the user's ``fit``, ``fit_transform``, pipeline,
     ``cross_val_score`` or ``GridSearchCV`` line, not sklearn/base.py or joblib/parallel.py
     when the estimator is fitted through a wrapper)."""
+    import contextlib
     import os
     import sys
 
@@ -127,6 +128,8 @@ def _user_stacklevel() -> int:
     joblib = sys.modules.get("joblib")         # cross_val_score, GridSearchCV run fits in it
     if joblib is not None and getattr(joblib, "__file__", None):
         inside.append(os.path.dirname(os.path.abspath(joblib.__file__)))
+    # the frame of the `single_blas()` decorator around ``fit``
+    inside.append(os.path.abspath(contextlib.__file__))
     inside = tuple(inside)
     frame, level = sys._getframe(1), 1          # `_run` is level 1 for warnings.warn
     while frame is not None:

@@ -28,7 +28,7 @@ from rssm.estimators._base import (
     row_chunks,
 )
 from rssm.problems import ODL
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["OrthogonalDictionaryLearning"]
 
@@ -123,7 +123,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         if self.transform_algorithm == "threshold":
             check_float(self.transform_alpha, "transform_alpha", name, open_lo=False)
 
-    @_one_blas_thread
+    @single_blas()
     def fit(self, X, y=None):
         """Learn the dictionary from X (n_samples, n_features); ``y`` is ignored.
 

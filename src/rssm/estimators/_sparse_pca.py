@@ -26,7 +26,7 @@ from rssm.estimators._base import (
     row_chunks,
 )
 from rssm.problems import SparsePCA
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["OrthogonalSparsePCA"]
 
@@ -116,7 +116,7 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         self.tol = tol
         self.random_state = random_state
 
-    @_one_blas_thread
+    @single_blas()
     def fit(self, X, y=None):
         """Fit the sparse loadings to X (n_samples, n_features); ``y`` is ignored.
 

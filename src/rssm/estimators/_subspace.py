@@ -37,7 +37,7 @@ from rssm.estimators._base import (
     row_chunks,
 )
 from rssm.problems import CompositeProblem, NormLoss
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["RobustSubspace", "auto_dimension"]
 
@@ -189,7 +189,7 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
             check_int(self.n_components, "n_components", 1, n - 1, name,
                       " (the subspace dimension) or 'auto'")
 
-    @_one_blas_thread
+    @single_blas()
     def fit(self, X, y=None):
         """Fit the subspace to X (n_samples, n_features); ``y`` is ignored.
 

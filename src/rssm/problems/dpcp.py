@@ -26,7 +26,7 @@ from rssm.problem import start_rng
 from rssm.problems._data import DataProblem
 from rssm.problems.losses import NormLoss
 from rssm.stepsizes import PaperSchedule
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["DPCP", "subspace_distance"]
 
@@ -95,7 +95,7 @@ class DPCP(DataProblem):
             self.subspace = s
 
     @classmethod
-    @_one_blas_thread
+    @single_blas()
     def from_data(cls, yt, d: int | None = None, p: int | None = None, subspace=None) -> DPCP:
         """Build from a user's data matrix (n x m, points as columns), with either the
         subspace dimension ``d`` (then p = n - d) or ``p`` directly."""
@@ -109,7 +109,7 @@ class DPCP(DataProblem):
         return cls(arr, p, subspace)
 
     @classmethod
-    @_one_blas_thread
+    @single_blas()
     def synthetic(
         cls,
         n: int = 100,
@@ -177,7 +177,7 @@ class DPCP(DataProblem):
             )
         return subspace_distance(self.subspace, self._error_input(x))
 
-    @_one_blas_thread
+    @single_blas()
     def initial_point(self, rng=None) -> np.ndarray:
         """The paper's spectral start argmin_{X in St(n,p)} ||Yt^T X||_F^2: the bottom-p
         eigenvectors of Yt Yt^T (deterministic; ``rng``, None, an int seed or a Generator as

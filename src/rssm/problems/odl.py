@@ -24,7 +24,7 @@ from rssm.data.store import LayoutWarning
 from rssm.problems._data import DataProblem
 from rssm.problems.losses import EntrywiseLoss
 from rssm.stepsizes import PaperSchedule
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["ODL", "dictionary_error"]
 
@@ -76,13 +76,13 @@ class ODL(DataProblem):
         self.dictionary = stiefel.as_point(dictionary, "dictionary", (n, n))
 
     @classmethod
-    @_one_blas_thread
+    @single_blas()
     def from_data(cls, y, p: int | None = None, dictionary=None) -> ODL:
         """Build from a user's observation matrix (n x m, samples as columns)."""
         return cls(y, p, dictionary)
 
     @classmethod
-    @_one_blas_thread
+    @single_blas()
     def synthetic(cls, n: int = 60, theta: float = 0.3, m: int | None = None, seed=None) -> ODL:
         """The paper's instance (Section 5.2): X* Haar on O(n); codes S (n x m) with entries
         N(0, 1) with probability ``theta`` and 0 otherwise; Y = X* S; m = round(10 n^1.5)
@@ -126,7 +126,7 @@ class ODL(DataProblem):
             )
         return dictionary_error(self._error_input(x), self.dictionary)
 
-    @_one_blas_thread
+    @single_blas()
     def initial_point(self, rng=None) -> np.ndarray:
         """Haar random on St(n, p) (Section 5.2); ``rng`` is None (a seeded default), an int
         seed or a Generator, as for `rssm.Problem.initial_point`. A Generator seeded like

@@ -27,7 +27,7 @@ from rssm.data.store import InMemory
 from rssm.problem import start_rng
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss
 from rssm.stepsizes import Geometric
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["L1Procrustes"]
 
@@ -71,7 +71,7 @@ class L1Procrustes(CompositeProblem):
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod
-    @_one_blas_thread
+    @single_blas()
     def synthetic(
         cls,
         m: int = 400,
@@ -130,7 +130,7 @@ class L1Procrustes(CompositeProblem):
             )
         return float(np.linalg.norm(self._error_input(x) - self.x_true))
 
-    @_one_blas_thread
+    @single_blas()
     def initial_point(self, rng=None) -> np.ndarray:
         """polar(A^T B) (deterministic; ``rng`` is ignored): the least-squares Procrustes
         solution when A^T A is a multiple of I, and near it for a tall Gaussian A. Gross

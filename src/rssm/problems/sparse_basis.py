@@ -24,7 +24,7 @@ from rssm._validation import as_int, as_positive_float, make_rng
 from rssm.data.chunked import as_rows_matrix
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
 from rssm.stepsizes import Geometric
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["PlantedSparseBasis"]
 
@@ -53,7 +53,7 @@ class PlantedSparseBasis(CompositeProblem):
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod
-    @_one_blas_thread
+    @single_blas()
     def synthetic(
         cls,
         n: int = 20,
@@ -115,7 +115,7 @@ class PlantedSparseBasis(CompositeProblem):
             )
         return signed_permutation_distance(self._error_input(x), self.x_true)
 
-    @_one_blas_thread
+    @single_blas()
     def initial_point(self, rng=None) -> np.ndarray:
         """Haar random on St(n, p); ``rng`` is None (a seeded default), an int seed or a
         Generator, as for `rssm.Problem.initial_point`."""

@@ -24,7 +24,7 @@ from rssm.data.store import InMemory, Standardized, check_feature_norms, one_bla
 from rssm.problem import start_rng
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
 from rssm.stepsizes import Geometric
-from rssm.threads import one_blas_thread as _one_blas_thread
+from rssm.threads import single_blas
 
 __all__ = ["SparsePCA"]
 
@@ -71,7 +71,7 @@ class SparsePCA(CompositeProblem):
         self.loadings = stiefel.as_point(loadings, "loadings", self.shape)
 
     @classmethod
-    @_one_blas_thread
+    @single_blas()
     def from_data(cls, a, r: int, mu: float = 0.2, normalize: bool = True) -> SparsePCA:
         """ManPG's preprocessing: centre every column of ``a`` (m x n) and, when
         ``normalize``, scale it to unit Euclidean norm (constant columns are left at 0)."""
@@ -95,7 +95,7 @@ class SparsePCA(CompositeProblem):
         return cls(arr, r, mu)
 
     @classmethod
-    @_one_blas_thread
+    @single_blas()
     def synthetic(
         cls,
         n: int = 100,
@@ -202,7 +202,7 @@ class SparsePCA(CompositeProblem):
             out["error"] = self.error(x)
         return out
 
-    @_one_blas_thread
+    @single_blas()
     def initial_point(self, rng=None) -> np.ndarray:
         """The PCA start: the top-r right singular vectors of A (deterministic; ``rng`` is
         checked and not used). O(m n^2) once, before the solver starts.

@@ -544,16 +544,16 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     subgradient at X; g* is the least-norm element of its convex hull (the subgradients
     moved to T_X by projection, `min_norm_point`), the trial point is
     Y = polar(X - t g* / ||g*||), t = max(`BUNDLE_LENGTH`, 10 ``radius``) ||X||_F
-    (``radius``: part 1's, relative to ||X||_F). If
-    f(Y) is below ``f0`` = f(X) by more than rounding, X is no minimizer (False).
+    (``radius``: part 1's, relative to ||X||_F). If f(Y) is below ``f0`` = f(X) by more
+    than rounding, X is no minimizer (False).
     Otherwise the subgradient at Y joins the bundle (a null step: it cuts the model along
     -g*) and the next g* is computed. At a sharp or smooth minimizer that close to X no
     trial point is lower, and g* soon falls to `BUNDLE_STATIONARY` of the subgradients'
     mean norm, which ends the check (X is stationary to that tolerance at radius t);
-    elsewhere the bundle learns the direction of descent within a
-    few null steps, also where a single subgradient never points along it: along a narrow
-    valley, or along a ridge where several pieces of f are active (docs/convergence.md,
-    "Narrow valleys: the bundle check").
+    elsewhere the bundle learns the direction of descent within a few null steps, also
+    where a single subgradient never points along it: along a narrow valley, or along a
+    ridge where several pieces of f are active (docs/convergence.md, "Narrow valleys: the
+    bundle check").
 
     With an ``oracle`` (bound to ``x``) the trial points are visited by the oracle itself
     and X put back, as in `zigzag`. With ``keep`` (and an oracle), X is left at the lower
@@ -578,18 +578,19 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
         return float(oracle.cost()), oracle.subgradient
 
     g0 = problem.subgradient(start) if oracle is None else oracle.subgradient()
-    vecs = [stiefel.tangent_projection(start, g0).ravel()]
+    vecs = np.empty((steps + 1, x.size))        # the bundle, one subgradient per row
+    vecs[0] = stiefel.tangent_projection(start, g0).ravel()
     gram = np.array([[vecs[0] @ vecs[0]]])
-    norms = [math.sqrt(gram[0, 0])]
+    k = 1
     lower = False
     taken = 0
     try:
         for _ in range(steps):
             _, lam = min_norm_point(gram)
-            g = (lam @ np.asarray(vecs)).reshape(x.shape)
+            g = (lam @ vecs[:k]).reshape(x.shape)
             norm = float(np.linalg.norm(g))
-            if not (norm > BUNDLE_STATIONARY * (sum(norms) / len(norms))
-                    and math.isfinite(norm)):
+            mean = float(np.mean(np.sqrt(np.diag(gram))))
+            if not (norm > BUNDLE_STATIONARY * mean and math.isfinite(norm)):
                 return True, taken          # stationary at radius t: nothing to try
             d = g / norm
             y = stiefel.polar(start - t * d)
@@ -603,10 +604,10 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
             v = stiefel.tangent_projection(start, sub()).ravel()
             if not np.all(np.isfinite(v)):
                 return True, taken
-            row = np.asarray(vecs) @ v
+            row = vecs[:k] @ v
             gram = np.block([[gram, row[:, None]], [row[None, :], np.array([[v @ v]])]])
-            vecs.append(v)
-            norms.append(math.sqrt(float(v @ v)))
+            vecs[k] = v
+            k += 1
         return True, taken
     finally:
         if oracle is not None and not lower:

@@ -212,8 +212,8 @@ def run(
     verify : int, optional
         Steps of the check of a verdict of convergence
         (`rssm.solvers.certificate.bundle_probe`, then `zigzag` where it found a lower
-        point); default 24 on verdicts
-        whose ``cancel`` exceeds `rssm.solvers.certificate.CHECK_ABOVE`; given, on every verdict.
+        point); default 24 on verdicts whose ``cancel`` exceeds
+        `rssm.solvers.certificate.CHECK_ABOVE`; given, on every verdict.
     clip : bool
         Shorten steps longer than `max_step` (default); False takes them as the rule
         gives them.

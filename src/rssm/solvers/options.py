@@ -57,9 +57,9 @@ class RSMOptions:
         the run stops, and steps of the zigzag that follows it where it finds f lower
         (`rssm.solvers.certificate.zigzag`, `rssm.solvers.certificate.bundle_probe`; 0
         turns both off); a point that lowers f withdraws the verdict and the run goes on
-        from that point. Default
-        `rssm.solvers.certificate.ZIGZAG_STEPS` (24) on the verdicts whose subgradients
-        cancel only in part (``cancel`` above `rssm.solvers.certificate.CHECK_ABOVE`);
+        from that point. Default `rssm.solvers.certificate.ZIGZAG_STEPS` (24) on the
+        verdicts whose subgradients cancel only in part (``cancel`` above
+        `rssm.solvers.certificate.CHECK_ABOVE`);
         given, on every verdict (docs/convergence.md, "the zigzag check").
     clip_steps : bool
         Shorten a step longer than the diameter of the block it moves,
@@ -94,8 +94,8 @@ class RSSMOptions:
     selection : {"uniform", "cyclic", "shuffled"} or PairSelector
         Block-pair rule; "uniform" is the paper's.
     verify_steps : int, optional
-        Steps of the zigzag and of the bundle check that confirm a verdict of
-        convergence before the run stops (0 turns both off), as for RSM
+        Trial points of the bundle check that confirms a verdict of convergence before
+        the run stops, and steps of the zigzag after it (0 turns both off), as for RSM
         (`RSMOptions`).
     clip_steps : bool
         Shorten a step longer than the diameter of the block it moves (default True),
