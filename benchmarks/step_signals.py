@@ -385,6 +385,62 @@ class BatchedSuccess(Auto):
         return self._t / g
 
 
+class TrackingAcceleration(BlockRule):
+    """`BlockRule` whose per-sweep decay speeds up once the best cost follows it.
+
+    While a geometric decay bounds the run, the best cost falls by about beta^w over w
+    sweeps. Every ``window`` sweeps the decrease of the best cost over the last window is
+    compared with the window before; after ``confirm`` windows in a row whose ratio lies
+    within a factor ``band`` of beta^window, beta <- max(``beta_min``, beta^``power``)
+    per sweep, and with ``travel`` the length is raised so that what the decay can still
+    travel, t / (1 - beta per iteration), stays the same. Off after a restart of the rule
+    (a freeze it or the loop found).
+    """
+
+    def __init__(self, window: int = 3, confirm: int = 2, band: float = 2.5,
+                 power: float = 1.5, beta_min: float = 0.5, travel: bool = False, **kw):
+        self.window, self.confirm, self.band = window, confirm, band
+        self.power, self.beta_min, self.travel = power, beta_min, travel
+        super().__init__(**kw)
+
+    def reset(self) -> None:
+        super().reset()
+        self._best_at: list[float] = []       # the best cost at the end of each sweep
+        self._fbest = math.inf
+        self._count = 0
+        self._agree = 0
+        self.accelerations = 0
+
+    def __call__(self, k, ctx):
+        gamma = super().__call__(k, ctx)
+        if self._branch != "sweep" or self._restarts:
+            return gamma
+        f = ctx.cost
+        if math.isfinite(f):
+            self._fbest = min(self._fbest, f)
+        self._count += 1
+        if self._count % ctx.n_pairs:
+            return gamma
+        b, w = self._best_at, self.window
+        b.append(self._fbest)
+        if len(b) < 2 * w + 1 or (len(b) - 1) % w:
+            return gamma
+        d_new, d_old = b[-1 - w] - b[-1], b[-1 - 2 * w] - b[-1 - w]
+        sweep = self._beta ** (ctx.n_pairs / ctx.epoch)
+        expect = sweep ** w
+        agree = (d_old > 0 and d_new > 0
+                 and expect / self.band <= d_new / d_old <= expect * self.band)
+        self._agree = self._agree + 1 if agree else 0
+        if self._agree >= self.confirm and sweep > self.beta_min * (1 + 1e-12):
+            old = self._beta ** (1.0 / ctx.epoch)
+            self._beta = max(self.beta_min, sweep ** self.power) ** (ctx.epoch / ctx.n_pairs)
+            if self.travel:
+                self._t *= (1.0 - self._beta ** (1.0 / ctx.epoch)) / (1.0 - old)
+            self.accelerations += 1
+            self._agree, self._count, self._best_at[:] = 0, 0, [self._fbest]
+        return gamma
+
+
 CANDIDATES = {
     "cosine": lambda: CosineControl(),
     "cosine+failures": lambda: CosineControl(a=2.0, eta=0.5, eta2=0.1, every=2.0),
@@ -409,6 +465,12 @@ CANDIDATES = {
        for b in (0.6, 0.65, 0.7) for c in (0.4, 0.5, 0.6, 0.8)},
     "cosine then auto": lambda: CosineThenAuto(),
     "batched success": lambda: BatchedSuccess(),
+    "tracking acceleration": lambda: TrackingAcceleration(),
+    "tracking acceleration, travel kept": lambda: TrackingAcceleration(travel=True),
+    "tracking acceleration, travel kept, once": lambda: TrackingAcceleration(
+        travel=True, beta_min=0.586),
+    "tracking acceleration, travel kept, once, 3 windows": lambda: TrackingAcceleration(
+        travel=True, beta_min=0.586, confirm=3),
 }
 
 
