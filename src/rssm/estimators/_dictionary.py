@@ -20,6 +20,7 @@ import rssm
 from rssm.data import LayoutWarning, is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
+    _user_stacklevel,
     check_float,
     check_int,
     check_X,
@@ -33,6 +34,9 @@ from rssm.threads import single_blas
 __all__ = ["OrthogonalDictionaryLearning"]
 
 TRANSFORM_ALGORITHMS = (None, "threshold", "omp")
+#: A partial dictionary whose atoms hold less than this fraction of the energy that p
+#: orthonormal directions drawn at random hold on average (p / n of it) gets a warning.
+LOW_ENERGY = 0.5
 
 
 class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -49,7 +53,12 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
     ----------
     n_components : int, default=None
         Number of atoms p, 1 <= p <= n_features; None: n_features (a complete orthogonal
-        dictionary).
+        dictionary). With p < n_features the objective is least along directions where
+        the data have little energy (0 along a feature that never varies), so the atoms
+        may represent little of X; `fit` warns when they hold less than half the energy p
+        random orthonormal directions would (p / n_features of it). Reducing the data
+        first (``make_pipeline(PCA(p), OrthogonalDictionaryLearning())``) learns a
+        complete dictionary among the dominant directions.
     transform_algorithm : {None, "threshold", "omp"}, default=None
         Codes of `transform`. None: ``X @ components_.T`` (exact; with a complete dictionary
         ``inverse_transform`` gives X back). "threshold": soft thresholding of those at
@@ -167,9 +176,23 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         res = self._run(problem, x0, random_start=x0 is None)
         q = res.x
         energy = np.zeros(p)
+        total = 0.0
         for _, _, blk in row_chunks(X):
             c = blk @ q
             energy += np.einsum("ij,ij->j", c, c)
+            total += float(np.einsum("ij,ij->", blk, blk))
+        if p < n and total > 0 and energy.sum() < LOW_ENERGY * (p / n) * total:
+            # min ||Y^T Q||_1 over a partial Q is least where the data have least energy
+            # (0 along a feature that never varies): the atoms then say little about X.
+            warnings.warn(
+                f"{name}: the {p} atoms hold {energy.sum() / total:.2%} of the data's energy "
+                f"(||X Q||_F^2 / ||X||_F^2), where {p} orthonormal directions drawn at random "
+                f"hold {p / n:.2%} on average: a partial orthogonal dictionary minimizes "
+                "||X Q||_1, which is least along directions where the data have little "
+                "energy. To learn sparse atoms among the data's dominant directions, reduce "
+                f"the data first (e.g. make_pipeline(PCA({p}), {name}()), a complete "
+                "dictionary there), or use OrthogonalSparsePCA",
+                UserWarning, stacklevel=_user_stacklevel())
         order = np.argsort(-energy, kind="stable")
         self.components_ = flip_signs(q[:, order].T)
         self.n_components_ = p
