@@ -112,15 +112,23 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         samples declared outliers (``offset_`` is that percentile of the training scores).
         ``"auto"``: a sample is an outlier when its distance to the subspace exceeds
         t = q * sqrt(F^-1(0.999) / F^-1(0.25)), with q the 0.25-quantile of the training
-        distances and F the chi-square distribution with n_features - d degrees of freedom:
-        for inliers with isotropic Gaussian noise of scale sigma the squared distance is
+        distances and F the chi-square distribution with nu degrees of freedom: for
+        inliers with isotropic Gaussian noise of scale sigma the squared distance is
         sigma^2 chi-square(n_features - d), so t is their 0.999-quantile, with sigma
         estimated from the lower quartile, which stays among the inliers while more than a
-        quarter of the samples are inliers. Zero samples (on every subspace) are left out
-        of the quartile. When a quarter of the samples or more lie on the subspace
-        exactly, sigma reads 0 and every other sample is an outlier (right for
-        noise-free inliers); a `UserWarning` says so when 5 % of the samples or more lie
-        within 1 % of their norm of the subspace without lying on it.
+        quarter of the samples are inliers. Noise of different scales in different
+        directions (features in different units) has a heavier tail: the squared distance
+        is a weighted sum of chi-square(1) variables, which Satterthwaite's approximation
+        reads as a scaled chi-square with nu = (tr S)^2 / tr(S^2) degrees of freedom, S
+        the second moment of the residuals (the samples' coordinates in
+        ``normal_components_``) of the samples at or below the median distance
+        (``noise_dof_``; nu = n_features - d for isotropic noise, down to 1 where one
+        direction dominates). Without it, unscaled wine had 52 % of its samples
+        declared outliers (6 % with it; 7 % standardized). Zero samples (on every
+        subspace) are left out of the quartile. When a quarter of the samples or more
+        lie on the subspace exactly, sigma reads 0 and every other sample is an outlier
+        (right for noise-free inliers); a `UserWarning` says so when 5 % of the samples
+        or more lie within 1 % of their norm of the subspace without lying on it.
     method, n_blocks, stepsize, max_iter, tol : default=None
         Solver settings passed to `rssm.minimize` when set (None: rssm's defaults).
     random_state : int, RandomState, Generator or None, default=None
@@ -141,6 +149,9 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         A point of the (affine) subspace; zeros when ``center=False``.
     offset_ : float
         ``decision_function = score_samples - offset_``.
+    noise_dof_ : float
+        With ``contamination="auto"``: the degrees of freedom nu of the residual noise that
+        set ``offset_`` (see ``contamination``); NaN with a fraction.
     result_ : rssm.Result
         The solver's run; ``n_iter_``, ``stop_reason_`` and ``converged_`` summarize it.
     n_features_in_, feature_names_in_
@@ -267,8 +278,31 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         self.n_components_ = d
 
         dist = map_rows(X, self._dist_and_norm, 2)
-        self.offset_ = self._offset(dist[:, 0], dist[:, 1], p)
+        auto = isinstance(self.contamination, str)
+        self.noise_dof_ = self._noise_dof(X, dist[:, 0], dist[:, 1]) if auto else math.nan
+        self.offset_ = self._offset(dist[:, 0], dist[:, 1], self.noise_dof_)
         return self
+
+    def _noise_dof(self, X, dist: np.ndarray, norms: np.ndarray) -> float:
+        """Satterthwaite's degrees of freedom (tr S)^2 / tr(S^2) of the residuals of the
+        samples at or below the median distance (zero samples left out), S their second
+        moment in the basis ``normal_components_``; n_features - d when S is 0."""
+        k = self.normal_components_.shape[0]
+        seen = norms > 0
+        med = float(np.median(dist[seen] if seen.any() else dist))
+        keep = (dist <= med) & (seen if seen.any() else True)
+        if not med > 0:
+            return float(k)
+        s = np.zeros((k, k))
+        for lo, hi, blk in row_chunks(X):
+            # in units of the median distance: squares of data up to 1e150 stay finite
+            r = (blk[keep[lo:hi]] - self.mean_) @ self.normal_components_.T / med
+            s += r.T @ r
+        lam = np.maximum(np.linalg.eigvalsh(s), 0.0)
+        if not lam.sum() > 0:
+            return float(k)
+        w = lam / lam.sum()
+        return min(float(k), 1.0 / float(np.sum(w * w)))
 
     def _problem_data(self, X, shift: np.ndarray, lift: float):
         """The samples as the problem takes them (n' x m in memory, or streamed)."""
@@ -299,7 +333,7 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         return np.column_stack([np.linalg.norm(c @ self.normal_components_.T, axis=1),
                                 np.linalg.norm(c, axis=1)])
 
-    def _offset(self, dist: np.ndarray, norms: np.ndarray, k: int) -> float:
+    def _offset(self, dist: np.ndarray, norms: np.ndarray, k: float) -> float:
         if not isinstance(self.contamination, str):
             return float(np.percentile(-dist, 100.0 * float(self.contamination)))
         from scipy.stats import chi2
