@@ -122,6 +122,41 @@ def test_from_functions_validates_inputs_and_outputs():
         cplx.subgradient(x)
     listed = rssm.Problem.from_functions(cost, lambda x: sub(x).tolist(), shape=(20, 5))
     assert listed.subgradient(x).dtype == np.float64       # lists of reals still serve
+    # a mask returned by mistake ran to "converged" before (bool was taken as 0/1)
+    mask = rssm.Problem.from_functions(cost, lambda x: sub(x) > 0, shape=(20, 5))
+    with pytest.raises(TypeError, match=r"got an array of dtype bool \(a mask, not a "
+                                        r"subgradient"):
+        rssm.minimize(mask, seed=0)
+
+
+@pytest.mark.parametrize("method", ["rsm", "rssm"])
+@pytest.mark.parametrize("where", ["cost", "subgradient", "partial_subgradient"])
+def test_a_function_that_changes_x_in_place_is_refused_by_name(method, where):
+    """A cost with ``X -= X.mean(0)`` inside changed the solver's iterate: the run ended
+    max_iter with feasibility 0.19 (RSSM) and no word. X is passed read-only."""
+    a, b, _ = _procrustes_data()
+    cost, sub, part = _functions(a, b)
+
+    def spoil(fn):
+        def inner(x, *args):
+            x -= x.mean(axis=0)
+            return fn(x, *args)
+        return inner
+
+    fns = {"cost": cost, "subgradient": sub, "partial_subgradient": part}
+    fns[where] = spoil(fns[where])
+    prob = rssm.Problem.from_functions(fns["cost"], fns["subgradient"],
+                                       fns["partial_subgradient"], shape=(20, 5))
+    # RSM calls the subgradient at X, RSSM (given a partial one) the partial subgradient;
+    # the other is called only at copies of X (the convergence checks), which it may spoil
+    called = {"rsm": "subgradient", "rssm": "partial_subgradient"}[method]
+    if where not in ("cost", called):
+        res = rssm.minimize(prob, method=method, seed=0, max_iter=20)
+        assert res.feasibility < 1e-12
+        return
+    with pytest.raises(ValueError, match=f"the problem's {where} changed its argument X in "
+                                         "place.*X = X - X.mean"):
+        rssm.minimize(prob, method=method, seed=0, max_iter=20)
 
 
 # -- composite objectives ---------------------------------------------------------------

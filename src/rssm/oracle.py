@@ -36,17 +36,38 @@ class Oracle:
         self.partition = partition
 
     # -- values -------------------------------------------------------------------------
+    def _call(self, what: str, *args: Any) -> Any:
+        """The problem's ``what`` at the current iterate, passed as a read-only view: a
+        function that changed X in place (``X -= X.mean(0)``) changed the solver's iterate
+        and left it off the manifold (feasibility 0.19 after an RSSM run, no word)."""
+        arg = getattr(self, "_readonly", None)
+        if arg is None or arg.base is not self.x:
+            arg = self._readonly = self.x.view()
+            arg.flags.writeable = False
+        try:
+            return getattr(self.problem, what)(arg, *args)
+        except ValueError as exc:
+            if "read-only" not in str(exc):
+                raise
+            # (RSSM without a partial subgradient calls the full one)
+            name = ("subgradient" if what == "partial_subgradient"
+                    and getattr(self.problem, "has_partial", True) is False else what)
+            raise ValueError(
+                f"the problem's {name} changed its argument X in place, which would move the "
+                "solver's iterate off the manifold; rssm passes X read-only: work on a copy "
+                "(e.g. X = X - X.mean(0), not X -= X.mean(0))") from exc
+
     def cost(self) -> float:
         """f(X) at the current iterate."""
-        return float(self.problem.cost(self.x))
+        return float(self._call("cost"))
 
     def subgradient(self) -> np.ndarray:
         """A Euclidean subgradient of f at the current iterate (n x p)."""
-        return _checked(self.problem.subgradient(self.x), self.x.shape, "subgradient")
+        return _checked(self._call("subgradient"), self.x.shape, "subgradient")
 
     def partial_subgradient(self, cols: ColumnSet) -> np.ndarray:
         """A partial Euclidean subgradient for the columns ``cols`` (n x |C|)."""
-        g = self.problem.partial_subgradient(self.x, cols.selector)
+        g = self._call("partial_subgradient", cols.selector)
         return _checked(g, (self.x.shape[0], cols.size), "partial_subgradient")
 
     def cost_at(self, cols: ColumnSet | None, sel, values: np.ndarray) -> float:

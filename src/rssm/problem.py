@@ -374,10 +374,13 @@ class FunctionProblem(Problem):
 
     def _check(self, g, what: str, cols: int) -> np.ndarray:
         g = np.asarray(g)
-        if g.dtype.kind not in "biuf":
+        if g.dtype.kind not in "iuf":
             raise TypeError(f"{what} must return real numbers, got an array of dtype "
                             f"{g.dtype}" + (" (a complex subgradient: f is a real function "
-                                            "of real X)" if g.dtype.kind == "c" else ""))
+                                            "of real X)" if g.dtype.kind == "c" else "")
+                            + (" (a mask, not a subgradient: a comparison such as "
+                               "np.sign(...) > 0 gives booleans)" if g.dtype.kind == "b"
+                               else ""))
         g = np.asarray(g, dtype=np.float64)
         want = (self.shape[0], cols)
         if g.shape != want:
