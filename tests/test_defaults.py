@@ -783,3 +783,21 @@ def test_the_certificate_round_trips_with_its_flags_as_bools():
     back = rssm.Result.from_dict(json.loads(json.dumps(res.to_dict())))
     assert back.certificate == res.certificate
     assert type(back.certificate.probed) is bool and type(back.certificate.converged) is bool
+
+
+def test_what_is_recorded_does_not_change_the_run():
+    """A recorded row evaluated f(X_{k+1}) before the convergence test read the least cost
+    so far, and rows fed it f where the run itself had none: on ||Y^T x||_1 (p = 1) the
+    default call took 4559 iterations, 2371 with ``record=1`` and 4551 with
+    ``record=10``."""
+    rng = np.random.default_rng(9)
+    y = rng.standard_normal((10, 60))
+    prob = rssm.Problem.from_functions(lambda x: np.abs(y.T @ x).sum(),
+                                       lambda x: y @ np.sign(y.T @ x), shape=(10, 1))
+    runs = [rssm.minimize(prob, seed=0, max_iter=20000, record=rec)
+            for rec in (None, 1, 10, rssm.Record(every=7))]
+    for res in runs:
+        assert res.stop_reason == runs[0].stop_reason and res.n_iter == runs[0].n_iter
+        assert res.x_last.tobytes() == runs[0].x_last.tobytes()
+        assert res.x.tobytes() == runs[0].x.tobytes()
+    assert runs[0].success

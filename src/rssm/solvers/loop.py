@@ -245,7 +245,16 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                           check_above=above)
             if tol else None)
     trial = _Trial(solver)
-    ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=st.cost, trial=trial,
+    # The iteration whose f the run itself asked for (the rule, or track_best), as opposed
+    # to f evaluated for a recorded row only: the convergence test reads the least cost
+    # only where the run saw it, so that `record=` never changes the path.
+    asked = [-1]
+
+    def run_cost() -> float:
+        asked[0] = st.k
+        return st.cost()
+
+    ctx = StepContext(solver.method, solver.n_blocks, (n, p), cost=run_cost, trial=trial,
                       best=lambda: st.best_fun, partition=solver.partition,
                       selection=None if solver.selector is None else solver.selector.name)
     # A rule that reads f (the default) evaluates it at every iterate, which keeps the best
@@ -286,7 +295,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             t0 = perf()
             d = solver.direction(st)
             if track_best:
-                st.cost()      # f(X_k), after the direction: the data oracles compute both
+                run_cost()     # f(X_k), after the direction: the data oracles compute both
                 #                in one pass over the chunks
             if not (math.isfinite(d.norm_sq) and math.isfinite(d.grad_sq)):
                 st.time += perf() - t0
@@ -336,13 +345,19 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 st.gamma = gamma
                 ctx.previous_gamma = gamma
             st.k = k + 1
-            if rec.due(st.k):
-                st.cost()      # the row's f(X_{k+1}) brings the caches up to date: solver work
             certificate = None
             if cert is not None:
+                # The least cost up to X_k where the run itself asked for f(X_k), and
+                # before a recorded row evaluates f(X_{k+1}), so that what `record=` asks
+                # for never changes the path (a row every iteration fed the relaxed test
+                # X_{k+1}'s f one iteration early, a row every 10 fed it f where the run
+                # had none: 2371 and 4551 iterations where the run without rows took 4559,
+                # on ||Y^T x||_1 with p = 1).
                 cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm, d.sel,
-                             st.best_fun if st.fun_at >= st.k - 1 else math.nan)
+                             st.best_fun if asked[0] >= st.k - 1 else math.nan)
                 certificate = _checked(cert, solver, st)
+            if rec.due(st.k):
+                st.cost()      # the row's f(X_{k+1}) brings the caches up to date: solver work
             st.time += perf() - t0
             n_still = n_still + 1 if st.step_norm == 0.0 else 0
             if st.step_norm != 0.0:
