@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -364,3 +365,31 @@ def test_an_empty_out_is_refused(tmp_path, capsys):
     """``--out ""`` wrote X.npy, trace.csv and settings.json into the current folder."""
     assert main(["solve", "dpcp", "--max-iter", "5", "--out", "", "--quiet"]) == 2
     assert "argument --out: empty" in capsys.readouterr().err
+
+
+def test_target_error_on_data_names_the_option(tmp_path, capsys):
+    """``--target-error`` with ``--data`` said "target_error needs a ground truth" with the
+    Python name and no "argument" prefix."""
+    np.save(tmp_path / "d.npy", np.random.default_rng(0).standard_normal((200, 10)))
+    rc = main(["solve", "dpcp", "--data", str(tmp_path / "d.npy"), "--d", "3",
+               "--target-error", "1e-8", "--quiet"])
+    line = _one_line(capsys, 2, rc)
+    assert line.startswith("rssm: error: argument --target-error: target_error needs a "
+                           "ground truth, but this DPCP has none")
+
+
+def test_a_layout_flag_that_reads_few_samples_is_questioned_in_the_commands_words(
+        tmp_path, capsys):
+    """``--samples-as-columns`` on a file of one sample per row built St(300, 295) from 10
+    samples with only the problem's raw LayoutWarning (a file:line and API advice)."""
+    np.save(tmp_path / "rows.npy", np.random.default_rng(0).standard_normal((300, 10)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no Python warning reaches the user
+        rc = main(["solve", "dpcp", "--d", "5", "--data", str(tmp_path / "rows.npy"),
+                   "--samples-as-columns", "--quiet", "--max-iter", "3"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert err.startswith("rssm: warning: --samples-as-columns reads ") and "LayoutWarning" \
+        not in err
+    assert "as m = 10 samples of n = 300 features" in err and "without --samples-as-columns" \
+        in err

@@ -237,3 +237,39 @@ def test_cache_that_does_not_fit_is_refused_before_the_run():
     assert name == "DataError"
     assert msg.startswith("the cache file (0.2 MiB for the per-sample state) could not be made")
     assert "cache='memory'" in msg
+
+
+def test_sparse_matrices_and_missing_values_are_refused_by_what_they_are():
+    """A float64 SciPy sparse matrix was refused as "dtype object", and by
+    ``rssm.data.samples`` with NumPy's bare "setting an array element with a sequence";
+    a pandas frame with pd.NA as "dtype object"."""
+    import scipy.sparse as sp
+
+    y = sp.csr_matrix(np.random.default_rng(0).standard_normal((10, 300)))
+    for build in (lambda: DPCP.from_data(y, d=2), lambda: ODL.from_data(y),
+                  lambda: samples(y.T.tocsr()), lambda: SparsePCA.from_data(y.T, 2)):
+        with pytest.raises(TypeError, match=r"is a SciPy sparse matrix \(cs[rc]_matrix\), which "
+                                            r"rssm does not take: pass .*\.toarray\(\)"):
+            build()
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(np.random.default_rng(1).standard_normal((50, 6)),
+                         dtype="Float64")
+    frame.iloc[3, 5] = pd.NA
+    for build in (lambda: DPCP.from_data(frame.T, d=2), lambda: samples(frame)):
+        with pytest.raises(ValueError, match=r"has 1 missing values \(NaN or pd\.NA\), the "
+                                             r"first at row \d, column \d"):
+            build()
+
+
+def test_data_without_variance_or_a_zero_design_is_refused_at_the_door():
+    """Sparse PCA on one sample (0 after centring) "converged" and then raised
+    ZeroDivisionError in its summary, after the run, which the command line lost; l1
+    Procrustes with A = 0 raised ZeroDivisionError in its reference step."""
+    with pytest.raises(ValueError, match="a has no variance .*sparse PCA has nothing"):
+        SparsePCA.from_data(np.ones((1, 6)), 2)
+    with pytest.raises(ValueError, match="a has no variance"):
+        SparsePCA.from_data(np.tile(np.arange(5.0), (8, 1)), 2)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=r"a is zero: \|\|A X - B\|\|_1 = \|\|B\|\|_1 does "
+                                         r"not depend on X"):
+        L1Procrustes(np.zeros((30, 7)), rng.standard_normal((30, 2)))

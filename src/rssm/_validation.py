@@ -46,6 +46,28 @@ def describe(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def refuse_sparse_or_missing(value: Any, name: str) -> None:
+    """A SciPy sparse matrix (which NumPy turns into a 0-d object array) or a pandas
+    frame with missing values (object dtype) refused by what it is, not by a dtype it
+    does not have."""
+    module = type(value).__module__.split(".")
+    if module[0] == "scipy" and "sparse" in module:
+        raise InvalidType(
+            name, f"{name} is a SciPy sparse matrix ({type(value).__name__}), which rssm does "
+                  f"not take: pass {name}.toarray() (the data products are dense)")
+    if module[0] == "pandas" and hasattr(value, "isna"):
+        try:
+            missing = np.asarray(value.isna())
+        except Exception:       # not a frame after all
+            return
+        if missing.any():
+            where = np.argwhere(missing.reshape(missing.shape[0], -1))[0]
+            raise InvalidValue(
+                name, f"{name} has {int(missing.sum())} missing values (NaN or pd.NA), the "
+                      f"first at row {int(where[0])}, column {int(where[1])}; all entries "
+                      "must be finite numbers")
+
+
 def as_float_matrix(
     value: Any,
     name: str,
@@ -64,6 +86,7 @@ def as_float_matrix(
     if isinstance(value, (str, bytes)) or value is None:
         raise InvalidType(
             name, f"{name} must be a 2-D array of real numbers, got {type(value).__name__}")
+    refuse_sparse_or_missing(value, name)
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and similar

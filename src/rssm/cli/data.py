@@ -14,6 +14,8 @@ samples, a problem that is both slow and not the one meant.
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,7 @@ def _option_value(args, opt) -> tuple[Any, bool]:
 def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
     """The problem of ``--data``: (problem, settings dict, label for the summary)."""
     from rssm._validation import physical_memory
+    from rssm.data import LayoutWarning
     from rssm.data import io as dio
     from rssm.data.chunked import ChunkedData
     from rssm.problems.registry import data_entry
@@ -139,6 +142,17 @@ def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
             f"m = {m} samples of n = {n} features; {name} needs more samples than features, "
             "so the file most likely holds one sample per column: add --samples-as-columns "
             "to transpose it (or --samples-as-rows if its rows are samples)")
+    layout_said = entry.many_samples and m < n
+    if layout_said:
+        # the reading was asked for by a flag: say it in the command line's words (the
+        # problem's own LayoutWarning speaks of API arguments and is silenced below)
+        flag = "--samples-as-columns" if cols else "--samples-as-rows"
+        other = ("without --samples-as-columns, its rows are samples" if cols
+                 else "with --samples-as-columns, its columns are samples")
+        print(f"rssm: warning: {flag} reads {args.data} ({rows_} rows, {cols_} columns) as "
+              f"m = {m} samples of n = {n} features, fewer samples than features, which "
+              f"{name} rarely has; if that is not what the file holds, run it {other}",
+              file=sys.stderr)
     mode = getattr(args, "out_of_core", "never")
     in_ram = isinstance(arr, np.ndarray) and not isinstance(arr, np.memmap)
     mem = physical_memory()
@@ -169,7 +183,10 @@ def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
     else:
         data = arr  # left unloaded: the problem reads (or streams) it
     try:
-        problem = entry.build(data, **values)
+        with warnings.catch_warnings():
+            if layout_said:
+                warnings.simplefilter("ignore", LayoutWarning)
+            problem = entry.build(data, **values)
     except (ValueError, TypeError) as exc:
         arg = getattr(exc, "argument", None)
         arg = entry.arguments.get(arg, arg)

@@ -327,17 +327,17 @@ def run(args, argv: Sequence[str]) -> int:
           if res.stationarity == res.stationarity else []),
         ("feasibility", f"{res.feasibility:.2e}  (||X^T X - I||_max)"),
     ]
+    interrupted = res.stop_reason is StopReason.INTERRUPTED
+    written = []
+    if target is not None:
+        # the files first: a reader that closes stdout early (``| head``), or a figure of
+        # the summary that fails, must not cost the run
+        doc = document(args, argv, res, instance, problem)
+        written = output.write(target, doc, res.trace, res.x)
     # Problem-specific figures (e.g. sparse PCA's explained variance and sparsity).
     extra = problem.summary(res.x) if callable(getattr(problem, "summary", None)) else {}
     rows += [(k.replace("_", " "), f"{v:.6g}") for k, v in extra.items()
              if k not in ("cost", "error")]
-    interrupted = res.stop_reason is StopReason.INTERRUPTED
-    written = []
-    if target is not None:
-        # the files first: a reader that closes stdout early (``| head``) must not cost
-        # the run
-        doc = document(args, argv, res, instance, problem)
-        written = output.write(target, doc, res.trace, res.x)
     out(_summary(rows))
     if target is not None:
         points = len(res.trace["iteration"])

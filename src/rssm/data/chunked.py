@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import check_data_scale, max_abs
+from rssm._validation import check_data_scale, max_abs, refuse_sparse_or_missing
 from rssm.data.store import (
     DEFAULT_CHUNK_BYTES,
     STALLED_TIMEOUT,
@@ -132,6 +132,7 @@ class ChunkedData(SampleStore):
             raise ValueError(f"cache must be 'auto', 'memory' or 'disk', got {cache!r}")
         if isinstance(source, ChunkedData):
             raise TypeError(f"{name} is already a ChunkedData")
+        refuse_sparse_or_missing(source, name)
         shape = getattr(source, "shape", None)
         dtype = getattr(source, "dtype", None)
         if shape is None or dtype is None:

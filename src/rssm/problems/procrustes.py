@@ -68,6 +68,8 @@ class L1Procrustes(CompositeProblem):
             )
         super().__init__(a, pb, EntrywiseLoss.l1(), offset=b, name="l1_procrustes",
                          y_name="a")
+        if not self._store.sum_squares() > 0:
+            raise ValueError("a is zero: ||A X - B||_1 = ||B||_1 does not depend on X")
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod

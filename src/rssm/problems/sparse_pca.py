@@ -68,6 +68,12 @@ class SparsePCA(CompositeProblem):
                          name="sparse_pca", p_name="r", y_name="a")
         self.mu = mu
         self._total_var = self._store.sum_squares()
+        if not self._total_var > 0:
+            # f(X) = mu ||X||_1 alone, and the explained variance is 0 / 0
+            raise ValueError(
+                "a has no variance (every entry is 0, after centring where from_data "
+                "centred it: constant columns, or a single sample): sparse PCA has nothing "
+                "to explain")
         self.loadings = stiefel.as_point(loadings, "loadings", self.shape)
 
     @classmethod

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import as_int, as_positive_float, describe, make_rng
+from rssm._validation import InvalidValue, as_int, as_positive_float, describe, make_rng
 from rssm.blocks import epoch_iterations
 from rssm.problem import Problem, start_rng
 from rssm.solvers.loop import run
@@ -200,8 +200,9 @@ def minimize(
         if kw["target_error"] is not None:
             te = as_positive_float(kw["target_error"], "target_error")
             if not problem.has_error:
-                raise ValueError(f"target_error needs a ground truth, but this "
-                                 f"{type(problem).__name__} has none")
+                raise InvalidValue("target_error", f"target_error needs a ground truth, but "
+                                   f"this {type(problem).__name__} has none (no planted "
+                                   "solution or error function to measure against)")
             criteria.append(TargetError(te))
         criteria += _legacy_criteria(kw, n_blocks, rec)
         if kw["callback"] is not None:
