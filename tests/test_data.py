@@ -433,3 +433,26 @@ def test_out_of_core_data_beyond_float64_squares_is_refused_in_the_finiteness_pa
     np.save(tmp_path / "x.npy", a * 2.0**400)
     prob = rssm.problems.DPCP(rssm.data.samples(np.load(tmp_path / "x.npy", mmap_mode="r")), 3)
     assert np.isfinite(rssm.minimize(prob, max_iter=3).fun)
+
+
+def test_file_options_that_cannot_apply_and_odd_files_are_named(tmp_path):
+    """``--header yes`` on a .npy file was ignored (``--key`` and ``--dataset`` are
+    refused); a folder that is no Zarr store got Zarr's internal wording; a CSV with
+    decimal commas called a number a column name and never said why."""
+    from rssm.data import io as dio
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "rows.npy", rng.standard_normal((30, 4)))
+    with pytest.raises(dio.DataFileError, match=r"header is for text files \(\.csv, \.txt\) "
+                                                r"only, got \.npy") as exc:
+        dio.load(tmp_path / "rows.npy", header="yes")
+    assert exc.value.argument == "header"
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(dio.DataFileError, match=r"plain is a folder but not a Zarr store"):
+        dio.load(tmp_path / "plain")
+    rows = rng.standard_normal((20, 3))
+    (tmp_path / "dc.csv").write_text(
+        "\n".join(";".join(f"{v:.6f}".replace(".", ",") for v in r) for r in rows) + "\n")
+    with pytest.raises(dio.DataFileError, match=r"seems to write decimal commas \(0,5\), "
+                                                r"which rssm does not read"):
+        dio.load(tmp_path / "dc.csv")

@@ -125,6 +125,11 @@ def _header_line(first: list[str], second: list[str] | None, header: str, path: 
     return False
 
 
+def _decimal_comma(cell: str, delimiter: str | None) -> bool:
+    """``cell`` reads as a number written with a decimal comma (not the delimiter)."""
+    return delimiter != "," and "," in cell and _is_number(cell.replace(",", ".", 1))
+
+
 def _first_bad_cell(path: Path, delimiter: str | None, skip: int, width: int,
                     names: list[str] | None) -> str:
     """Where a text file that `numpy.loadtxt` refused goes wrong, as one message (read
@@ -143,6 +148,9 @@ def _first_bad_cell(path: Path, delimiter: str | None, skip: int, width: int,
                     "", "na", "n/a", "null", "none", "?") else "every column must hold numbers")
                 hint = "; if line 1 is a header, use header='yes' (--header yes)" if (
                     names is None and i == 0) else ""
+                if _decimal_comma(cell, delimiter):
+                    hint += ("; the file seems to write decimal commas (0,5), which rssm "
+                             "does not read: convert them to points (0.5) first")
                 return (f"{path} column {j + 1}{name} is not numeric (line {i + 1}: {cell!r})"
                         f"; {what}{hint}")
     return f"{path} could not be parsed as numbers"
@@ -239,6 +247,10 @@ def load(path: str | os.PathLike, *, key: str | None = None,
     if dataset is not None and suffix not in (".h5", ".hdf5", ".zarr", ".zip"):
         raise DataFileError("dataset", "dataset is for HDF5 and Zarr files only, got "
                                        f"{suffix or 'a folder'}")
+    if header != "auto" and suffix not in (".csv", ".txt"):
+        # (as key and dataset: an option that cannot apply is refused, not ignored)
+        raise DataFileError("header", f"header is for text files (.csv, .txt) only, got "
+                                      f"{suffix or 'a folder'}")
     try:
         if suffix == ".npy":
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -251,6 +263,10 @@ def load(path: str | os.PathLike, *, key: str | None = None,
         elif suffix in (".h5", ".hdf5"):
             arr = _open_hdf5(path, dataset)
         elif suffix in (".zarr", ".zip") or path.is_dir():
+            if path.is_dir() and not any((path / f).exists() for f in (
+                    "zarr.json", ".zarray", ".zgroup")):
+                raise DataFileError("path", f"{path} is a folder but not a Zarr store (no "
+                                            "zarr.json, .zarray or .zgroup in it)")
             arr = _open_zarr(path, dataset)
         else:
             raise DataFileError("path", f"unknown file type {suffix or '(none)'!r} of {path}; "
