@@ -247,6 +247,43 @@ def l1_valleys(seeds: int = 12) -> None:
               f"{bb} (trial points {min(steps)}-{max(steps)})", flush=True)
 
 
+def _polyhedral(seed: int, shift: float = 0.0, n: int = 20, p: int = 4, m: int = 50):
+    import rssm
+
+    q = np.random.default_rng(seed).standard_normal((m, n))
+    return rssm.Problem.from_functions(lambda x: float(np.abs(q @ x).sum()) + shift,
+                                       lambda x: q.T @ np.sign(q @ x), shape=(n, p))
+
+
+def polyhedral(seeds: int = 8) -> None:
+    """``--polyhedral``: f(X) = ||Q X||_1 (Q 50 x 20 Gaussian, St(20, 4): 70 tangent
+    dimensions, about 19 kinks active per column at a minimizer), the default call with a
+    budget of 20000 iterations, and the default call (its budget) with 1e6 added to f."""
+    import warnings
+
+    import rssm
+
+    print("seed | shift | stop | iterations | f - shift | short steps lower f by (relative "
+          "to f) | cost evaluations")
+    tally: dict[str, list[int]] = {}
+    for seed in range(seeds):
+        for shift, kw in ((0.0, {"max_iter": 20000}), (1e6, {})):
+            prob = _polyhedral(seed, shift)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = rssm.minimize(prob, **kw)
+            drop = _short_steps_drop(prob, r.x, length=1e-5)
+            t = tally.setdefault(f"shift {shift:g}", [0, 0, 0])
+            t[0] += 1
+            t[1] += r.success
+            t[2] += r.success and drop > 1e-12
+            print(f"{seed} | {shift:g} | {r.stop_reason.value} | {r.n_iter} | "
+                  f"{r.fun - shift:.6f} | {drop:.1e} | {r.n_cost}", flush=True)
+    for tag, (runs, conv, false) in tally.items():
+        print(f"{tag}: {conv} of {runs} called converged, {false} of them refuted by short "
+              "steps", flush=True)
+
+
 def check_cost(rounds: int = 3) -> None:
     """``--check-cost``: wall time of the default call with and without the checks."""
     import time
@@ -284,9 +321,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="only: the full bundle's ratio at stalls and at solutions")
     ap.add_argument("--l1", action="store_true",
                     help="only: the bundle check on l1 and max costs, at solutions and stalls")
+    ap.add_argument("--polyhedral", action="store_true",
+                    help="only: verdicts on ||Q X||_1, 70 tangent dimensions")
     ap.add_argument("--check-cost", action="store_true",
                     help="only: wall time of the default call with and without the checks")
     args = ap.parse_args(argv)
+    if args.polyhedral:
+        polyhedral()
+        return 0
     if args.check_cost:
         check_cost()
         return 0

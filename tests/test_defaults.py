@@ -363,6 +363,32 @@ def test_a_narrow_valley_stall_of_an_l1_cost_is_not_called_converged(seed):
         assert res.stop_reason is StopReason.MAX_ITER
 
 
+def _polyhedral(seed, shift=0.0):
+    q = np.random.default_rng(seed).standard_normal((50, 20))
+    return rssm.Problem.from_functions(lambda x: float(np.abs(q @ x).sum()) + shift,
+                                       lambda x: q.T @ np.sign(q @ x), shape=(20, 4))
+
+
+@pytest.mark.parametrize("shift, max_iter", [(1e6, None), (0.0, 4000)])
+def test_a_verdict_near_a_vertex_of_a_polyhedral_cost_is_checked_in_full(shift, max_iter):
+    """f(X) = ||Q X||_1 (Q 50 x 20 Gaussian, St(20, 4)) was called converged where short
+    subgradient steps lower f: with 1e6 added to f (the default call, 851 iterations; the
+    bundle check's trial points 1e-8 ||X||_F away could not be lower by more than rounding
+    of f + 1e6) and without it (3521 iterations; the 24 trial points ended before the
+    bundle held the descent of 70 tangent dimensions, which took 31). Trial points now
+    clear rounding by the bundle's model and number up to two per tangent dimension."""
+    prob = _polyhedral(7, shift)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rssm.problem.FullSubgradientWarning)
+        off = rssm.minimize(prob, max_iter=max_iter, options={"verify_steps": 0})
+        res = rssm.minimize(prob, max_iter=max_iter)
+    assert off.success and _lowers_f_by_small_steps(prob, off.x, length=1e-5) > 1e-10
+    if res.success:
+        assert _lowers_f_by_small_steps(prob, res.x, length=1e-5) < 1e-12
+    else:
+        assert res.stop_reason is StopReason.MAX_ITER and res.fun < off.fun
+
+
 def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dpcp):
     """By default the zigzag check runs only where the subgradients cancel to more than
     `CHECK_ABOVE` of their norm; ``verify_steps`` given runs it on every verdict. Where the

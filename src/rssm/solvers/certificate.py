@@ -447,6 +447,25 @@ BUNDLE_LENGTH = 1e-8
 #: below 1e-3 after 3-8 trial points; at the 19 false verdicts withdrawn it stayed at
 #: 9e-3 or above until the descent was found.
 BUNDLE_STATIONARY = 1e-3
+#: By default the bundle check takes up to two trial points per tangent dimension
+#: (n p - p (p + 1) / 2) plus two, at least `BUNDLE_STEPS` and at most this many: near a
+#: vertex of a polyhedral f a bundle needs about as many subgradients as dimensions
+#: before its hull holds the direction of descent (||Q X||_1 with Q 50 x 20 Gaussian on
+#: St(20, 4), 70 tangent dimensions: false verdicts needed 31 and 81 trial points to
+#: refute).
+BUNDLE_STEPS_MAX = 128
+#: Each trial point is at least this many margins of rounding away from f(X) by the
+#: bundle's own model (t ||g*|| >= BUNDLE_MARGINS * the margin): with a large constant in
+#: f (||Q X||_1 + 1e6) trial points 1e-8 ||X||_F away could not be lower by more than
+#: rounding, however steep the descent (slope 5 there).
+BUNDLE_MARGINS = 10.0
+
+
+def bundle_steps(shape: tuple[int, int], given: int = BUNDLE_STEPS) -> int:
+    """The default budget of trial points of the bundle check on St(n, p) (see
+    `BUNDLE_STEPS_MAX`)."""
+    n, p = shape
+    return max(int(given), min(2 * (n * p - p * (p + 1) // 2 + 1), BUNDLE_STEPS_MAX))
 
 
 def _cost_fn(problem, oracle):
@@ -593,13 +612,16 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
             if not (norm > BUNDLE_STATIONARY * mean and math.isfinite(norm)):
                 return True, taken          # stationary at radius t: nothing to try
             d = g / norm
-            y = stiefel.polar(start - t * d)
+            # long enough that the model's decrease t ||g*|| clears rounding, at most the
+            # zigzag's first length
+            t_k = min(max(t, BUNDLE_MARGINS * _margin(f0) / norm), ZIGZAG_FIRST * scale)
+            y = stiefel.polar(start - t_k * d)
             fy, sub = at(y)
             taken += 1
             if fy < f0 - _margin(f0):
                 if keep and oracle is not None:
                     lower = True
-                    taken += _further(x, start, d, t, fy, oracle)
+                    taken += _further(x, start, d, t_k, fy, oracle)
                 return False, taken
             v = stiefel.tangent_projection(start, sub()).ravel()
             if not np.all(np.isfinite(v)):
