@@ -563,8 +563,10 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     subgradient at X; g* is the least-norm element of its convex hull (the subgradients
     moved to T_X by projection, `min_norm_point`), the trial point is
     Y = polar(X - t g* / ||g*||), t = max(`BUNDLE_LENGTH`, 10 ``radius``) ||X||_F
-    (``radius``: part 1's, relative to ||X||_F). If f(Y) is below ``f0`` = f(X) by more
-    than rounding, X is no minimizer (False).
+    (``radius``: part 1's, relative to ||X||_F), raised where needed so that the bundle's
+    model predicts a decrease t ||g*|| of `BUNDLE_MARGINS` times the rounding margin
+    (a large constant in f), at most `ZIGZAG_FIRST` ||X||_F. If f(Y) is below ``f0`` =
+    f(X) by more than rounding, X is no minimizer (False).
     Otherwise the subgradient at Y joins the bundle (a null step: it cuts the model along
     -g*) and the next g* is computed. At a sharp or smooth minimizer that close to X no
     trial point is lower, and g* soon falls to `BUNDLE_STATIONARY` of the subgradients'

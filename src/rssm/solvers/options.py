@@ -57,10 +57,12 @@ class RSMOptions:
         the run stops, and steps of the zigzag that follows it where it finds f lower
         (`rssm.solvers.certificate.zigzag`, `rssm.solvers.certificate.bundle_probe`; 0
         turns both off); a point that lowers f withdraws the verdict and the run goes on
-        from that point. Default `rssm.solvers.certificate.ZIGZAG_STEPS` (24) on the
-        verdicts whose subgradients cancel only in part (``cancel`` above
-        `rssm.solvers.certificate.CHECK_ABOVE`);
-        given, on every verdict (docs/convergence.md, "the zigzag check").
+        from that point. Default: on the verdicts whose subgradients cancel only in
+        part (``cancel`` above `rssm.solvers.certificate.CHECK_ABOVE`), up to two trial
+        points per tangent dimension, between 24 and 128
+        (`rssm.solvers.certificate.bundle_steps`), and
+        `rssm.solvers.certificate.ZIGZAG_STEPS` (24) zigzag steps; given, that many on
+        every verdict (docs/convergence.md, "the zigzag check", "Near a vertex").
     clip_steps : bool
         Shorten a step longer than the diameter of the block it moves,
         ``||gamma P(G_C)||_F <= rssm.solvers.max_step(|C|)`` (default True; counted in
