@@ -339,15 +339,18 @@ def test_sparse_pca_recovers_planted_loadings_with_defaults():
 def test_sparse_pca_defaults_converge_on_breast_cancer():
     """The example of docs/estimators.md: standardized breast cancer, 5 loadings, mu = 0.3.
     With the previous default decay (0.99 per epoch) the run froze with dense loadings
-    (150 of 150 nonzero) and ended on its budget at f = -20.3792; with 0.993 it stops
-    `converged` at f = -20.4000 with 89 nonzeros (seed 0)."""
+    (150 of 150 nonzero) and ended on its budget at f = -20.3792; with 0.993 it stopped
+    `converged` at f = -20.4000 with 89 nonzeros (seed 0), a verdict the bundle check's
+    24 trial points let through; with up to two per tangent dimension it stops
+    `converged` after 16572 iterations at f = -20.41029, within the budget of 20000
+    epochs."""
     from sklearn.datasets import load_breast_cancer
     from sklearn.preprocessing import StandardScaler
 
     x = StandardScaler().fit_transform(load_breast_cancer().data)
     est = OrthogonalSparsePCA(5, mu=0.3, random_state=0).fit(x)
     assert est.converged_ and est.stop_reason_ == "converged"
-    assert est.result_.fun < -20.39
+    assert est.result_.fun < -20.41
     assert np.count_nonzero(est.components_) <= 100
 
 
