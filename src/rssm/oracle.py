@@ -37,25 +37,12 @@ class Oracle:
 
     # -- values -------------------------------------------------------------------------
     def _call(self, what: str, *args: Any) -> Any:
-        """The problem's ``what`` at the current iterate, passed as a read-only view: a
-        function that changed X in place (``X -= X.mean(0)``) changed the solver's iterate
-        and left it off the manifold (feasibility 0.19 after an RSSM run, no word)."""
-        arg = getattr(self, "_readonly", None)
-        if arg is None or arg.base is not self.x:
-            arg = self._readonly = self.x.view()
-            arg.flags.writeable = False
-        try:
-            return getattr(self.problem, what)(arg, *args)
-        except ValueError as exc:
-            if "read-only" not in str(exc):
-                raise
-            # (RSSM without a partial subgradient calls the full one)
-            name = ("subgradient" if what == "partial_subgradient"
-                    and getattr(self.problem, "has_partial", True) is False else what)
-            raise ValueError(
-                f"the problem's {name} changed its argument X in place, which would move the "
-                "solver's iterate off the manifold; rssm passes X read-only: work on a copy "
-                "(e.g. X = X - X.mean(0), not X -= X.mean(0))") from exc
+        """The problem's ``what`` at the current iterate, given its own copy of X (n p
+        numbers, next to the function's own products): a function that changed X in place
+        (``X -= X.mean(0)``) changed the solver's iterate and left it off the manifold
+        (feasibility 0.19 after an RSSM run, no word); one that perturbs X and puts it
+        back (finite differences) is as free to do so as before."""
+        return getattr(self.problem, what)(self.x.copy(), *args)
 
     def cost(self) -> float:
         """f(X) at the current iterate."""

@@ -73,7 +73,10 @@ def spec_from_args(args: argparse.Namespace, problem) -> Any:
     """The step-size spec of ``--stepsize`` and its parameters; parameters not given come
     from the problem's own rule (or its reference rule) when it is of the same kind."""
     own = problem.default_stepsize()
-    base = own if own is not None else problem.reference_stepsize()
+    try:
+        base = own if own is not None else problem.reference_stepsize()
+    except ValueError:      # no reference rule for these data (l1 Procrustes with A = 0)
+        base = None
     base_kind = _kind(base) if base is not None else None
     rule = args.stepsize
     if rule == "default":

@@ -145,6 +145,9 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         if not isinstance(self.normalize, (bool, np.bool_)):
             raise ValueError(f"{name}: normalize must be True or False, got {self.normalize!r}")
 
+        if m == 1:
+            raise ValueError(f"{name}: one sample (n_samples = 1) is 0 once centred, which "
+                             "leaves no variance to explain; fit needs n_samples >= 2")
         mean = np.zeros(n)
         for _, _, blk in row_chunks(X):
             mean += blk.sum(axis=0)

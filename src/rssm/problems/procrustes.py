@@ -68,8 +68,6 @@ class L1Procrustes(CompositeProblem):
             )
         super().__init__(a, pb, EntrywiseLoss.l1(), offset=b, name="l1_procrustes",
                          y_name="a")
-        if not self._store.sum_squares() > 0:
-            raise ValueError("a is zero: ||A X - B||_1 = ||B||_1 does not depend on X")
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod
@@ -157,7 +155,11 @@ class L1Procrustes(CompositeProblem):
     def reference_stepsize(self):
         """Geometric(mu0 = 1 / ||A||_2^2, beta = 0.95 per epoch): linear convergence on this
         sharp problem (1/||A||_2^2 is the inverse curvature scale of ||A X - B||^2)."""
-        return Geometric(1.0 / self._top_sq_singular(), 0.95)
+        top = self._top_sq_singular()
+        if not top > 0:
+            raise ValueError("L1Procrustes.reference_stepsize needs A != 0 (mu0 = 1 / "
+                             "||A||_2^2); A is zero, so f = ||B||_1 does not depend on X")
+        return Geometric(1.0 / top, 0.95)
 
     def __repr__(self) -> str:
         n, p = self.shape

@@ -68,8 +68,9 @@ class SparsePCA(CompositeProblem):
                          name="sparse_pca", p_name="r", y_name="a")
         self.mu = mu
         self._total_var = self._store.sum_squares()
-        if not self._total_var > 0:
-            # f(X) = mu ||X||_1 alone, and the explained variance is 0 / 0
+        if self._total_var == 0:
+            # f(X) = mu ||X||_1 alone, and the explained variance is 0 / 0 (NaN data go
+            # on to the run, which stops non_finite, as unchecked data do elsewhere)
             raise ValueError(
                 "a has no variance (every entry is 0, after centring where from_data "
                 "centred it: constant columns, or a single sample): sparse PCA has nothing "
@@ -86,6 +87,9 @@ class SparsePCA(CompositeProblem):
                                                                     name="a")
             return cls(_standardized(data, normalize), r, mu)
         arr = as_float_matrix(a, "a", copy=True)
+        if arr.shape[0] == 1:
+            raise ValueError("a has one sample (n_samples = 1), which is 0 once centred: "
+                             "sparse PCA has no variance to explain")
         arr -= arr.mean(axis=0)
         if normalize:
             with np.errstate(over="ignore", under="ignore"):
