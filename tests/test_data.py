@@ -453,6 +453,16 @@ def test_file_options_that_cannot_apply_and_odd_files_are_named(tmp_path):
     rows = rng.standard_normal((20, 3))
     (tmp_path / "dc.csv").write_text(
         "\n".join(";".join(f"{v:.6f}".replace(".", ",") for v in r) for r in rows) + "\n")
-    with pytest.raises(dio.DataFileError, match=r"seems to write decimal commas \(0,5\), "
-                                                r"which rssm does not read"):
+    with pytest.raises(dio.DataFileError, match=r"seems to write numbers with a comma inside "
+                                                r"\(0,5 or 1,000\): rssm reads neither"):
         dio.load(tmp_path / "dc.csv")
+    # tab- or space-separated: white space is the delimiter, not the commas inside
+    for name, sep in (("dc_tab.csv", "\t"), ("dc_space.txt", " ")):
+        (tmp_path / name).write_text(
+            "\n".join(sep.join(f"{v:.6f}".replace(".", ",") for v in r) for r in rows) + "\n")
+        with pytest.raises(dio.DataFileError, match=r"column 1 is not numeric .*a comma "
+                                                    r"inside"):
+            dio.load(tmp_path / name)
+    # a plain comma-separated file with spaces after the commas still reads
+    (tmp_path / "plain.csv").write_text("1, 2, 3\n4, 5, 6\n")
+    np.testing.assert_array_equal(dio.load(tmp_path / "plain.csv"), [[1, 2, 3], [4, 5, 6]])

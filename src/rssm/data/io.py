@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import tokenize
 from pathlib import Path
 from typing import Any
@@ -91,10 +92,20 @@ def _lines(path: Path):
 def _delimiter(line: str) -> str | None:
     """``;`` or ``,`` when the line has one (``;`` first: decimal commas), else any run of
     white space (tab-separated and fixed-width text such as ``numpy.savetxt(fmt='%10.4f')``)."""
-    for d in (";", ","):
-        if d in line:
-            return d
+    if ";" in line:
+        return ";"
+    if "," in line:
+        cells = line.split()
+        # "0,5\t1,25": white space between numbers written with a comma inside is the
+        # delimiter (a comma-separated "1, 2" has cells "1," that this does not match)
+        if len(cells) > 1 and all(_COMMA_NUMBER.match(c) for c in cells):
+            return None
+        return ","
     return None
+
+
+#: A number written with a comma inside (a decimal comma, or a thousands separator).
+_COMMA_NUMBER = re.compile(r"^[+-]?\d+,\d+$")
 
 
 def _looks_like_column_numbers(cells: list[str]) -> bool:
@@ -113,8 +124,8 @@ def _header_line(first: list[str], second: list[str] | None, header: str, path: 
         return True
     if header == "no":
         return False
-    numeric = [_is_number(c) for c in first]
-    if not any(numeric):
+    numeric = [_is_number(c) or bool(_COMMA_NUMBER.match(c.strip())) for c in first]
+    if not any(numeric):      # (numbers with a comma inside are data, refused as such)
         return True
     if (_looks_like_column_numbers(first) and second is not None
             and not all(c.lstrip("+-").isdigit() for c in second)):
@@ -126,8 +137,8 @@ def _header_line(first: list[str], second: list[str] | None, header: str, path: 
 
 
 def _decimal_comma(cell: str, delimiter: str | None) -> bool:
-    """``cell`` reads as a number written with a decimal comma (not the delimiter)."""
-    return delimiter != "," and "," in cell and _is_number(cell.replace(",", ".", 1))
+    """``cell`` is a number written with a comma inside (not the delimiter)."""
+    return delimiter != "," and bool(_COMMA_NUMBER.match(cell.strip()))
 
 
 def _first_bad_cell(path: Path, delimiter: str | None, skip: int, width: int,
@@ -146,11 +157,13 @@ def _first_bad_cell(path: Path, delimiter: str | None, skip: int, width: int,
                 name = f" ({names[j]!r})" if names is not None and j < len(names) else ""
                 what = ("a missing value: fill or drop it first" if cell.lower() in (
                     "", "na", "n/a", "null", "none", "?") else "every column must hold numbers")
+                comma = _decimal_comma(cell, delimiter)
                 hint = "; if line 1 is a header, use header='yes' (--header yes)" if (
-                    names is None and i == 0) else ""
-                if _decimal_comma(cell, delimiter):
-                    hint += ("; the file seems to write decimal commas (0,5), which rssm "
-                             "does not read: convert them to points (0.5) first")
+                    names is None and i == 0 and not comma) else ""
+                if comma:
+                    hint += ("; the file seems to write numbers with a comma inside (0,5 or "
+                             "1,000): rssm reads neither decimal commas nor thousands "
+                             "separators, convert them first (0.5, 1000)")
                 return (f"{path} column {j + 1}{name} is not numeric (line {i + 1}: {cell!r})"
                         f"; {what}{hint}")
     return f"{path} could not be parsed as numbers"
