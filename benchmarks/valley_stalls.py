@@ -196,6 +196,20 @@ def _max_linear(seed: int, n: int = 10, p: int = 3, k: int = 5):
                                        shape=(n, p))
 
 
+def _count(tally: dict, key: str, res, drop: float) -> None:
+    """Runs, verdicts of convergence, and verdicts that short steps refute, per key."""
+    t = tally.setdefault(key, [0, 0, 0])
+    t[0] += 1
+    t[1] += res.success
+    t[2] += res.success and drop > 1e-12
+
+
+def _print_tally(tally: dict) -> None:
+    for tag, (runs, conv, false) in tally.items():
+        print(f"{tag}: {conv} of {runs} called converged, {false} of them refuted by short "
+              "steps", flush=True)
+
+
 def l1_valleys(seeds: int = 12) -> None:
     """``--l1``: verdicts with the zigzag deciding and with the bundle check deciding."""
     import warnings
@@ -225,15 +239,10 @@ def l1_valleys(seeds: int = 12) -> None:
                 finally:
                     loop._bundle = bundle
                 drop = _short_steps_drop(prob, r.x)
-                t = tally.setdefault(f"{name} {tag}", [0, 0, 0])
-                t[0] += 1
-                t[1] += r.success
-                t[2] += r.success and drop > 1e-12
+                _count(tally, f"{name} {tag}", r, drop)
                 print(f"{name} | {seed} | {method} | {tag} | {r.stop_reason.value} | "
                       f"{r.n_iter} | {r.fun:.6f} | {drop:.1e} | {r.n_cost}", flush=True)
-    for tag, (runs, conv, false) in tally.items():
-        print(f"{tag}: {conv} of {runs} called converged, {false} of them refuted by short "
-              "steps")
+    _print_tally(tally)
     stalls, sols = _points()
     for kind, points in (("solutions (error below 1e-9)", sols), ("ODL stalls", stalls)):
         zz = bb = 0
@@ -273,15 +282,10 @@ def polyhedral(seeds: int = 8) -> None:
                 warnings.simplefilter("ignore")
                 r = rssm.minimize(prob, **kw)
             drop = _short_steps_drop(prob, r.x, length=1e-5)
-            t = tally.setdefault(f"shift {shift:g}", [0, 0, 0])
-            t[0] += 1
-            t[1] += r.success
-            t[2] += r.success and drop > 1e-12
+            _count(tally, f"shift {shift:g}", r, drop)
             print(f"{seed} | {shift:g} | {r.stop_reason.value} | {r.n_iter} | "
                   f"{r.fun - shift:.6f} | {drop:.1e} | {r.n_cost}", flush=True)
-    for tag, (runs, conv, false) in tally.items():
-        print(f"{tag}: {conv} of {runs} called converged, {false} of them refuted by short "
-              "steps", flush=True)
+    _print_tally(tally)
 
 
 def check_cost(rounds: int = 3) -> None:
