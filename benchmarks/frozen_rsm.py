@@ -1,6 +1,7 @@
 """The default RSM call where the gap rule's steps freeze (issue #18, items 3 and 6).
 
     python -m benchmarks.frozen_rsm [--max-iter N] [--method rsm|rssm]
+    python -m benchmarks.frozen_rsm --sparse-pca-real
 
 Runs `rssm.minimize(prob, seed=s, method=m)` with nothing else set (the default budget
 unless ``--max-iter``) on problems where the default RSM rule's steps used to freeze:
@@ -64,13 +65,79 @@ def instances(sparse: bool):
                        {"stepsize": "auto"})
 
 
+class _Restarting:
+    """`Geometric(restart=True)` whose restart slows the decay to beta^power (the rule's
+    own: power 1/2) or keeps it (power 1)."""
+
+    def __init__(self, power: float):
+        self.power = power
+
+    def __enter__(self):
+        from rssm.stepsizes import schedules
+
+        self._orig = schedules.Geometric.__call__
+        power = self.power
+
+        def call(rule, k, ctx):
+            if rule.restart and ctx.escapes != rule._escapes:
+                rule._escapes = ctx.escapes
+                rule._beta = rule._beta ** power
+                rule._k0 = k
+            return rule.mu0 * rule._beta ** ((k - rule._k0) / ctx.epoch)
+
+        schedules.Geometric.__call__ = call
+        return self
+
+    def __exit__(self, *exc):
+        from rssm.stepsizes import schedules
+
+        schedules.Geometric.__call__ = self._orig
+        return False
+
+
+def sparse_pca_real(max_iter: int = 40000) -> None:
+    """``--sparse-pca-real``: sparse PCA's default call (RSM, its own restarting decay) on
+    standardized breast cancer, wine and digits, 5 loadings, mu = 0.1, 0.3, 1, 2, with a
+    budget of ``max_iter``, for the restart's slowing beta^(1/2) (the default), beta^(2/3)
+    and none (beta kept)."""
+    from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    import rssm
+    from rssm.problems import SparsePCA
+
+    for label, power in (("beta^(1/2) (default)", 0.5), ("beta^(2/3)", 2 / 3),
+                         ("beta kept", 1.0)):
+        its = []
+        with _Restarting(power):
+            for name, load in (("breast_cancer", load_breast_cancer), ("wine", load_wine),
+                               ("digits", load_digits)):
+                x = load().data
+                x = StandardScaler().fit_transform(x[:, x.std(axis=0) > 0])
+                for mu in (0.1, 0.3, 1.0, 2.0):
+                    prob = SparsePCA.from_data(x, 5, mu=mu)
+                    res = rssm.minimize(prob, prob.initial_point(0), seed=0, max_iter=max_iter)
+                    its.append(res.n_iter if res.success else None)
+                    print(f"{label} | {name} | mu {mu:g} | {res.stop_reason.value} | "
+                          f"{res.n_iter} | f {res.fun:.10g}", flush=True)
+        done = [n for n in its if n is not None]
+        print(f"{label}: converged {len(done)} of {len(its)}, within 20000: "
+              f"{sum(n <= 20000 for n in done)}, median {int(np.median(done))} iterations",
+              flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.frozen_rsm",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-iter", type=int, default=None)
     ap.add_argument("--method", default="rsm", choices=("rsm", "rssm"))
     ap.add_argument("--sparse", action="store_true")
+    ap.add_argument("--sparse-pca-real", action="store_true",
+                    help="only: sparse PCA's restart variants on scikit-learn's tables")
     args = ap.parse_args(argv)
+    if args.sparse_pca_real:
+        sparse_pca_real()
+        return 0
     import rssm
     from rssm.stepsizes import Geometric
 
