@@ -275,7 +275,7 @@ class SparsePCA(CompositeProblem):
         the restarts after a freeze: on scikit-learn's breast cancer, wine and digits
         tables, standardized, 5 loadings, mu = 0.1-2, RSM stops `converged` after
         2200-19600 iterations on 11 of 12 (digits, mu = 0.3: 38475, and at the
-        estimators' default mu = 0.2: 37397, beyond the budget), where the verdicts
+        estimators' default mu = 0.2: 37352, beyond the budget), where the verdicts
         the bundle check's first 24 trial points let through came after 1900-3800, at f up
         to 0.4 % higher (docs/convergence.md, "Near a vertex"); the planted instances
         after 3536 (RSM) and 9490 (RSSM, l = 5). None (1000 epochs) for an instance built
