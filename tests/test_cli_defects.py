@@ -393,3 +393,37 @@ def test_a_layout_flag_that_reads_few_samples_is_questioned_in_the_commands_word
         not in err
     assert "as m = 10 samples of n = 300 features" in err and "without --samples-as-columns" \
         in err
+
+
+def test_a_missing_command_or_problem_lists_the_choices(capsys):
+    """``rssm`` and ``rssm solve`` said only "the following arguments are required:
+    COMMAND" (PROBLEM), where cli.md promises the values allowed."""
+    line = _one_line(capsys, 2, main([]))
+    assert line.endswith("required: COMMAND (choose from 'reproduce', 'plot', 'solve')")
+    line = _one_line(capsys, 2, main(["solve"]))
+    assert "required: PROBLEM (choose from 'dpcp', 'odl'," in line
+
+
+def test_plot_given_a_folder_says_what_it_takes(tmp_path, capsys):
+    """``rssm plot`` on the folder of ``rssm solve --out`` said "no such file"."""
+    (tmp_path / "run").mkdir()
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "run")]))
+    assert "is a folder with no results.csv in it; rssm plot redraws the results.csv" in line
+
+
+def test_max_iter_help_names_the_budget_the_problem_declares(capsys):
+    """The help of every problem said 1000 epochs; ODL, sparse PCA and the sparse basis
+    declare 3000, 20000 and 2000 with their default rules."""
+    from rssm.cli.solve import DECLARED_EPOCHS
+    from rssm.problems import REGISTRY
+
+    small = {"dpcp": dict(n=10, d=2, n_inliers=30, n_outliers=20), "odl": dict(n=6),
+             "sparse_pca": dict(n=12, r=2, m=30, support=3),
+             "l1_procrustes": dict(m=40, n=6, p=2), "sparse_basis": dict(n=8, p=2, m=200)}
+    for name, cls in REGISTRY.items():
+        declared = cls.synthetic(seed=0, **small[name]).default_max_epochs()
+        assert DECLARED_EPOCHS.get(name) == declared, name
+        with pytest.raises(SystemExit):
+            main(["solve", name, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"given: {declared or 1000} epochs" in text, name

@@ -507,3 +507,13 @@ def test_elementwise_losses_complex_autodiff_costs_and_wrong_shapes_are_named():
 
     report = check_subgradient(VectorCost(), rng=0)
     assert not report.ok and "cost(X) is a number" in str(report)
+
+
+def test_the_full_subgradient_warning_points_at_the_users_call():
+    """It pointed at rssm's own solvers/api.py (a fixed stacklevel, one frame short)."""
+    a, b, _ = _procrustes_data()
+    cost, sub, _ = _functions(a, b)
+    prob = rssm.Problem.from_functions(cost, sub, shape=(20, 5))
+    with pytest.warns(FullSubgradientWarning) as rec:
+        rssm.minimize(prob, method="rssm", max_iter=3)
+    assert [w.filename for w in rec if w.category is FullSubgradientWarning] == [__file__]

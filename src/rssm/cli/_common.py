@@ -35,6 +35,13 @@ class Parser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line and carry no usage block."""
 
     def error(self, message: str) -> typing.NoReturn:
+        if message.startswith("the following arguments are required:"):
+            # a missing command or problem name: say which ones there are
+            for action in self._actions:
+                if isinstance(action, argparse._SubParsersAction) and action.metavar \
+                        and action.metavar in message and action.choices:
+                    message += (" (choose from "
+                                + ", ".join(repr(c) for c in action.choices) + ")")
         raise UsageError(message)
 
 

@@ -33,6 +33,10 @@ def run(args) -> int:
     if path.is_dir() and (path / "results.csv").is_file():
         raise UsageError(f"argument RESULTS.csv: {path} is a folder; pass the file in it, "
                          f"{path / 'results.csv'}")
+    if path.is_dir():
+        raise UsageError(f"argument RESULTS.csv: {path} is a folder with no results.csv in "
+                         "it; rssm plot redraws the results.csv that rssm reproduce --out "
+                         "writes (the trace.csv of rssm solve is not one)")
     if not path.is_file():
         raise UsageError(f"argument RESULTS.csv: no such file: {path}")
     report = not args.no_report and (path.parent / "results.json").exists()

@@ -64,7 +64,13 @@ def problem_options(cls) -> list[tuple[str, inspect.Parameter]]:
     return out
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+#: The budgets, in epochs, that built-ins declare with their default rule
+#: (`Problem.default_max_epochs`; a test checks them against the problems): the help of
+#: ``--max-iter`` names the problem's.
+DECLARED_EPOCHS = {"odl": 3000, "sparse_pca": 20000, "sparse_basis": 2000}
+
+
+def _add_common(p: argparse.ArgumentParser, name: str | None = None) -> None:
     from rssm.blocks import SELECTION_RULES
     from rssm.solvers import DEFAULT_METHOD, DEFAULT_TOL, METHODS
 
@@ -81,9 +87,13 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="block-pair rule of RSSM (uniform is the paper's)")
     stepsize.add_options(p)
     b = p.add_argument_group("budget and output")
+    epochs = DECLARED_EPOCHS.get(name, 1000)
     b.add_argument("--max-iter", type=nonneg_int, default=None,
-                   help="iteration limit (default, when no limit at all is given: 1000 "
-                        "epochs, i.e. 1000 RSM iterations or 1000 l/2 RSSM iterations)")
+                   help=f"iteration limit (default, when no limit at all is given: {epochs} "
+                        f"epochs, i.e. {epochs} RSM iterations or {epochs} l/2 RSSM "
+                        "iterations" + (", this problem's budget with its default step "
+                                        "size; 1000 with another" if name in DECLARED_EPOCHS
+                                        else "") + ")")
     b.add_argument("--max-time", type=positive_float, default=None,
                    help="solver-time limit in seconds (default: none)")
     b.add_argument("--target-error", type=positive_float, default=None,
@@ -166,7 +176,7 @@ def add_parser(sub) -> None:
                                 + ("the problem's own rule" if default is None else
                                    str(default)) + ")" + data_cli.data_help(name, param.name))
         data_cli.add_options(pp, name, {param.name for _, param in options})
-        _add_common(pp)
+        _add_common(pp, name)
         pp.set_defaults(option_of={a.dest: a.option_strings[0] for a in pp._actions
                                    if a.option_strings and a.dest != "help"})
 
