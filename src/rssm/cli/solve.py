@@ -64,8 +64,8 @@ def problem_options(cls) -> list[tuple[str, inspect.Parameter]]:
     return out
 
 
-#: The budgets, in epochs, that built-ins declare with their default rule
-#: (`Problem.default_max_epochs`; a test checks them against the problems): the help of
+#: The budgets, in epochs, that built-ins declare (`Problem.default_max_epochs`, whatever
+#: rule the run uses; a test checks them against the problems): the help of
 #: ``--max-iter`` names the problem's.
 DECLARED_EPOCHS = {"odl": 3000, "sparse_pca": 20000, "sparse_basis": 2000}
 
@@ -91,9 +91,8 @@ def _add_common(p: argparse.ArgumentParser, name: str | None = None) -> None:
     b.add_argument("--max-iter", type=nonneg_int, default=None,
                    help=f"iteration limit (default, when no limit at all is given: {epochs} "
                         f"epochs, i.e. {epochs} RSM iterations or {epochs} l/2 RSSM "
-                        "iterations" + (", this problem's budget with its default step "
-                                        "size; 1000 with another" if name in DECLARED_EPOCHS
-                                        else "") + ")")
+                        "iterations" + (", the budget this problem declares"
+                                        if name in DECLARED_EPOCHS else "") + ")")
     b.add_argument("--max-time", type=positive_float, default=None,
                    help="solver-time limit in seconds (default: none)")
     b.add_argument("--target-error", type=positive_float, default=None,
