@@ -427,3 +427,17 @@ def test_max_iter_help_names_the_budget_the_problem_declares(capsys):
             main(["solve", name, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert f"given: {declared or 1000} epochs" in text, name
+
+
+def test_settings_record_the_budget_in_force(tmp_path):
+    """settings.json said "max_iter": null when the default budget applied; it also
+    records the limit the run had."""
+    import json
+
+    assert main(["solve", "sparse_basis", "--n", "8", "--p", "2", "--m", "200", "--quiet",
+                 "--out", str(tmp_path / "run")]) == 0
+    doc = json.loads((tmp_path / "run" / "settings.json").read_text())
+    assert doc["options"]["max_iter"] is None and doc["max_iter_in_force"] == 2000
+    assert main(["solve", "dpcp", *TINY, "--out", str(tmp_path / "tiny")]) == 0
+    doc = json.loads((tmp_path / "tiny" / "settings.json").read_text())
+    assert doc["max_iter_in_force"] == 6

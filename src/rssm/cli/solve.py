@@ -197,19 +197,25 @@ def progress(args, problem=None):
     """A tqdm bar over the run's iterations (or solver time), fed at recording points by
     the callback; drawn only on a terminal and without --quiet."""
     from rssm.experiments.progress import SolveProgress
+
+    return SolveProgress(budget(args, problem), args.max_time,
+                         enabled=not args.quiet and sys.stderr.isatty())
+
+
+def budget(args, problem=None) -> int | None:
+    """The iteration limit in force: ``--max-iter``, or minimize's default budget (the
+    problem's declared epochs, else 1000; l/2 RSSM iterations each) when no limit at all
+    is given; None under ``--max-time`` alone."""
     from rssm.solvers.options import DEFAULT_METHOD, DEFAULT_N_BLOCKS, default_budget
 
-    max_iter = args.max_iter
-    if max_iter is None and args.max_time is None:
-        # minimize's budget: the problem's epochs, else 1000 (l/2 RSSM iterations each)
-        method = args.method or DEFAULT_METHOD
-        ell = 1 if method == "rsm" else (args.blocks or DEFAULT_N_BLOCKS)
-        if problem is not None and method == "rssm":
-            ell = min(ell, problem.shape[1])
-        epochs = None if problem is None else problem.default_max_epochs()
-        max_iter = default_budget(ell, epochs)
-    return SolveProgress(max_iter, args.max_time,
-                         enabled=not args.quiet and sys.stderr.isatty())
+    if args.max_iter is not None or args.max_time is not None:
+        return args.max_iter
+    method = args.method or DEFAULT_METHOD
+    ell = 1 if method == "rsm" else (args.blocks or DEFAULT_N_BLOCKS)
+    if problem is not None and method == "rssm":
+        ell = min(ell, problem.shape[1])
+    epochs = None if problem is None else problem.default_max_epochs()
+    return default_budget(ell, epochs)
 
 
 #: Entries of the parsed namespace that are not settings of the run.
@@ -230,6 +236,8 @@ def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
         "seed": args.seed,
         "start": "initial_point(numpy.random.default_rng([seed, 1]))",
         "options": options,
+        # (options.max_iter is what was given; this, what the run had)
+        "max_iter_in_force": budget(args, problem),
         **{k: result.get(k) for k in ("method", "n_blocks", "selection", "stepsize",
                                       "threads")},
         "summary": {"cost": result.get("fun"), **{k: result.get(k) for k in (
