@@ -599,7 +599,9 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
         return float(oracle.cost()), oracle.subgradient
 
     g0 = problem.subgradient(start) if oracle is None else oracle.subgradient()
-    vecs = np.empty((steps + 1, x.size))        # the bundle, one subgradient per row
+    # the bundle, one subgradient per row, grown as null steps come (a verdict that stands
+    # ends in 3-8; the budget's 129 rows of a large X would be a large allocation)
+    vecs = np.empty((min(steps + 1, 16), x.size))
     vecs[0] = stiefel.tangent_projection(start, g0).ravel()
     gram = np.array([[vecs[0] @ vecs[0]]])
     k = 1
@@ -630,6 +632,8 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
                 return True, taken
             row = vecs[:k] @ v
             gram = np.block([[gram, row[:, None]], [row[None, :], np.array([[v @ v]])]])
+            if k == vecs.shape[0]:
+                vecs = np.concatenate([vecs, np.empty_like(vecs)])
             vecs[k] = v
             k += 1
         return True, taken

@@ -507,8 +507,8 @@ def _bundle(cert: GoldsteinTest, c: Certificate, solver: Solver, st) -> bool:
     """The bundle check from the iterate (`bundle_probe`: null steps of a bundle method),
     keeping a lower point it finds (True: none); its cost evaluations and subgradients
     count as solver work."""
-    # given verify_steps, that many trial points; by default up to one per tangent
-    # dimension (`bundle_steps`): a verdict that stands ends in 3-8
+    # given verify_steps, that many trial points; by default up to two per tangent
+    # dimension, 24 to 128 (`bundle_steps`): a verdict that stands ends in 3-8
     steps = cert.verify if cert.check_above == -math.inf else bundle_steps(st.x.shape,
                                                                            cert.verify)
     ok, taken = bundle_probe(solver.problem, st.x, st.oracle, st.cost(), steps=steps,
