@@ -46,6 +46,31 @@ def describe(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def user_stacklevel(*outside: Any) -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside rssm (and
+    contextlib, whose frame a ``@single_blas()`` decorator adds, and the packages or
+    modules ``outside``, e.g. scikit-learn and joblib for an estimator fitted through a
+    pipeline or a search); called by the function that calls `warnings.warn`, which is
+    level 1. A fixed count pointed at rssm's own files when the path inside rssm changed."""
+    import contextlib
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    inside = [here, os.path.abspath(contextlib.__file__)]
+    for mod in outside:
+        path = getattr(mod, "__file__", None)
+        if path:
+            inside.append(os.path.dirname(os.path.abspath(path)))
+    prefixes = tuple(inside)
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        if not os.path.abspath(frame.f_code.co_filename).startswith(prefixes):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2
+
+
 def refuse_sparse_or_missing(value: Any, name: str) -> None:
     """A SciPy sparse matrix (which NumPy turns into a 0-d object array) or a pandas
     frame with missing values (object dtype) refused by what it is, not by a dtype it

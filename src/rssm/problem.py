@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, as_int, as_positive_float
+from rssm._validation import as_float_matrix, as_int, as_positive_float, user_stacklevel
 from rssm.blocks import Partition
 from rssm.oracle import GenericOracle, Oracle
 from rssm.stepsizes import as_stepsize
@@ -323,21 +323,6 @@ class FullSubgradientWarning(UserWarning):
     subgradient and keeps only the columns of the chosen blocks."""
 
 
-def _outside_rssm() -> int:
-    """The ``stacklevel`` that points a warning issued by the caller of this function at
-    the first frame outside the rssm package and contextlib (the user's ``minimize`` line,
-    whatever path inside rssm led there; a fixed count pointed at rssm's own api.py)."""
-    import contextlib
-    import os
-    import sys
-
-    inside = (os.path.dirname(os.path.abspath(__file__)), os.path.abspath(contextlib.__file__))
-    frame, level = sys._getframe(2), 2          # level 1: the frame that calls warn
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 class FunctionProblem(Problem):
     """A `Problem` built from callables; see `Problem.from_functions`."""
 
@@ -420,7 +405,7 @@ class FunctionProblem(Problem):
                 "Problem.from_functions (or build a rssm.problems.CompositeProblem) for "
                 "O(|C|) iterations",
                 FullSubgradientWarning,
-                stacklevel=_outside_rssm(),
+                stacklevel=user_stacklevel(),
             )
         return GenericOracle(self, x, partition)
 

@@ -113,31 +113,19 @@ class SolverMixin:
 
 
 def _user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning issued in `_run` at the first caller outside
-    rssm, scikit-learn and joblib (the user's ``fit``, ``fit_transform``, pipeline,
-    ``cross_val_score`` or ``GridSearchCV`` line, not sklearn/base.py or joblib/parallel.py
-    when the estimator is fitted through a wrapper)."""
-    import contextlib
-    import os
+    """The ``stacklevel`` that points a warning issued in `_run` (or another method of an
+    estimator) at the first caller outside rssm, scikit-learn and joblib (the user's
+    ``fit``, ``fit_transform``, pipeline, ``cross_val_score`` or ``GridSearchCV`` line,
+    not sklearn/base.py or joblib/parallel.py when the estimator is fitted through a
+    wrapper; `rssm._validation.user_stacklevel`)."""
     import sys
 
     import sklearn
 
-    inside = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-              os.path.dirname(os.path.abspath(sklearn.__file__))]
-    joblib = sys.modules.get("joblib")         # cross_val_score, GridSearchCV run fits in it
-    if joblib is not None and getattr(joblib, "__file__", None):
-        inside.append(os.path.dirname(os.path.abspath(joblib.__file__)))
-    # the frame of the `single_blas()` decorator around ``fit``
-    inside.append(os.path.abspath(contextlib.__file__))
-    inside = tuple(inside)
-    frame, level = sys._getframe(1), 1          # `_run` is level 1 for warnings.warn
-    while frame is not None:
-        name = os.path.abspath(frame.f_code.co_filename)
-        if not name.startswith(inside):
-            return level
-        frame, level = frame.f_back, level + 1
-    return 2
+    from rssm._validation import user_stacklevel
+
+    # one frame more: this function's caller is the one that calls warnings.warn
+    return user_stacklevel(sklearn, sys.modules.get("joblib")) - 1
 
 
 def check_X(est: Any, X: Any, *, reset: bool) -> Any:
