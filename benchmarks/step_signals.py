@@ -441,7 +441,76 @@ class TrackingAcceleration(BlockRule):
         return gamma
 
 
+class SpeculativeAcceleration(TrackingAcceleration):
+    """`TrackingAcceleration` that takes its speed-up back once the run stops following it.
+
+    At an acceleration the slow decay goes on in the shadow: its length t_slow keeps
+    shrinking by the slow beta per iteration. After the acceleration, at the end of each
+    window of ``window`` sweeps from the second on, the decrease of the best cost over the
+    window is compared with the window before: below ``beta_fast^window / band`` (the
+    run no longer follows the faster decay: it froze where the slower one would not),
+    the rule reverts to the slow decay from the shadow's length (what the run would have
+    had without the speed-up) and does not accelerate again. ``again``: it may
+    accelerate again after a revert (from the slow decay, after new confirmations).
+    """
+
+    def __init__(self, again: bool = False, **kw):
+        self.again = again
+        super().__init__(**kw)
+
+    def reset(self) -> None:
+        super().reset()
+        self._shadow = None      # (t_slow, beta_slow per iteration) while accelerated
+        self._after: list[float] = []
+        self._sweeps = 0
+        self.reverts = 0
+
+    def __call__(self, k, ctx):
+        accelerated = self.accelerations
+        if self._shadow is not None:
+            self._shadow = (self._shadow[0] * self._shadow[1] ** (1.0 / ctx.epoch),
+                            self._shadow[1])
+        if self._shadow is None and self.reverts and not self.again:
+            return BlockRule.__call__(self, k, ctx)
+        restarts = self._restarts
+        if self._shadow is not None:
+            gamma = BlockRule.__call__(self, k, ctx)
+            if self._restarts != restarts:
+                self._shadow = None        # a restart of the rule: its own decay now
+                return gamma
+            f = ctx.cost
+            if math.isfinite(f):
+                self._fbest = min(self._fbest, f)
+            self._sweeps += 1
+            if self._sweeps % ctx.n_pairs:
+                return gamma
+            a, w = self._after, self.window
+            a.append(self._fbest)
+            if len(a) < 2 * w + 1 or (len(a) - 1) % w:
+                return gamma
+            d_new, d_old = a[-1 - w] - a[-1], a[-1 - 2 * w] - a[-1 - w]
+            expect = (self._beta ** (ctx.n_pairs / ctx.epoch)) ** w
+            if not (d_old > 0 and d_new >= expect / self.band * d_old):
+                self._t, self._beta = self._shadow[0], self._shadow[1]
+                self._shadow = None
+                self.reverts += 1
+                self._agree, self._count, self._best_at[:] = 0, 0, [self._fbest]
+            return gamma
+        t_before, beta_before = self._t, self._beta
+        gamma = super().__call__(k, ctx)
+        if self.accelerations != accelerated:
+            # the length t_before was this iteration's before the decay of BlockRule
+            self._shadow = (t_before * beta_before ** (1.0 / ctx.epoch), beta_before)
+            self._after, self._sweeps = [self._fbest], 0
+        return gamma
+
+
 CANDIDATES = {
+    "speculative": lambda: SpeculativeAcceleration(travel=True),
+    "speculative, once": lambda: SpeculativeAcceleration(travel=True, beta_min=0.586),
+    "speculative, 0.5 at once": lambda: SpeculativeAcceleration(
+        travel=True, power=3.0, beta_min=0.5),
+    "speculative, again": lambda: SpeculativeAcceleration(travel=True, again=True),
     "cosine": lambda: CosineControl(),
     "cosine+failures": lambda: CosineControl(a=2.0, eta=0.5, eta2=0.1, every=2.0),
     "certificate restart": lambda: CertificateRestart(),
