@@ -296,6 +296,30 @@ def test_on_real_data_with_a_blunt_minimizer_the_rule_hands_over_and_converges()
     assert res.fun == pytest.approx(ref.fun, rel=1e-9)
 
 
+@pytest.mark.parametrize("ell", [3, 4])
+def test_a_smooth_cost_converges_at_every_scale(ell):
+    """-trace(X^T A X) on St(12, 4) ignores rotations (the per-epoch branch) and has a
+    smooth minimizer: cosine control held the steps at the edge of stability and f bounced
+    long after the gradient had vanished. Before the hand-over on a vanished gradient, the
+    default RSSM call ended on its budget at c = 1e-8 and 1e-4 (l = 3 and 4) and at 1e4,
+    1e8 (l = 3), which scales failing depending on rounding alone; now each converges to
+    the top-4 eigenspace's value (to 1e-12 relative) and hands over."""
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((12, 12))
+    a = m @ m.T
+    f_star = -float(np.sum(np.linalg.eigvalsh(a)[-4:]))
+    for c in (1e-8, 1e-4, 1.0, 1e4, 1e8):
+        prob = rssm.Problem.from_functions(
+            lambda x, c=c: -c * np.trace(x.T @ a @ x), lambda x, c=c: -2 * c * a @ x,
+            lambda x, cols, c=c: -2 * c * a @ x[:, cols], shape=(12, 4))
+        rule = Auto()
+        res = rssm.minimize(prob, method="rssm", options={"n_blocks": ell}, stepsize=rule,
+                            seed=1)
+        assert res.success, (c, res.message)
+        assert rule.handed_over and rule._block.unstable
+        assert res.fun / c == pytest.approx(f_star, rel=1e-12), c
+
+
 def test_an_escape_of_the_loop_restarts_the_sweep_branch_from_the_check_length():
     """``StepContext.escapes`` grows when a check of the loop found the iterates stuck
     (a refuted verdict, or a settled run no bundle certifies). The per-sweep branch then
