@@ -195,7 +195,7 @@ def section_wide(quick: bool) -> list[dict]:
             return None
 
     d, m = 5, 100
-    sizes = (60,) if quick else (200, 500, 1000)
+    sizes = (150,) if quick else (200, 500, 1000)
 
     def fit_with(cls):
         def fit(x):

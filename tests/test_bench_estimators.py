@@ -47,6 +47,12 @@ def test_quick_run_writes_tables_and_figures(bench, tmp_path, capsys):
     assert float(at[("MinCovDet PCA", 0.6)]["angle_deg"]) > 1.0
     assert float(at[("rssm, geometric", 0.6)]["auc"]) > 0.99
 
+    wide = {r["method"]: r for r in _read(tmp_path / "wide.csv")}
+    # 100 samples of 150 features: the fit in the samples' span is the fit in all features
+    assert abs(float(wide["rssm"]["angle_deg"])
+               - float(wide["rssm, all features"]["angle_deg"])) < 1e-6
+    assert float(wide["rssm"]["angle_deg"]) < 1.0 and float(wide["rssm"]["auc"]) > 0.99
+
     dic = {r["method"]: r for r in _read(tmp_path / "dictionary.csv")}
     assert dic["DCT"]["orthogonal"] == "True" and dic["rssm ODL"]["orthogonal"] == "True"
     assert dic["DictionaryLearning"]["orthogonal"] == "False"
