@@ -270,6 +270,13 @@ def test_data_without_variance_is_refused_and_a_zero_design_has_no_reference_ste
         SparsePCA.from_data(np.ones((1, 6)), 2)
     with pytest.raises(ValueError, match="a has no variance"):
         SparsePCA.from_data(np.tile(np.arange(5.0), (8, 1)), 2)
+    # the estimator says it in its own words (it said "a has no variance ... where
+    # from_data centred it", names the user never wrote)
+    from rssm.estimators import OrthogonalSparsePCA
+
+    with pytest.raises(ValueError, match=r"OrthogonalSparsePCA: every feature of X is "
+                                         r"constant"):
+        OrthogonalSparsePCA(2).fit(np.tile(np.arange(5.0), (8, 1)))
     rng = np.random.default_rng(0)
     zero = L1Procrustes(np.zeros((30, 7)), rng.standard_normal((30, 2)))   # runs (as DPCP)
     with pytest.raises(ValueError, match=r"reference_stepsize needs A != 0"):

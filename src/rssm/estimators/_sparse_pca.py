@@ -171,6 +171,12 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         else:
             w, v = np.linalg.eigh(sigma)
             data = np.sqrt(np.maximum(w, 0.0))[:, None] * v.T  # R^T R = Sigma
+        if not np.any(gram):
+            # (scikit-learn's SparsePCA returns zero loadings here; zero columns would not
+            # be orthonormal, and any orthonormal ones explain the same nothing)
+            raise ValueError(f"{name}: every feature of X is constant (no variance once "
+                             "centred), so there is no variance to explain; fit needs at "
+                             "least one feature that varies")
         res = self._run(SparsePCA(data, r, mu))
         v = res.x.copy()
         top = np.abs(v).max(axis=0)
