@@ -411,21 +411,31 @@ class TrackingAcceleration(BlockRule):
         self._agree = 0
         self.accelerations = 0
 
+    def _window(self, ctx, hist: list, count: int):
+        """At the end of every ``window`` sweeps (``count`` iterations into the phase):
+        the decreases of the best cost over the last window and the window before; else
+        None. ``hist`` holds the best cost at the end of each sweep."""
+        f = ctx.cost
+        if math.isfinite(f):
+            self._fbest = min(self._fbest, f)
+        if count % ctx.n_pairs:
+            return None
+        w = self.window
+        hist.append(self._fbest)
+        if len(hist) < 2 * w + 1 or (len(hist) - 1) % w:
+            return None
+        return hist[-1 - w] - hist[-1], hist[-1 - 2 * w] - hist[-1 - w]
+
     def __call__(self, k, ctx):
         gamma = super().__call__(k, ctx)
         if self._branch != "sweep" or self._restarts:
             return gamma
-        f = ctx.cost
-        if math.isfinite(f):
-            self._fbest = min(self._fbest, f)
         self._count += 1
-        if self._count % ctx.n_pairs:
+        d = self._window(ctx, self._best_at, self._count)
+        if d is None:
             return gamma
-        b, w = self._best_at, self.window
-        b.append(self._fbest)
-        if len(b) < 2 * w + 1 or (len(b) - 1) % w:
-            return gamma
-        d_new, d_old = b[-1 - w] - b[-1], b[-1 - 2 * w] - b[-1 - w]
+        d_new, d_old = d
+        w = self.window
         sweep = self._beta ** (ctx.n_pairs / ctx.epoch)
         expect = sweep ** w
         agree = (d_old > 0 and d_new > 0
@@ -478,18 +488,12 @@ class SpeculativeAcceleration(TrackingAcceleration):
             if self._restarts != restarts:
                 self._shadow = None        # a restart of the rule: its own decay now
                 return gamma
-            f = ctx.cost
-            if math.isfinite(f):
-                self._fbest = min(self._fbest, f)
             self._sweeps += 1
-            if self._sweeps % ctx.n_pairs:
+            d = self._window(ctx, self._after, self._sweeps)
+            if d is None:
                 return gamma
-            a, w = self._after, self.window
-            a.append(self._fbest)
-            if len(a) < 2 * w + 1 or (len(a) - 1) % w:
-                return gamma
-            d_new, d_old = a[-1 - w] - a[-1], a[-1 - 2 * w] - a[-1 - w]
-            expect = (self._beta ** (ctx.n_pairs / ctx.epoch)) ** w
+            d_new, d_old = d
+            expect = (self._beta ** (ctx.n_pairs / ctx.epoch)) ** self.window
             if not (d_old > 0 and d_new >= expect / self.band * d_old):
                 self._t, self._beta = self._shadow[0], self._shadow[1]
                 self._shadow = None
