@@ -151,6 +151,16 @@ def test_wide_data_is_fitted_in_the_span_of_the_samples(center, monkeypatch):
     assert int((est.predict(x) == -1).sum()) == 18
     assert est.offset_ == pytest.approx(full.offset_, rel=1e-6)
     assert np.allclose(est.mean_, full.mean_, atol=1e-6)
+    monkeypatch.undo()
+    # blocks the user chose for n' - d columns are kept: no reduction with n_blocks set
+    # (14 blocks on the reduced St(20, 16) ran 7000 iterations to no verdict where the
+    # full problem converged)
+    blocks = RobustSubspace(d, center=center, method="rssm", n_blocks=3, max_iter=5,
+                            random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        blocks.fit(x)
+    assert blocks.result_.x.shape == (n + center, n - d)
 
 
 def test_auto_threshold_formula():
