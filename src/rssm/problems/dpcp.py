@@ -123,6 +123,13 @@ class DPCP(DataProblem):
         g ~ N(0, I_d); outliers o/||o|| with o ~ N(0, I_n); columns randomly permuted;
         p = n - d.
 
+        The paper writes the inliers as Y = S R with R in St(d, m_1) and the outliers as
+        O in St(n, m_2) "at random"; with m_1 > d and m_2 > n no such matrices have
+        orthonormal columns, so this reads them as random unit-norm columns (each sample
+        of norm 1, the model of the DPCP literature), not as matrices with orthonormal
+        rows (which would give samples of norm about sqrt(d / m_1) and sqrt(n / m_2)).
+        It is a reading: the errors of a run depend on it (docs/paper-map.md).
+
         ``seed`` is an int, None or a numpy.random.Generator. ``noise`` > 0 adds
         N(0, noise^2 I_n) to every inlier (drawn last, so ``noise=0`` is the paper's
         instance bit for bit): the robust-subspace model of data that lie near, not on,
