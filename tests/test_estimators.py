@@ -163,6 +163,28 @@ def test_wide_data_is_fitted_in_the_span_of_the_samples(center, monkeypatch):
     assert blocks.result_.x.shape == (n + center, n - d)
 
 
+def test_auto_dimension_on_samples_that_do_not_span_the_features_is_questioned():
+    """n_components="auto" on 100 samples of 300 features (70 inliers near a 5-dimensional
+    subspace, 30 outliers) chose d = 100, the samples' span, without a word: every sample
+    an inlier. The largest eigenvalue gap there is the edge of the span; the fit says so
+    and names the fix. Samples that span the features get no such warning."""
+    rng = np.random.default_rng(0)
+    n = 300
+    basis = np.linalg.qr(rng.standard_normal((n, 5)))[0]
+    x = np.vstack([rng.standard_normal((70, 5)) @ basis.T
+                   + 1e-3 * rng.standard_normal((70, n)), rng.standard_normal((30, n))])
+    with pytest.warns(UserWarning, match=r"chose d = 100, but the samples span only 100 of "
+                                         r"the 300 dimensions.*pass n_components="):
+        RobustSubspace().fit(x)
+    wide_ok = RobustSubspace(5).fit(x)               # an int: no question asked
+    assert (wide_ok.predict(x) == -1).sum() == 30
+    tall = np.vstack([rng.standard_normal((300, 5)) @ basis[:20].T,
+                      rng.standard_normal((200, 20))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert RobustSubspace().fit(tall).n_components_ == 5
+
+
 def test_auto_threshold_formula():
     x, _, _ = subspace_data(n=10, d=2)
     est = RobustSubspace(n_components=2, random_state=0).fit(x)

@@ -98,7 +98,11 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         at most 1/m there, so inliers spread over a d-dimensional subspace give d large
         eigenvalues and outliers in general position a flat rest; the largest ratio marks
         the edge. It misjudges inliers whose own spectrum has a larger gap than the
-        inlier/outlier edge (pass an int then).
+        inlier/outlier edge, and data whose outliers do not fill the n_features - d
+        directions off the subspace (fewer outliers than that, or fewer samples than
+        features: then the largest gap is the edge of the outliers or of the samples'
+        span, and a `UserWarning` says so when the samples do not span the features);
+        pass an int then.
     center : bool, default=False
         False: a linear subspace through 0, the paper's model. True: an affine subspace,
         fitted in homogeneous coordinates: the samples, shifted by their coordinatewise
@@ -253,6 +257,16 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         evals, evecs = np.linalg.eigh(scatter)
         if isinstance(self.n_components, str):
             d = auto_dimension(evals, 1 + center) - center
+            rank = int(np.count_nonzero(evals > evals[-1] * nl * np.finfo(float).eps))
+            if rank < nl:
+                warnings.warn(
+                    f"{type(self).__name__}: n_components='auto' chose d = {d}, but the "
+                    f"samples span only {rank} of the {nl} dimensions"
+                    f"{' (with the lift of center=True)' if center else ''}, so the outliers "
+                    "cannot fill the directions off the subspace and the largest eigenvalue "
+                    "gap may be the edge of the samples' span or of the outliers, not of the "
+                    "inliers' subspace; pass n_components=<the subspace dimension>",
+                    UserWarning, stacklevel=_user_stacklevel())
         else:
             d = int(self.n_components)
         p = n - d
