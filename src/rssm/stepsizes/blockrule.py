@@ -315,8 +315,8 @@ class BlockRule(StepSize):
 
     def _bounces(self, ctx: StepContext) -> bool:
         """The per-epoch branch after the grace period: f(X_k) above f_0, or above the
-        least f read since by more than `RISE` (f_0 - f_best) while the mean of the last
-        binom(l, 2) estimates of ||grad f||^2 is below (`VANISH` g_0)^2."""
+        least f read since by more than `RISE` (f_0 - f_best) once the mean of the last
+        binom(l, 2) estimates of ||grad f||^2 has been below (`VANISH` g_0)^2."""
         f = ctx.cost
         if f > self._f0:
             return True
