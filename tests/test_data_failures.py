@@ -112,6 +112,57 @@ def test_truncated_memmap_raises_a_clear_error_not_sigbus(tmp_path):
     assert 0.0 <= float(feas) < 1e-12
 
 
+_REPLACE = _TRUNCATE.replace("""    if progress.iteration == 4:
+        os.truncate(path, 1000)""", """    if progress.iteration == 4:
+        np.save(path + ".new.npy", np.zeros((3, 3)))
+        os.replace(path + ".new.npy", path)       # a new file under the same name
+    if progress.iteration == 8:
+        os.remove(path)""")
+
+
+def test_a_memmap_replaced_or_unlinked_during_a_run_goes_on(tmp_path):
+    """Writing a new file and renaming it over the data (the safe way to update data), or
+    deleting it, leaves the mapped file whole (the mapping holds it open), but the size
+    check read the size of whatever the path named and ended the run with a false "shrank
+    to 128 bytes"; it now reads the size of the mapped file itself."""
+    out = subprocess.run([sys.executable, "-c", _REPLACE, str(tmp_path / "a.npy")],
+                         capture_output=True, text=True, env=_env(), timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    name, msg, feas, n_iter = out.stdout.strip().splitlines()[-1].split(" | ")
+    assert name != "data_error" and int(n_iter) > 8, msg
+    assert 0.0 <= float(feas) < 1e-12
+
+
+def test_a_zarr_store_deleted_during_a_run_ends_it_with_data_error(tmp_path):
+    """Zarr reads a missing storage chunk as its fill value without an error: a store
+    deleted during a run gave a run on zeros that ended ``converged`` (its subgradient
+    was 0). A chunk of samples that held data and now reads as the fill value only ends
+    the run with ``data_error``; a chunk that is all zeros from the start runs."""
+    zarr = pytest.importorskip("zarr")
+    import shutil
+
+    pts = np.random.default_rng(3).standard_normal((6000, 12))
+    pts[:1000] = 0.0                      # a chunk of zeros from the start: fine
+    z = zarr.create_array(str(tmp_path / "z.zarr"), shape=pts.shape, chunks=(1000, 12),
+                          dtype="f8")
+    z[:] = pts
+    prob = DPCP(samples(zarr.open_array(str(tmp_path / "z.zarr"), mode="r")), p=4)
+
+    def gone(progress):
+        if progress.iteration == 5:
+            shutil.rmtree(tmp_path / "z.zarr")
+
+    res = rssm.minimize(prob, max_iter=40, tol=0, seed=0, callback=gone, record=1)
+    assert res.stop_reason.value == "data_error" and not res.success
+    assert "now read as its fill value 0.0 only" in res.message
+    z = zarr.create_array(str(tmp_path / "y.zarr"), shape=pts.shape, chunks=(1000, 12),
+                          dtype="f8")
+    z[:] = pts
+    ok = rssm.minimize(DPCP(samples(zarr.open_array(str(tmp_path / "y.zarr"), mode="r")),
+                            p=4), max_iter=40, tol=0, seed=0)
+    assert ok.stop_reason.value == "max_iter"
+
+
 # -- defect 8: samples and features swapped ---------------------------------------------------
 def test_swapped_layout_warns():
     """DPCP(Y.T, p=25) with 1000 features and 30 samples ran silently (St(1000, 995)...).

@@ -67,9 +67,10 @@ def is_out_of_core(value: Any) -> bool:
     return isinstance(value, (ChunkedData, np.memmap)) or _lazy_kind(value) is not None
 
 
-def _mapped_extent(arr: np.memmap) -> tuple[str, int] | None:
-    """(file, size it must have) for a memory-mapped array: the file offset just past the
-    last byte the array can touch. None when NumPy does not say (then nothing is checked)."""
+def _mapped_extent(arr: np.memmap) -> tuple[str, int, mmap.mmap] | None:
+    """(file, size it must have, the mapping) for a memory-mapped array: the file offset
+    just past the last byte the array can touch. None when NumPy does not say (then nothing
+    is checked)."""
     mp, fname = getattr(arr, "_mmap", None), getattr(arr, "filename", None)
     if mp is None or fname is None or arr.size == 0:
         return None
@@ -80,7 +81,7 @@ def _mapped_extent(arr: np.memmap) -> tuple[str, int] | None:
     start = int(arr.offset) - int(arr.offset) % mmap.ALLOCATIONGRANULARITY
     top = arr.ctypes.data + arr.itemsize + sum(
         max(0, (s - 1) * st) for s, st in zip(arr.shape, arr.strides, strict=True))
-    return str(fname), start + (top - base)
+    return str(fname), start + (top - base), mp
 
 
 class ChunkedData(SampleStore):
@@ -170,6 +171,7 @@ class ChunkedData(SampleStore):
         self.bounds = self._partition(chunk_size)
         self.chunk_size = max(hi - lo for lo, hi in self.bounds)
         self._extent = _mapped_extent(source) if self.kind == "memmap" else None
+        self._zarr_seen: dict[tuple[int, int], bool] = {}
         if check_finite:
             self.check_finite()
 
@@ -217,9 +219,30 @@ class ChunkedData(SampleStore):
         if self.kind == "dask":
             blk = self._compute(blk, lo, hi)
         arr = np.asarray(blk)
+        if self.kind == "zarr":
+            self._check_zarr(arr, lo, hi)
         if arr.dtype != np.float64:
             arr = arr.astype(np.float64)
         return arr.T if self.rows_are_samples else arr
+
+    def _check_zarr(self, arr: np.ndarray, lo: int, hi: int) -> None:
+        """Zarr reads a storage chunk that is not there as its fill value, without an
+        error: a store deleted or emptied during a run gave a run on zeros that ended
+        `converged`. A chunk of samples that held other values at its first read and
+        reads as nothing but the fill value now raises `DataError`. (A chunk missing
+        from the start cannot be told from one Zarr did not write because it held only
+        the fill value, its default for such chunks.)"""
+        fill = getattr(self.source, "fill_value", None)
+        if fill is None or not arr.size:
+            return
+        seen = self._zarr_seen
+        only_fill = bool(np.all(arr == fill))
+        if (lo, hi) not in seen:
+            seen[(lo, hi)] = only_fill
+        elif only_fill and not seen[(lo, hi)]:
+            raise DataError(f"samples {lo}..{hi - 1} of the Zarr array now read as its fill "
+                            f"value {fill} only, where they held data before: its storage "
+                            "chunks were deleted or emptied during the run")
 
     def _compute(self, blk, lo: int, hi: int):
         """A Dask chunk: on the running cluster within the timeout (`DataError` after it),
@@ -242,11 +265,19 @@ class ChunkedData(SampleStore):
                             f"{limit:g} s (a worker stopped or hung?)") from None
 
     def _check_file(self) -> None:
-        path, need = self._extent
+        path, need, mp = self._extent
         try:
-            size = os.stat(path).st_size
-        except OSError as exc:
-            raise DataError(f"the data file {path} can no longer be read: {exc}") from None
+            # the size of the file the mapping holds open (`mmap.size()` reads it through
+            # the mapping's own descriptor), not of whatever the path names now: a file
+            # replaced (written anew and renamed over the path, the safe way to update
+            # data) or unlinked during a run stays mapped and whole
+            size = mp.size()
+        except (OSError, ValueError):
+            try:
+                size = os.stat(path).st_size
+            except OSError as exc:
+                raise DataError(f"the data file {path} can no longer be read: {exc}") \
+                    from None
         if size < need:
             raise DataError(
                 f"the data file {path} shrank to {size} bytes during the run (its samples "
