@@ -109,8 +109,9 @@ GRACE_EPOCHS = 2.0
 #: -trace(X^T A X) cosine control held the steps at the edge of stability and f bounced by
 #: up to 0.44 of its progress after the gradient had vanished (9 of 27 calls ended on their
 #: budget, which ones depending on the scale of f through rounding; all 27 converge now);
-#: over 510 calls on rotation-invariant costs 16 more converge, none fewer, 7 take 1.5-2.4x
-#: the iterations. A rise of 1e-3 or 1e-4 gains the same and slows 8 or 13.
+#: over 510 calls on rotation-invariant costs 16 more converge, none fewer, 7 take more
+#: than 1.5x the iterations; a rise of 1e-3 or 1e-4 gains the same and slows 8 or 13
+#: (``python -m benchmarks.rotation_invariant --rise 1e-4 1e-3 1e-2``).
 VANISH = 1e-3
 RISE = 1e-2
 #: The length, relative to ||X||_F, the per-sweep branch starts again from after a check
