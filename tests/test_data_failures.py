@@ -163,6 +163,16 @@ def test_a_zarr_store_deleted_during_a_run_ends_it_with_data_error(tmp_path):
     assert ok.stop_reason.value == "max_iter"
 
 
+def test_a_cache_dir_that_does_not_exist_is_named_when_the_data_is_wrapped(tmp_path):
+    """A missing cache_dir surfaced as a bare FileNotFoundError naming a temporary file
+    ("rssm-cache-....bin") when the run started; it is refused where it is given."""
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((50, 6)))
+    with pytest.raises(ValueError, match=r"cache_dir '.*nope' is not an existing folder; "
+                                         r"create it first"):
+        samples(np.load(tmp_path / "x.npy", mmap_mode="r"), cache="disk",
+                cache_dir=str(tmp_path / "nope"))
+
+
 # -- defect 8: samples and features swapped ---------------------------------------------------
 def test_swapped_layout_warns():
     """DPCP(Y.T, p=25) with 1000 features and 30 samples ran silently (St(1000, 995)...).

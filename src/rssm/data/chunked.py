@@ -131,6 +131,12 @@ class ChunkedData(SampleStore):
                  timeout: float = 60.0, name: str = "data"):
         if cache not in ("auto", "memory", "disk"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'disk', got {cache!r}")
+        if cache_dir is not None and not os.path.isdir(cache_dir):
+            # (found when a run starts and makes its cache file there: a bare
+            # FileNotFoundError naming a temporary file name)
+            raise ValueError(f"cache_dir {str(cache_dir)!r} is not an existing folder; "
+                             "create it first, or leave cache_dir=None for the temporary "
+                             "folder")
         if isinstance(source, ChunkedData):
             raise TypeError(f"{name} is already a ChunkedData")
         refuse_sparse_or_missing(source, name)
