@@ -262,10 +262,12 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
                 warnings.warn(
                     f"{type(self).__name__}: n_components='auto' chose d = {d}, but the "
                     f"samples span only {rank} of the {nl} dimensions"
-                    f"{' (with the lift of center=True)' if center else ''}, so the outliers "
-                    "cannot fill the directions off the subspace and the largest eigenvalue "
-                    "gap may be the edge of the samples' span or of the outliers, not of the "
-                    "inliers' subspace; pass n_components=<the subspace dimension>",
+                    f"{' (with the lift of center=True)' if center else ''} (fewer samples "
+                    "than features, features that are 0 or combinations of others), so the "
+                    "outliers cannot fill the directions off the subspace and the largest "
+                    "eigenvalue gap may be the edge of the samples' span or of the outliers, "
+                    "not of the inliers' subspace; pass n_components=<the subspace "
+                    "dimension>",
                     UserWarning, stacklevel=_user_stacklevel())
         else:
             d = int(self.n_components)
