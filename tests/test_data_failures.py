@@ -158,9 +158,14 @@ def test_a_zarr_store_deleted_during_a_run_ends_it_with_data_error(tmp_path):
     z = zarr.create_array(str(tmp_path / "y.zarr"), shape=pts.shape, chunks=(1000, 12),
                           dtype="f8")
     z[:] = pts
-    ok = rssm.minimize(DPCP(samples(zarr.open_array(str(tmp_path / "y.zarr"), mode="r")),
-                            p=4), max_iter=40, tol=0, seed=0)
+    data = samples(zarr.open_array(str(tmp_path / "y.zarr"), mode="r+"))
+    ok = rssm.minimize(DPCP(data, p=4), max_iter=40, tol=0, seed=0)
     assert ok.stop_reason.value == "max_iter"
+    # data changed between two runs is the next run's data (the record is the run's own:
+    # kept on the data object, it refused the second run from its start)
+    zarr.open_array(str(tmp_path / "y.zarr"), mode="r+")[1000:2000] = 0.0
+    again = rssm.minimize(DPCP(data, p=4), max_iter=40, tol=0, seed=0)
+    assert again.stop_reason.value == "max_iter"
 
 
 def test_a_cache_dir_that_does_not_exist_is_named_when_the_data_is_wrapped(tmp_path):
@@ -171,6 +176,10 @@ def test_a_cache_dir_that_does_not_exist_is_named_when_the_data_is_wrapped(tmp_p
                                          r"create it first"):
         samples(np.load(tmp_path / "x.npy", mmap_mode="r"), cache="disk",
                 cache_dir=str(tmp_path / "nope"))
+    # only where it is used: a cache in memory never makes the file
+    samples(np.load(tmp_path / "x.npy", mmap_mode="r"), cache="memory",
+            cache_dir=str(tmp_path / "nope"))
+    samples(np.load(tmp_path / "x.npy"), cache_dir=str(tmp_path / "nope"))  # "auto": memory
 
 
 # -- defect 8: samples and features swapped ---------------------------------------------------

@@ -131,12 +131,6 @@ class ChunkedData(SampleStore):
                  timeout: float = 60.0, name: str = "data"):
         if cache not in ("auto", "memory", "disk"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'disk', got {cache!r}")
-        if cache_dir is not None and not os.path.isdir(cache_dir):
-            # (found when a run starts and makes its cache file there: a bare
-            # FileNotFoundError naming a temporary file name)
-            raise ValueError(f"cache_dir {str(cache_dir)!r} is not an existing folder; "
-                             "create it first, or leave cache_dir=None for the temporary "
-                             "folder")
         if isinstance(source, ChunkedData):
             raise TypeError(f"{name} is already a ChunkedData")
         refuse_sparse_or_missing(source, name)
@@ -173,11 +167,16 @@ class ChunkedData(SampleStore):
         self.concurrent_reads = self.kind != "dask"
         if cache == "auto":
             cache = "disk" if self.kind in ("memmap", "h5py", "zarr") else "memory"
+        if cache == "disk" and cache_dir and not os.path.isdir(cache_dir):
+            # (found when a run starts and makes its cache file there: a bare
+            # FileNotFoundError naming a temporary file name)
+            raise ValueError(f"cache_dir {str(cache_dir)!r} is not an existing folder; "
+                             "create it first, or leave cache_dir=None for the temporary "
+                             "folder")
         self.cache, self.cache_dir = cache, cache_dir
         self.bounds = self._partition(chunk_size)
         self.chunk_size = max(hi - lo for lo, hi in self.bounds)
         self._extent = _mapped_extent(source) if self.kind == "memmap" else None
-        self._zarr_seen: dict[tuple[int, int], bool] = {}
         if check_finite:
             self.check_finite()
 
@@ -211,9 +210,10 @@ class ChunkedData(SampleStore):
         return (f"ChunkedData({self.kind}, n={self.n}, m={self.m}, samples as {layout}, "
                 f"{c} chunk{'s' if c > 1 else ''} of {size})")
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
+    def read(self, lo: int, hi: int, seen: dict | None = None) -> np.ndarray:
         """Samples lo..hi-1 as an n x (hi - lo) float64 array (a transposed view when the
-        source has samples as rows; no copy of a float64 memmap or NumPy source).
+        source has samples as rows; no copy of a float64 memmap or NumPy source); ``seen``:
+        see `read_watched`.
 
         For a memmap the file's size is checked first: a file truncated during a run
         raises `rssm.data.store.DataError` instead of killing the process with SIGBUS
@@ -225,30 +225,35 @@ class ChunkedData(SampleStore):
         if self.kind == "dask":
             blk = self._compute(blk, lo, hi)
         arr = np.asarray(blk)
-        if self.kind == "zarr":
-            self._check_zarr(arr, lo, hi)
+        if seen is not None and self.kind == "zarr":
+            self._check_zarr(arr, lo, hi, seen)
         if arr.dtype != np.float64:
             arr = arr.astype(np.float64)
         return arr.T if self.rows_are_samples else arr
 
-    def _check_zarr(self, arr: np.ndarray, lo: int, hi: int) -> None:
+    def read_watched(self, lo: int, hi: int, seen: dict) -> np.ndarray:
+        """`read`, for one run's oracle: a Zarr chunk that read as data earlier in the run
+        (recorded in ``seen``) and reads as the fill value only now raises `DataError`."""
+        return self.read(lo, hi, seen)
+
+    def _check_zarr(self, arr: np.ndarray, lo: int, hi: int, seen: dict) -> None:
         """Zarr reads a storage chunk that is not there as its fill value, without an
         error: a store deleted or emptied during a run gave a run on zeros that ended
-        `converged`. A chunk of samples that held other values at its first read and
-        reads as nothing but the fill value now raises `DataError`. (A chunk missing
-        from the start cannot be told from one Zarr did not write because it held only
-        the fill value, its default for such chunks.)"""
+        `converged`. Within one run (``seen``, the run's record), a chunk of samples that
+        held other values at its first read and reads as nothing but the fill value raises
+        `DataError`. (A chunk missing from the start cannot be told from one Zarr did not
+        write because it held only the fill value, its default for such chunks; data
+        changed between two runs is the next run's data.)"""
         fill = getattr(self.source, "fill_value", None)
         if fill is None or not arr.size:
             return
-        seen = self._zarr_seen
         only_fill = bool(np.all(arr == fill))
         if (lo, hi) not in seen:
             seen[(lo, hi)] = only_fill
         elif only_fill and not seen[(lo, hi)]:
             raise DataError(f"samples {lo}..{hi - 1} of the Zarr array now read as its fill "
-                            f"value {fill} only, where they held data before: its storage "
-                            "chunks were deleted or emptied during the run")
+                            f"value {fill} only, where they held data earlier in this run: "
+                            "its storage chunks were deleted or emptied during the run")
 
     def _compute(self, blk, lo: int, hi: int):
         """A Dask chunk: on the running cluster within the timeout (`DataError` after it),

@@ -66,8 +66,10 @@ class DataOracle(Oracle):
         self.mu, self.s = model.mu, model.scale
         inputs = [{name: (None if arr is None else arr[..., lo:hi])
                    for name, arr in model.inputs.items()} for lo, hi in store.bounds]
+        seen: dict = {}     # this run's record of the chunks read (`read_watched`)
         self.chunks = ChunkSet(model.kernel, self.p, self.n, store.bounds,
-                               lambda i: store.read(*store.bounds[i]), inputs, model.readers,
+                               lambda i: store.read_watched(*store.bounds[i], seen), inputs,
+                               model.readers,
                                place=store.cache, cache_dir=store.cache_dir,
                                serial_reads=not store.concurrent_reads)
         nb = partition.n_blocks if partition is not None else 1

@@ -144,6 +144,12 @@ class SampleStore:
         """Samples lo..hi-1 as an n x (hi - lo) float64 array (each store implements it)."""
         raise NotImplementedError(f"{type(self).__name__} must implement read(lo, hi)")
 
+    def read_watched(self, lo: int, hi: int, seen: dict) -> np.ndarray:
+        """`read` for one run's oracle, which keeps ``seen`` for the run: a store that can
+        tell data gone during the run from data (`rssm.data.ChunkedData` on Zarr) checks
+        it there; others just read."""
+        return self.read(lo, hi)
+
     def chunks(self):
         """Iterate over (lo, hi, chunk) with chunk = `read(lo, hi)`."""
         for lo, hi in self.bounds:
@@ -249,7 +255,13 @@ class Standardized(SampleStore):
             self.scale = np.where(nrm > 0, nrm, 1.0)
 
     def read(self, lo: int, hi: int) -> np.ndarray:
-        out = np.subtract(self.base.read(lo, hi), self.mean[:, None])
+        return self._standardize(self.base.read(lo, hi))
+
+    def read_watched(self, lo: int, hi: int, seen: dict) -> np.ndarray:
+        return self._standardize(self.base.read_watched(lo, hi, seen))
+
+    def _standardize(self, blk: np.ndarray) -> np.ndarray:
+        out = np.subtract(blk, self.mean[:, None])
         if self.scale is not None:
             out /= self.scale[:, None]
         return out

@@ -262,8 +262,9 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
                 warnings.warn(
                     f"{type(self).__name__}: n_components='auto' chose d = {d}, but the "
                     f"samples span only {rank} of the {nl} dimensions"
-                    f"{' (with the lift of center=True)' if center else ''} (fewer samples "
-                    "than features, features that are 0 or combinations of others), so the "
+                    f"{' (with the lift of center=True)' if center else ''} that their "
+                    "scatter matrix resolves (fewer samples than features, features that "
+                    "are 0, combinations of others or 1e-8 times smaller), so the "
                     "outliers cannot fill the directions off the subspace and the largest "
                     "eigenvalue gap may be the edge of the samples' span or of the outliers, "
                     "not of the inliers' subspace; pass n_components=<the subspace "
