@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import rssm
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def benchmark_module(monkeypatch):
+    """``load(name)``: the module ``benchmarks.<name>`` of the repository (its root put on
+    sys.path for the test), or the test skipped where benchmarks/ is not checked out."""
+    def load(name: str):
+        if not (ROOT / "benchmarks" / f"{name}.py").exists():
+            pytest.skip("benchmarks/ is not part of this checkout")
+        monkeypatch.syspath_prepend(str(ROOT))
+        return importlib.import_module(f"benchmarks.{name}")
+    return load
 
 
 @pytest.fixture(scope="session")

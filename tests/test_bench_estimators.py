@@ -10,20 +10,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 pytest.importorskip("sklearn")
 pytest.importorskip("skimage")
 
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT))
-    if not (ROOT / "benchmarks" / "estimators.py").exists():
-        pytest.skip("benchmarks/ is not part of this checkout")
-    import benchmarks.estimators as mod
-
-    return mod
+def bench(benchmark_module):
+    return benchmark_module("estimators")
 
 
 def _read(path: Path) -> list[dict]:

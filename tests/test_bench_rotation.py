@@ -5,23 +5,15 @@ on its quick set: verdicts gained, none lost."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
 
 pytest.importorskip("sklearn")
 
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT))
-    if not (ROOT / "benchmarks" / "rotation_invariant.py").exists():
-        pytest.skip("benchmarks/ is not part of this checkout")
-    import benchmarks.rotation_invariant as mod
-
-    return mod
+def bench(benchmark_module):
+    return benchmark_module("rotation_invariant")
 
 
 def test_quick_rotation_invariant_set_gains_verdicts_and_loses_none(bench, capsys):

@@ -6,21 +6,13 @@ from __future__ import annotations
 
 import csv
 import math
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT))
-    if not (ROOT / "benchmarks" / "stepsizes.py").exists():
-        pytest.skip("benchmarks/ is not part of this checkout")
-    import benchmarks.stepsizes as mod
-
-    return mod
+def bench(benchmark_module):
+    return benchmark_module("stepsizes")
 
 
 def _row(seed, kind, rule, it10, rej10=0.0, t_iter=1e-3, t_trial=5e-4, method="rsm"):
@@ -112,11 +104,9 @@ def test_best_grid_points_reads_each_instance_best_schedule(bench, tmp_path):
     assert bench.best_grid_points(str(path)) == {("toy", "rsm", 1): (30.0, 0.8, 40)}
 
 
-def test_failed_steps_counts_steps_that_did_not_decrease_f(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT))
-    if not (ROOT / "benchmarks" / "failed_steps.py").exists():
-        pytest.skip("benchmarks/ is not part of this checkout")
-    from benchmarks.failed_steps import failed_steps, thirds
+def test_failed_steps_counts_steps_that_did_not_decrease_f(benchmark_module):
+    mod = benchmark_module("failed_steps")
+    failed_steps, thirds = mod.failed_steps, mod.thirds
 
     costs = [5.0, 4.0, 4.0, 3.0, 3.5, 2.0, 1.0, 1.5, 0.5, 9.0]
     failed = failed_steps(costs, 6)          # steps 0..5: f(X_1..X_6) against f(X_0..X_5)
@@ -126,23 +116,14 @@ def test_failed_steps_counts_steps_that_did_not_decrease_f(monkeypatch):
     assert failed_steps(costs[:4], 4).tolist() == [False, True, False]
 
 
-def _signals_module(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT))
-    if not (ROOT / "benchmarks" / "step_signals.py").exists():
-        pytest.skip("benchmarks/ is not part of this checkout")
-    import benchmarks.step_signals as mod
-
-    return mod
-
-
-def test_step_signals_cosine_and_cancel_ratio(monkeypatch):
+def test_step_signals_cosine_and_cancel_ratio(benchmark_module):
     """Per-block cosine against the last subgradient on the same block, and the per-pair
     cancel ratio (least-norm convex combination over the mean norm)."""
     import numpy as np
 
     from rssm.stepsizes import StepContext
 
-    mod = _signals_module(monkeypatch)
+    mod = benchmark_module("step_signals")
     sig = mod.Signals(w=2)
     ctx = StepContext("rssm", 3, (4, 6))          # blocks {0,1}, {2,3}, {4,5}
     v = np.arange(1.0, 9.0).reshape(4, 2)
@@ -168,11 +149,11 @@ def test_step_signals_cosine_and_cancel_ratio(monkeypatch):
     assert sig.cancel(3) == pytest.approx(expect, rel=1e-9)
 
 
-def test_step_signals_candidates_run_on_a_small_problem(monkeypatch, small_dpcp):
+def test_step_signals_candidates_run_on_a_small_problem(benchmark_module, small_dpcp):
     """Every candidate of the benchmark runs RSSM and RSM without error and moves f."""
     import rssm
 
-    mod = _signals_module(monkeypatch)
+    mod = benchmark_module("step_signals")
     x0 = small_dpcp.initial_point(0)
     f0 = small_dpcp.cost(x0)
     for name, make in mod.CANDIDATES.items():
@@ -182,14 +163,14 @@ def test_step_signals_candidates_run_on_a_small_problem(monkeypatch, small_dpcp)
             assert res.fun < f0, (name, method)
 
 
-def test_step_signals_shares_split_the_gradient(monkeypatch, small_dpcp):
+def test_step_signals_shares_split_the_gradient(benchmark_module, small_dpcp):
     """--shares: the three shares add up to 1; DPCP has no rotations at all (it depends
     on span(X) only), ODL with p = n has no X_perp part."""
     import numpy as np
 
     from rssm.problems import ODL
 
-    mod = _signals_module(monkeypatch)
+    mod = benchmark_module("step_signals")
     x = small_dpcp.initial_point(0)
     off, diag, perp = mod._shares(small_dpcp, x, 3)
     assert off + diag + perp == pytest.approx(1.0, rel=1e-12)
@@ -200,10 +181,10 @@ def test_step_signals_shares_split_the_gradient(monkeypatch, small_dpcp):
     assert off > 0.5 and perp < 1e-12
 
 
-def test_step_signals_decay_per_sweep(monkeypatch):
+def test_step_signals_decay_per_sweep(monkeypatch, benchmark_module):
     """A decay beta per epoch (l/2 iterations) is beta^(l-1) per sweep of the binom(l, 2)
     block pairs, and beta itself for RSM (a sweep is one iteration)."""
-    mod = _signals_module(monkeypatch)
+    mod = benchmark_module("step_signals")
     import benchmarks.stepsizes as bench
 
     grid = {("odl", "rsm", 1): (100.0, 0.6, 35), ("odl", "rssm-l3", 1): (10.0, 0.8, 104),
@@ -217,14 +198,14 @@ def test_step_signals_decay_per_sweep(monkeypatch):
                                           pytest.approx(0.95**4, rel=1e-12)]
 
 
-def test_step_signals_per_sweep_restart_and_first_search_switch(monkeypatch, small_dpcp,
+def test_step_signals_per_sweep_restart_and_first_search_switch(benchmark_module, small_dpcp,
                                                                  small_odl):
     """The per-sweep certificate restart decays by beta^(epoch / n_pairs) per epoch; the
     switch takes cosine control after DPCP's spectral start (its first search accepts a
     short step) and the certificate restart after ODL's random one."""
     import rssm
 
-    mod = _signals_module(monkeypatch)
+    mod = benchmark_module("step_signals")
     rule = mod.CertificateRestart(beta=0.6, at_cap=True, plateau=3.0, fixed_scale=True,
                                   per_sweep=True)
     rssm.minimize(small_dpcp, small_dpcp.initial_point(0), method="rssm", stepsize=rule,
@@ -239,15 +220,12 @@ def test_step_signals_per_sweep_restart_and_first_search_switch(monkeypatch, sma
         assert res.fun < prob.cost(x0)
 
 
-def test_valley_stalls_descent_steps_tell_a_minimizer_from_a_start(monkeypatch, small_dpcp):
+def test_valley_stalls_descent_steps_tell_a_minimizer_from_a_start(benchmark_module, small_dpcp):
     """benchmarks.valley_stalls' check: subgradient steps never lower f at a converged
     point (the steps overshoot a sharp minimizer) and do lower it at the start."""
     import rssm
 
-    if not (ROOT / "benchmarks" / "valley_stalls.py").exists():
-        pytest.skip("benchmarks/ is not part of this checkout")
-    monkeypatch.syspath_prepend(str(ROOT))
-    import benchmarks.valley_stalls as mod
+    mod = benchmark_module("valley_stalls")
 
     x0 = small_dpcp.initial_point(0)
     res = rssm.minimize(small_dpcp, x0, method="rsm", seed=0)
@@ -258,15 +236,12 @@ def test_valley_stalls_descent_steps_tell_a_minimizer_from_a_start(monkeypatch, 
     assert best < -1e-6 and hit is not None
 
 
-def test_drop_floor_compares_floors_against_the_grid_and_from_starts(monkeypatch, tmp_path,
-                                                                    capsys):
+def test_drop_floor_compares_floors_against_the_grid_and_from_starts(
+        monkeypatch, benchmark_module, tmp_path, capsys):
     """benchmarks.drop_floor: each floor's ratio to the instance's best grid point (read
     from the grid CSV), and its convergence from cold and warm starts; a floor outside
     [0, 1] is refused with the allowed range."""
-    if not (ROOT / "benchmarks" / "drop_floor.py").exists():
-        pytest.skip("benchmarks/ is not part of this checkout")
-    monkeypatch.syspath_prepend(str(ROOT))
-    import benchmarks.drop_floor as mod
+    mod = benchmark_module("drop_floor")
 
     monkeypatch.setattr(mod, "PROBLEMS", ("l1_procrustes",))
     monkeypatch.setattr(mod, "COLD", ("l1_procrustes",))
