@@ -342,6 +342,38 @@ def test_non_finite_cost_read_by_the_default_rule_stops_non_finite():
     assert np.isfinite(res.fun) and res.feasibility <= FEAS_TOL
 
 
+@pytest.mark.parametrize("method, bad", [("rsm", np.inf), ("rsm", np.nan),
+                                         ("rssm", np.inf), ("rssm", np.nan)])
+def test_a_non_finite_subgradient_stops_without_numpy_warnings(method, bad):
+    """A user's subgradient with an infinity or a NaN at iteration 3 stops the run
+    `non_finite` at the best finite iterate, before the tangent projection: it used to
+    pass through rssm's own products first, with four "invalid value encountered"
+    RuntimeWarnings from stiefel.py and rsm.py before the run's message."""
+    a = np.random.default_rng(3).standard_normal((20, 5))
+    calls = [0]
+
+    def grad(x):
+        calls[0] += 1
+        g = -np.sign(a - x)
+        if calls[0] > 3:
+            g[0, 0] = bad
+        return g
+
+    prob = rssm.Problem.from_functions(lambda x: float(np.abs(a - x).sum()), grad,
+                                       lambda x, cols: grad(x)[:, cols], shape=(20, 5))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = rssm.minimize(prob, method=method, seed=0,
+                            **({"options": {"n_blocks": 5}} if method == "rssm" else {}))
+    assert [str(w.message) for w in seen] == []
+    assert res.stop_reason is StopReason.NON_FINITE and not res.success
+    # RSSM's rule reads one more subgradient at the start (its first search)
+    assert res.n_iter == (3 if method == "rsm" else 4)
+    assert f"iteration {res.n_iter}: the subgradient is not finite" in res.message
+    assert np.isfinite(res.fun) and res.fun == prob.cost(res.x)
+    assert res.feasibility <= FEAS_TOL
+
+
 def test_non_finite_cost_stops_at_the_recording_point():
     a = np.random.default_rng(12).standard_normal((8, 30))
     prob = _Poisoned(a, 4, 6, where="cost")

@@ -42,9 +42,9 @@ ROUNDING = 4.0
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def rounding_zero(norm_sq: float, g: np.ndarray, p: int) -> bool:
-    """Whether ``norm_sq`` = ||P(G)||^2 is 0 to working precision for the Euclidean
-    (partial) subgradient ``g`` of an n x p iterate.
+def rounding_zero(norm_sq: float, g_sq: float, p: int) -> bool:
+    """Whether ``norm_sq`` = ||P(G)||^2 is 0 to working precision for a Euclidean
+    (partial) subgradient G of an n x p iterate with ``g_sq`` = ||G||_F^2.
 
     Such a direction has no sign: the scale-free step rules (gamma = t / ||grad f||) would
     still give it a length t, and on f constant on St(n, n) (DPCP with p = n) RSSM's
@@ -53,8 +53,17 @@ def rounding_zero(norm_sq: float, g: np.ndarray, p: int) -> bool:
     """
     if norm_sq == 0.0 or not math.isfinite(norm_sq):
         return False
-    g_sq = float(np.vdot(g, g))
     return norm_sq <= (ROUNDING * _EPS) ** 2 * p * g_sq
+
+
+def not_finite(g: np.ndarray) -> tuple[float, bool]:
+    """||G||_F^2 of a Euclidean (partial) subgradient, and whether G holds a NaN or an
+    infinity (checked only where the square is not finite, so a finite G costs one
+    pass). The solvers stop before the tangent projection on such a G: projecting it
+    gave NumPy's "invalid value" warnings from rssm's own products before the run said
+    "the subgradient is not finite"."""
+    g_sq = float(np.vdot(g, g))
+    return g_sq, (not math.isfinite(g_sq)) and not bool(np.isfinite(g).all())
 
 
 def polar_flops(n: int, k: int) -> float:

@@ -426,7 +426,7 @@ def _full_direction_is_zero(st) -> bool:
     g = st.oracle.subgradient()
     neg, _ = stiefel.descent_direction_parts(x, g)
     norm_sq = float(np.vdot(neg, neg))
-    return norm_sq == 0.0 or rounding_zero(norm_sq, g, x.shape[1])
+    return norm_sq == 0.0 or rounding_zero(norm_sq, float(np.vdot(g, g)), x.shape[1])
 
 
 def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,

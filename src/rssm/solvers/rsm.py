@@ -6,10 +6,12 @@ step (eq. ``eq-Rsubdiff``) and the polar retraction (eq. ``eq-polarretr``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rssm import stiefel
-from rssm.solvers.base import Direction, Solver, SolverState, polar_flops, rounding_zero
+from rssm.solvers.base import Direction, Solver, SolverState, not_finite, polar_flops, rounding_zero
 
 __all__ = ["RSMSolver"]
 
@@ -23,9 +25,12 @@ class RSMSolver(Solver):
         x = state.x
         n, p = x.shape
         g = state.oracle.subgradient()
+        g_sq, bad = not_finite(g)
+        if bad:                       # the loop stops: "the subgradient is not finite"
+            return Direction(None, slice(None), None, math.nan, math.nan, 0.0)
         neg, y = stiefel.descent_direction_parts(x, g)            # -P_T(G), eq. eq-Rsubdiff
         norm_sq = float(np.vdot(neg, neg))
-        if rounding_zero(norm_sq, g, p):
+        if rounding_zero(norm_sq, g_sq, p):
             neg, norm_sq = np.zeros_like(neg), 0.0     # 0 to working precision: no move
         # X^T P_T(G) = skew(X^T G): the rotations of the columns among themselves, 0 when
         # f(XQ) = f(X) for every orthogonal Q (p^2 flops from the X^T G formed anyway)

@@ -9,10 +9,12 @@ touched: they stay bit-for-bit the same.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rssm import stiefel
-from rssm.solvers.base import Direction, Solver, SolverState, polar_flops, rounding_zero
+from rssm.solvers.base import Direction, Solver, SolverState, not_finite, polar_flops, rounding_zero
 
 __all__ = ["RSSMSolver"]
 
@@ -60,9 +62,12 @@ class RSSMSolver(Solver):
         sel = cols.selector
         c = cols.size
         g = state.oracle.partial_subgradient(cols)                # n x c, Prop. prop-structural
+        g_sq, bad = not_finite(g)
+        if bad:                       # the loop stops: "the subgradient is not finite"
+            return Direction(cols, sel, None, math.nan, math.nan, 0.0, (i, j))
         neg, s = stiefel.block_descent_direction(x, sel, g)         # eq. eq-partialRiemsubgrad
         norm_sq = float(np.vdot(neg, neg))
-        if rounding_zero(norm_sq, g, p):
+        if rounding_zero(norm_sq, g_sq, p):
             neg, norm_sq = np.zeros_like(neg), 0.0     # 0 to working precision: no move
             s = np.zeros_like(s)
         # ||P(G_C) I_C^T||^2 in the A_X^{-1} metric (eqs. eq-scaling-coordrep, eq-cindepNorm2):
