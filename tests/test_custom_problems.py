@@ -410,6 +410,25 @@ def test_a_float32_start_is_checked_at_its_precision_and_projected(small_dpcp):
         rssm.minimize(small_dpcp, x0 + 1e-6, max_iter=3)
 
 
+def test_a_start_off_the_manifold_within_the_check_is_projected():
+    """A float64 start within the check's 1e-8 but off St(n, p) (a solution of DPCP scaled
+    by 1 - 4e-9: off by 8e-9) was kept as is; DPCP's cost is homogeneous, so that start was
+    below every feasible point and came back as the best point, off the manifold. It is
+    projected now, as a float16 start (off by ~1e-3 after rounding: refused before) is;
+    a start made by QR stays bit for bit."""
+    prob = rssm.problems.DPCP.synthetic(n=6, d=2, n_inliers=30, n_outliers=20, seed=0)
+    sol = rssm.minimize(prob, seed=0)
+    for method in ("rsm", "rssm"):
+        res = rssm.minimize(prob, sol.x * (1 - 4e-9), method=method, max_iter=50, seed=0)
+        assert res.feasibility < 1e-14, (method, res.feasibility)
+        assert res.fun == prob.cost(res.x)
+    half = rssm.minimize(prob, sol.x.astype(np.float16), max_iter=0)
+    assert half.feasibility < 1e-14
+    np.testing.assert_allclose(half.fun, sol.fun, rtol=1e-2)
+    x0 = prob.initial_point(0)
+    assert np.array_equal(rssm.minimize(prob, x0, max_iter=0).x, x0)
+
+
 def test_check_subgradient_reports_non_finite_oracles():
     """NaN or overflowing oracles are reported, not crashed on (before: LAPACK's "SVD did
     not converge"; a NaN cost read "OK" since max(0, nan) is 0; 1e200 times a subgradient

@@ -459,8 +459,9 @@ def _feasibility(x: np.ndarray) -> float:
     return float(np.max(np.abs(g))) if g.size else 0.0
 
 
-def check_point(x: np.ndarray, atol: float = 1e-8, name: str = "x") -> None:
-    """Raise ``ValueError`` saying how far ``x`` is from St(n, p) if it is off by > ``atol``.
+def check_point(x: np.ndarray, atol: float = 1e-8, name: str = "x") -> float:
+    """Raise ``ValueError`` saying how far ``x`` is from St(n, p) if it is off by > ``atol``;
+    return that distance, ||X^T X - I||_max.
 
     The message reports ||X^T X - I||_max and the tolerance, and suggests
     `rssm.stiefel.polar` to project a nearby matrix onto the manifold. ``x`` must be a
@@ -479,10 +480,39 @@ def check_point(x: np.ndarray, atol: float = 1e-8, name: str = "x") -> None:
             f"exceeds the tolerance {atol:.1e}; pass a matrix with orthonormal columns "
             f"(rssm.stiefel.polar({name}) projects a full-rank matrix onto the manifold)"
         )
+    return dev
 
 
-#: Tolerance of a float32 ground truth (as `rssm.problem.FLOAT32_ATOL` for a start).
-_FLOAT32_ATOL = 1e-5
+#: The tolerance to which a float32 / float16 point is checked (a start, a ground truth):
+#: an orthonormal matrix rounded to float32 is off St(n, p) by about 1e-7, to float16 by
+#: about 1e-3 (it is then projected in float64).
+FLOAT32_ATOL = 1e-5
+FLOAT16_ATOL = 2e-2
+#: A float64 point accepted by `check_point` but off St(n, p) by more than this is
+#: projected (`polar`): within the check's 1e-8 a start scaled by 1 - 4e-9 had a lower
+#: DPCP cost than every feasible point and came back as the best point, off by 8e-9.
+#: Points made by QR, eigh or a run are within a few 1e-16 and are kept bit for bit.
+PROJECT_ABOVE = 1e-13
+
+
+def low_precision_atol(dtype) -> float | None:
+    """The check's tolerance for a point of ``dtype`` rounded from an orthonormal matrix
+    (float32, float16), or None for float64 and the rest."""
+    if dtype == np.float32:
+        return FLOAT32_ATOL
+    if dtype == np.float16:
+        return FLOAT16_ATOL
+    return None
+
+
+def checked_point(x, name: str, shape, atol: float = 1e-8) -> np.ndarray:
+    """``x`` as a float64 copy on St(n, p): checked to ``atol`` (a float32 or float16
+    point to its own precision, `low_precision_atol`), and projected onto the manifold
+    (`polar`) where it is off by more than `PROJECT_ABOVE`."""
+    low = low_precision_atol(getattr(x, "dtype", None))
+    arr = as_float_matrix(x, name, shape=shape, copy=True)
+    dev = check_point(arr, atol=atol if low is None else max(atol, low), name=name)
+    return polar(arr) if dev > PROJECT_ABOVE else arr
 
 
 def as_point(value, name: str, shape: tuple[int | None, int | None], atol: float = 1e-8):
@@ -491,13 +521,5 @@ def as_point(value, name: str, shape: tuple[int | None, int | None], atol: float
     Used for the ground truths the problems accept (true subspace, dictionary, ...)."""
     if value is None:
         return None
-    single = getattr(value, "dtype", None) == np.float32
-    arr = as_float_matrix(value, name, shape=shape, copy=True)
-    if single:
-        # a rounded orthonormal float32 matrix is off by ~1e-7: checked at float32's
-        # precision (as a float32 start), then projected in float64
-        check_point(arr, atol=max(atol, _FLOAT32_ATOL), name=name)
-        return polar(arr)
-    check_point(arr, atol=atol, name=name)
-    return arr
+    return checked_point(value, name, shape, atol)
 

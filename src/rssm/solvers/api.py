@@ -90,8 +90,9 @@ def minimize(
     problem : Problem
         The objective (e.g. `rssm.problems.DPCP`, `rssm.problems.ODL`, or your own).
     x0 : ndarray, shape (n, p), optional
-        Start on St(n, p) (checked to 1e-8; a float32 start to 1.2e-5, then projected
-        onto St(n, p) in float64). Default ``problem.initial_point(seed)``.
+        Start on St(n, p), checked to 1e-8 (a float32 start to 1e-5, a float16 one to
+        2e-2) and projected onto St(n, p) in float64 where it is off by more than 1e-13,
+        so no point off the manifold is returned. Default ``problem.initial_point(seed)``.
     method : {"rssm", "rsm"}, optional
         RSSM (Algorithm ``alg-RSSM``) or the Riemannian subgradient method. Default
         `rssm.solvers.options.DEFAULT_METHOD` (RSM), or RSSM when ``options`` sets one of
