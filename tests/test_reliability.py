@@ -374,6 +374,23 @@ def test_a_non_finite_subgradient_stops_without_numpy_warnings(method, bad):
     assert res.feasibility <= FEAS_TOL
 
 
+@pytest.mark.parametrize("scale", [1e-162, 1e-170, 1e-200])
+def test_a_subgradient_whose_square_underflows_is_not_called_stationary(scale):
+    """f scaled by 1e-170: ||G||^2 underflowed to 0 and the default call stopped at its start
+    "converged: the Riemannian subgradient is 0 to working precision" (success=True),
+    where the same f at scale 1 goes from 111.6 to 76.2. Now it stops non_finite and says
+    to scale f up; at 1e-162 the squares were subnormal (a few digits)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((30, 6)), rng.standard_normal((30, 3))
+    prob = rssm.Problem.from_functions(lambda x: scale * float(np.abs(a @ x - b).sum()),
+                                       lambda x: scale * (a.T @ np.sign(a @ x - b)),
+                                       shape=(6, 3))
+    res = rssm.minimize(prob, max_iter=100, seed=0)
+    assert not res.success and res.stop_reason is StopReason.NON_FINITE
+    assert "squared norm underflows float64" in res.message and "scale f" in res.message
+    assert res.fun == prob.cost(res.x)
+
+
 def test_non_finite_cost_stops_at_the_recording_point():
     a = np.random.default_rng(12).standard_normal((8, 30))
     prob = _Poisoned(a, 4, 6, where="cost")

@@ -56,14 +56,32 @@ def rounding_zero(norm_sq: float, g_sq: float, p: int) -> bool:
     return norm_sq <= (ROUNDING * _EPS) ** 2 * p * g_sq
 
 
-def not_finite(g: np.ndarray) -> tuple[float, bool]:
-    """||G||_F^2 of a Euclidean (partial) subgradient, and whether G holds a NaN or an
-    infinity (checked only where the square is not finite, so a finite G costs one
-    pass). The solvers stop before the tangent projection on such a G: projecting it
-    gave NumPy's "invalid value" warnings from rssm's own products before the run said
-    "the subgradient is not finite"."""
+#: The least normal float64: a subgradient whose squared norm is below it (0 or subnormal)
+#: has lost the precision the step rules and the tests compute with.
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def unusable(g: np.ndarray) -> tuple[float, str]:
+    """||G||_F^2 of a Euclidean (partial) subgradient, and what makes G unusable ("" for
+    nothing): a NaN or an infinity, or entries so small that their squares are 0 in
+    float64 or subnormal (checked only where the square is not finite or below the least
+    normal number, so a usable G costs
+    one pass, which the rounding-zero test needs anyway).
+
+    The solvers stop on such a G before the tangent projection: a G with an infinity
+    passed through rssm's products first, with NumPy's "invalid value" warnings; one of
+    entries about 1e-169 (f scaled by 1e-170) gave ||P(G)||^2 = 0 and the verdict
+    "converged: the Riemannian subgradient is 0" at the start."""
     g_sq = float(np.vdot(g, g))
-    return g_sq, (not math.isfinite(g_sq)) and not bool(np.isfinite(g).all())
+    if not math.isfinite(g_sq):
+        if not bool(np.isfinite(g).all()):
+            return g_sq, "the subgradient is not finite"
+    elif g_sq < _TINY and g.size:
+        top = float(np.abs(g).max())
+        if top > 0.0:
+            return g_sq, (f"the subgradient's squared norm underflows float64 (its entries "
+                          f"reach {top:.3g}; scale f or the data up)")
+    return g_sq, ""
 
 
 def polar_flops(n: int, k: int) -> float:
@@ -102,6 +120,8 @@ class Direction:
     rotation_sq : float
         The part of ``grad_sq`` in X^T grad f, the rotations of the columns among
         themselves (`rssm.stepsizes.StepContext.rotation_sq`).
+    defect : str
+        Why the subgradient cannot be used (`unusable`; ``neg`` is None then), or "".
     """
 
     cols: ColumnSet | None
@@ -113,6 +133,7 @@ class Direction:
     key: tuple = ()
     cross_sq: float = 0.0
     rotation_sq: float = math.nan
+    defect: str = ""
 
     @property
     def size(self) -> int:

@@ -298,15 +298,16 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             if track_best:
                 run_cost()     # f(X_k), after the direction: the data oracles compute both
                 #                in one pass over the chunks
-            if not (math.isfinite(d.norm_sq) and math.isfinite(d.grad_sq)):
+            if d.defect or not (math.isfinite(d.norm_sq) and math.isfinite(d.grad_sq)):
                 st.time += perf() - t0
-                what = "the subgradient is not finite"
-                if d.neg is not None and np.isfinite(d.neg).all():
+                what = d.defect or "the subgradient is not finite"
+                if not d.defect and d.neg is not None and np.isfinite(d.neg).all():
                     top = float(np.abs(d.neg).max())
                     what = (f"the subgradient's squared norm overflows float64 (its entries "
                             f"reach {top:.3g}; scale f or the data)")
+                best = "best iterate" if "underflows" in what else "best finite iterate"
                 raise _Halt(StopReason.NON_FINITE, f"iteration {k}: {what}; returning the "
-                            "best finite iterate")
+                            f"{best}")
             if d.norm_sq == 0.0:
                 st.step_norm = 0.0        # 0 is in the (partial) subdifferential: no move
                 st.flops += d.flops

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from rssm import stiefel
-from rssm.solvers.base import Direction, Solver, SolverState, not_finite, polar_flops, rounding_zero
+from rssm.solvers.base import Direction, Solver, SolverState, polar_flops, rounding_zero, unusable
 
 __all__ = ["RSMSolver"]
 
@@ -25,9 +25,9 @@ class RSMSolver(Solver):
         x = state.x
         n, p = x.shape
         g = state.oracle.subgradient()
-        g_sq, bad = not_finite(g)
-        if bad:                       # the loop stops: "the subgradient is not finite"
-            return Direction(None, slice(None), None, math.nan, math.nan, 0.0)
+        g_sq, defect = unusable(g)
+        if defect:                    # the loop stops, saying why
+            return Direction(None, slice(None), None, math.nan, math.nan, 0.0, defect=defect)
         neg, y = stiefel.descent_direction_parts(x, g)            # -P_T(G), eq. eq-Rsubdiff
         norm_sq = float(np.vdot(neg, neg))
         if rounding_zero(norm_sq, g_sq, p):

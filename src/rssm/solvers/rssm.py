@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from rssm import stiefel
-from rssm.solvers.base import Direction, Solver, SolverState, not_finite, polar_flops, rounding_zero
+from rssm.solvers.base import Direction, Solver, SolverState, polar_flops, rounding_zero, unusable
 
 __all__ = ["RSSMSolver"]
 
@@ -62,9 +62,9 @@ class RSSMSolver(Solver):
         sel = cols.selector
         c = cols.size
         g = state.oracle.partial_subgradient(cols)                # n x c, Prop. prop-structural
-        g_sq, bad = not_finite(g)
-        if bad:                       # the loop stops: "the subgradient is not finite"
-            return Direction(cols, sel, None, math.nan, math.nan, 0.0, (i, j))
+        g_sq, defect = unusable(g)
+        if defect:                    # the loop stops, saying why
+            return Direction(cols, sel, None, math.nan, math.nan, 0.0, (i, j), defect=defect)
         neg, s = stiefel.block_descent_direction(x, sel, g)         # eq. eq-partialRiemsubgrad
         norm_sq = float(np.vdot(neg, neg))
         if rounding_zero(norm_sq, g_sq, p):
