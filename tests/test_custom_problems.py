@@ -536,3 +536,17 @@ def test_the_full_subgradient_warning_points_at_the_users_call():
     with pytest.warns(FullSubgradientWarning) as rec:
         rssm.minimize(prob, method="rssm", max_iter=3)
     assert [w.filename for w in rec if w.category is FullSubgradientWarning] == [__file__]
+
+
+@pytest.mark.parametrize("make, pattern", [
+    (lambda: rssm.problems.EntrywiseLoss(1, np.sign), "EntrywiseLoss: value must be a callable"),
+    (lambda: rssm.problems.EntrywiseLoss(np.abs, None), "EntrywiseLoss: derivative must be a"),
+    (lambda: rssm.problems.NormLoss("abs", None), "NormLoss: value must be a callable"),
+    (lambda: rssm.problems.EntrywiseLoss(np.abs, np.sign, name=3), "name must be a str"),
+])
+def test_a_loss_of_non_callables_is_refused_where_it_is_made(make, pattern):
+    """``EntrywiseLoss(1, 2)`` and ``NormLoss("abs", None)`` were accepted, and so was a
+    CompositeProblem on them; rssm.minimize then failed deep in the kernels with "'int'
+    object is not callable"."""
+    with pytest.raises(TypeError, match=pattern):
+        make()

@@ -118,6 +118,8 @@ def test_base_fills_what_the_spec_leaves_out():
     (None, TypeError, "stepsize must be a StepSize, a number > 0"),
     ([0.1], TypeError, "got list"),
     (lambda k: 0.1, TypeError, r"must be called as stepsize\(k, ctx\)"),
+    ("geometric:mu0=0.1,mu0=0.2,beta=0.9", ValueError, "parameter 'mu0' is given twice"),
+    ("constant:c=0.1,c=5", ValueError, "parameter 'c' is given twice"),
 ])
 def test_bad_specs_raise_one_line_errors(spec, exc, pattern):
     with pytest.raises(exc, match=pattern) as info:
@@ -157,3 +159,30 @@ def test_a_named_rule_in_minimize_takes_the_problems_parameters_as_the_cli_does(
     assert c.stepsize == {**ref, "delta": 0.5}
     with pytest.raises(ValueError, match=r"stepsize: step-size rule 'paper' needs delta"):
         rssm.minimize(rssm.problems.SparsePCA.synthetic(seed=0), stepsize="paper")
+
+
+@pytest.mark.parametrize("spec", [np.float32(0.01), np.int64(1), "geometric:mu0=0.1,beta=0.9",
+                                  {"rule": "constant", "c": 0.1}])
+def test_a_custom_problem_takes_the_specs_minimize_takes(spec):
+    """``Problem.from_functions(stepsize=...)`` went through a narrower parser than
+    ``rssm.minimize(stepsize=...)``: NumPy scalars and spec strings were refused there."""
+    prob = rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign,
+                                       shape=(4, 2), stepsize=spec)
+    assert prob.default_stepsize().describe() == from_spec(spec).describe()
+
+
+@pytest.mark.parametrize("spec,exc,pattern", [
+    (-1, ValueError, r"^stepsize: a constant step size must be a finite number > 0"),
+    (float("nan"), ValueError, r"^stepsize: a constant step size must be"),
+    ("geometrc", ValueError, r"^stepsize: unknown step-size rule 'geometrc'"),
+    (None, TypeError, r"^stepsize must be a StepSize"),
+])
+def test_a_custom_problems_bad_stepsize_is_named(spec, exc, pattern):
+    """``from_functions(stepsize=-1)`` said "c must be > 0", an argument the user never
+    passed; the message now names ``stepsize`` as ``rssm.minimize`` does."""
+    if spec is None:                     # None means "no rule of its own": use a list
+        spec = [0.1]
+        pattern = r"^stepsize must be .*got list"
+    with pytest.raises(exc, match=pattern):
+        rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign, shape=(4, 2),
+                                    stepsize=spec)

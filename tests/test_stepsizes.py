@@ -194,7 +194,7 @@ def test_context_exposes_the_direction(small_dpcp):
         (lambda: Constant(True), TypeError, "c must be a real number"),
         (lambda: InverseSqrt(-1.0), ValueError, "c must be > 0"),
         (lambda: InverseSqrt(None), TypeError, "c must be a real number"),
-        (lambda: as_stepsize("fast"), TypeError, "stepsize must be a StepSize"),
+        (lambda: as_stepsize("fast"), ValueError, "stepsize: unknown step-size rule 'fast'"),
         (lambda: as_stepsize(None), TypeError, "stepsize must be a StepSize"),
     ],
 )

@@ -111,6 +111,9 @@ class EntrywiseLoss:
     name: str = "entrywise"
     flops: float = 1.0
 
+    def __post_init__(self) -> None:
+        _check_loss(self)
+
     @classmethod
     def l1(cls) -> EntrywiseLoss:
         """phi(t) = |t| (ODL, l1 Procrustes); phi'(0) := 0."""
@@ -141,6 +144,21 @@ class EntrywiseLoss:
         return cls(_neg_square, _neg_square_derivative, "neg_square", 1.0)
 
 
+def _check_loss(loss) -> None:
+    """Refuse a loss whose value or derivative is not callable, or whose name or flops
+    are of the wrong kind, where it is made (``EntrywiseLoss(1, 2)`` was accepted, and
+    failed inside `rssm.minimize` with "'int' object is not callable")."""
+    kind = type(loss).__name__
+    for field in ("value", "derivative"):
+        fn = getattr(loss, field)
+        if not callable(fn):
+            raise TypeError(f"{kind}: {field} must be a callable applied to an ndarray "
+                            f"elementwise (e.g. numpy.abs), got {type(fn).__name__}")
+    if not isinstance(loss.name, str):
+        raise TypeError(f"{kind}: name must be a str, got {type(loss.name).__name__}")
+    as_positive_float(loss.flops, f"{kind}: flops", allow_zero=True)
+
+
 @dataclass(frozen=True)
 class NormLoss:
     """h(z) = psi(||z||_2) for a scalar function psi of the row norm r = ||z|| >= 0.
@@ -163,6 +181,9 @@ class NormLoss:
     derivative: ArrayFn
     name: str = "norm"
     flops: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_loss(self)
 
     @classmethod
     def norm(cls) -> NormLoss:

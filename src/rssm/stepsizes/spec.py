@@ -88,6 +88,11 @@ def _parse_string(spec: str) -> tuple[str, dict]:
                     f"step-size spec {spec!r}: parameters must be written name=value, "
                     f"separated by commas (e.g. 'geometric:mu0=0.1,beta=0.9'), got {item!r}"
                 )
+            if key.strip() in params:
+                raise ValueError(
+                    f"step-size spec {spec!r}: parameter {key.strip()!r} is given twice; "
+                    "give each parameter once"
+                )
             params[key.strip()] = _value(val)
     return name, params
 
@@ -214,23 +219,17 @@ _KINDS = ("a StepSize, a number > 0, a callable (k, ctx) -> float, 'auto', a rul
 
 
 def as_stepsize(value, name: str = "stepsize") -> StepSize:
-    """Accept a `StepSize`, a callable ``(k, ctx) -> float``, a positive number (constant)
-    or ``"auto"`` (a fresh `Auto`); `from_spec` also takes names and dicts."""
-    if isinstance(value, StepSize):
-        return value
-    if isinstance(value, str) and value == "auto":
-        return make_auto()
-    if isinstance(value, bool):
-        raise TypeError(
-            f"{name} must be a StepSize, a callable (k, ctx) -> float, a positive number "
-            "or 'auto'"
-        )
-    if isinstance(value, (int, float)):
-        return Constant(value)
-    if callable(value):
-        return _CallableStep(value)
-    raise TypeError(
-        f"{name} must be a StepSize, a callable (k, ctx) -> float, a positive number or "
-        f"'auto', got {type(value).__name__}"
-        + (f" {value!r}" if isinstance(value, str) else "")
-    )
+    """`from_spec` for an argument called ``name`` (a custom problem's ``stepsize=``, the
+    PyTorch optimizer's ``lr``): the same specs as ``rssm.minimize(stepsize=...)``
+    accepts (NumPy scalars and spec strings included; they were refused here), with
+    messages that name the argument (``Problem.from_functions(stepsize=-1)`` said "c must
+    be > 0")."""
+    try:
+        return from_spec(value)
+    except (TypeError, ValueError) as exc:
+        text = str(exc)
+        if text.startswith("stepsize"):
+            text = name + text[len("stepsize"):]
+        elif not text.startswith(name):
+            text = f"{name}: {text}"
+        raise type(exc)(text) from None
