@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from rssm.stepsizes.adaptive import AdaptiveGeometric, Backtracking
-from rssm.stepsizes.auto import Auto, make_auto
+from rssm.stepsizes.auto import Auto
 from rssm.stepsizes.base import StepSize, _CallableStep
 from rssm.stepsizes.blockrule import BlockRule
 from rssm.stepsizes.polyak import Polyak, PolyakBest, PolyakLevel
