@@ -710,3 +710,62 @@ def test_import_rssm_does_not_import_sklearn():
         [os.path.join(os.path.dirname(__file__), "..", "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_fit_leaves_a_step_rule_given_as_a_parameter_unchanged():
+    """fit must not change a parameter (scikit-learn's rule); a rule keeps its state on
+    itself, and two estimators given one rule and fitted in two threads mixed their states
+    (components up to 1e-2 from sequential fits). Each fit runs on a copy now."""
+    import pickle
+
+    from rssm.stepsizes import AdaptiveGeometric
+
+    x = np.random.default_rng(0).standard_normal((100, 6))
+    rule = AdaptiveGeometric()
+    before = pickle.dumps(rule)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = RobustSubspace(2, stepsize=rule, max_iter=50, random_state=0).fit(x)
+        assert pickle.dumps(rule) == before
+        b = RobustSubspace(2, stepsize=AdaptiveGeometric(), max_iter=50, random_state=0).fit(x)
+    assert np.array_equal(a.components_, b.components_)
+
+
+@pytest.mark.parametrize("est, pattern", [
+    (lambda: RobustSubspace(2, max_iter=1.5), "RobustSubspace: max_iter must be an integer"),
+    (lambda: OrthogonalSparsePCA(2, max_iter="100"), "OrthogonalSparsePCA: max_iter must be"),
+    (lambda: OrthogonalDictionaryLearning(tol="x"), "OrthogonalDictionaryLearning: tol must"),
+    (lambda: RobustSubspace(2, n_blocks=100),
+     r"RobustSubspace: n_blocks must satisfy 2 <= n_blocks <= p = 4, got 100 \(p = 4: the "
+     "columns of the iterate"),
+    (lambda: RobustSubspace(2, stepsize=-1), "RobustSubspace: stepsize: a constant step"),
+    (lambda: RobustSubspace(2, stepsize=[1]), "RobustSubspace: stepsize must be a StepSize"),
+])
+def test_wrong_solver_parameters_are_value_errors_naming_the_estimator(est, pattern):
+    """docs/estimators.md promises a ValueError naming the parameter; a wrong type raised
+    rssm's TypeError, not caught by ``except ValueError``, and n_blocks' range error did
+    not name the estimator (it is both now, as scikit-learn's parameter errors are)."""
+    x = np.random.default_rng(0).standard_normal((40, 6))
+    with pytest.raises(ValueError, match=pattern) as info:
+        est().fit(x)
+    assert isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize("k", [0, 99, "a"])
+def test_omps_number_of_codes_is_checked_in_fit(k):
+    """A wrong transform_n_nonzero_coefs surfaced only at transform (in a grid search: at
+    scoring time)."""
+    x = np.random.default_rng(0).standard_normal((40, 6))
+    est = OrthogonalDictionaryLearning(transform_algorithm="omp", transform_n_nonzero_coefs=k,
+                                       max_iter=5)
+    with pytest.raises(ValueError, match="transform_n_nonzero_coefs must be an int"):
+        est.fit(x)
+
+
+@pytest.mark.parametrize("lam, smallest", [([5, 4, 3, 1], 0), ([5, 4, 3, 1], 4), ([5.0], 1),
+                                           ([5, np.nan, 1], 1), ([5, 4, 3], 1.0)])
+def test_auto_dimension_checks_its_arguments(lam, smallest):
+    """smallest=0 returned 0, a NaN eigenvalue gave 1, one eigenvalue numpy's "argmax of an
+    empty sequence"."""
+    with pytest.raises(ValueError, match="auto_dimension: "):
+        auto_dimension(lam, smallest=smallest)

@@ -20,9 +20,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "rssm.estimators needs scikit-learn: pip install 'rssm[sklearn]'"
     ) from exc
 
+from rssm.estimators._base import InvalidParameterError
 from rssm.estimators._dictionary import OrthogonalDictionaryLearning
 from rssm.estimators._sparse_pca import OrthogonalSparsePCA
 from rssm.estimators._subspace import RobustSubspace, auto_dimension
 
 __all__ = ["RobustSubspace", "OrthogonalDictionaryLearning", "OrthogonalSparsePCA",
-           "auto_dimension"]
+           "auto_dimension", "InvalidParameterError"]

@@ -11,6 +11,7 @@ chunk, and the solver streams them through `rssm.data.samples`.
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 import rssm
-from rssm._validation import DATA_SCALE, max_abs
+from rssm._validation import DATA_SCALE, InvalidType, InvalidValue, max_abs
 from rssm.data import ChunkedData, is_out_of_core
 
 try:  # scikit-learn >= 1.6
@@ -33,6 +34,12 @@ CHUNK_BYTES = 32 * 2**20
 
 #: Solver settings every estimator exposes; None means rssm's default (not forwarded).
 SOLVER_PARAMS = ("method", "n_blocks", "stepsize", "max_iter", "tol")
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A wrong estimator parameter: a ValueError (docs/estimators.md, "Errors") and a
+    TypeError for a value of the wrong type, as scikit-learn's own parameter errors are.
+    The message names the estimator and the parameter."""
 
 
 def _solve(problem: rssm.Problem, x0: np.ndarray | None, params: dict[str, Any]) -> rssm.Result:
@@ -90,6 +97,11 @@ class SolverMixin:
         method, on two columns or more). ``random_state=None`` then takes one int from
         NumPy's global state; a run that draws nothing leaves that state alone."""
         params = {k: getattr(self, k) for k in SOLVER_PARAMS if getattr(self, k) is not None}
+        if "stepsize" in params and isinstance(params["stepsize"], rssm.stepsizes.StepSize):
+            # fit must not change a parameter (scikit-learn's rule): a rule keeps its state
+            # on itself, so two estimators given one rule and fitted in two threads mixed
+            # their states (components 1e-2 from sequential fits)
+            params["stepsize"] = copy.deepcopy(params["stepsize"])
         method = params.get("method")
         rssm_run = (method == "rssm" or (method is None and "n_blocks" in params)) and (
             p is None or p >= 2)
@@ -99,7 +111,16 @@ class SolverMixin:
 
     def _run(self, problem: rssm.Problem, x0: np.ndarray | None = None,
              random_start: bool = False) -> rssm.Result:
-        res = _solve(problem, x0, self._solver_params(random_start, problem.shape[1]))
+        try:
+            res = _solve(problem, x0, self._solver_params(random_start, problem.shape[1]))
+        except (InvalidValue, InvalidType) as exc:
+            if exc.argument not in SOLVER_PARAMS + ("options",):
+                raise
+            text = str(exc).replace("options: ", "")
+            if "<= p =" in text:
+                text += (f" (p = {problem.shape[1]}: the columns of the iterate this fit "
+                         f"solves for)")
+            raise InvalidParameterError(f"{type(self).__name__}: {text}") from None
         self.result_ = res
         self.n_iter_ = int(res.n_iter)
         self.stop_reason_ = res.stop_reason.value

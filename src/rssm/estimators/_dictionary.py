@@ -124,13 +124,22 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         self.tol = tol
         self.random_state = random_state
 
-    def _check_transform_params(self) -> None:
+    def _check_transform_params(self, p: int | None = None) -> int | None:
+        """Check the transform's parameters (in fit too, so that a wrong one surfaces where
+        it is set, not at scoring time in a grid search); return OMP's number of nonzero
+        codes for ``p`` atoms (None for the other algorithms or without ``p``)."""
         name = type(self).__name__
         if self.transform_algorithm not in TRANSFORM_ALGORITHMS:
             raise ValueError(f"{name}: transform_algorithm must be None, 'threshold' or 'omp', "
                              f"got {self.transform_algorithm!r}")
         if self.transform_algorithm == "threshold":
             check_float(self.transform_alpha, "transform_alpha", name, open_lo=False)
+        if self.transform_algorithm != "omp" or p is None:
+            return None
+        if self.transform_n_nonzero_coefs is None:
+            return max(1, p // 10)
+        return check_int(self.transform_n_nonzero_coefs, "transform_n_nonzero_coefs", 1, p,
+                         name)
 
     @single_blas()
     def fit(self, X, y=None):
@@ -156,7 +165,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         name = type(self).__name__
         p = n if self.n_components is None else check_int(
             self.n_components, "n_components", 1, n, name, " (the number of atoms) or None")
-        self._check_transform_params()
+        self._check_transform_params(p)
         data = rssm.data.samples(X, check_finite=True) if is_out_of_core(X) else X.T
         with warnings.catch_warnings():
             # The layout is the estimator's own (one sample per row, passed transposed):
@@ -228,9 +237,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
             return np.sign(c) * np.maximum(np.abs(c) - a, 0.0)
         if self.transform_algorithm == "omp":
             p = self.n_components_
-            k = max(1, p // 10) if self.transform_n_nonzero_coefs is None else check_int(
-                self.transform_n_nonzero_coefs, "transform_n_nonzero_coefs", 1, p,
-                type(self).__name__)
+            k = self._check_transform_params(p)
             if k < p:
                 drop = np.argpartition(np.abs(c), p - k, axis=1)[:, : p - k]
                 np.put_along_axis(c, drop, 0.0, axis=1)

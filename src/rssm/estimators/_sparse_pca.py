@@ -95,7 +95,7 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
     >>> from sklearn.datasets import load_breast_cancer
     >>> from rssm.estimators import OrthogonalSparsePCA
     >>> X = load_breast_cancer().data
-    >>> spca = OrthogonalSparsePCA(3, mu=0.5, max_iter=300, random_state=0).fit(X)
+    >>> spca = OrthogonalSparsePCA(3, mu=0.5, random_state=0).fit(X)
     >>> spca.components_.shape
     (3, 30)
     >>> bool(np.abs(spca.components_ @ spca.components_.T - np.eye(3)).max() < 1e-4)

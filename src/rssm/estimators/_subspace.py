@@ -72,7 +72,17 @@ def auto_dimension(eigenvalues: np.ndarray, smallest: int = 1) -> int:
     int
         The k of the largest gap ratio.
     """
-    lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))[::-1]
+    lam = np.asarray(eigenvalues, dtype=np.float64)
+    if lam.ndim != 1 or lam.size < 2 or not np.isfinite(lam).all():
+        raise ValueError("auto_dimension: eigenvalues must be a 1-D array of at least 2 finite "
+                         f"numbers, got shape {lam.shape}"
+                         + ("" if np.isfinite(lam).all() else " with NaN or infinite entries"))
+    if (isinstance(smallest, (bool, np.bool_))
+            or not isinstance(smallest, (int, np.integer))
+            or not 1 <= smallest <= lam.size - 1):
+        raise ValueError(f"auto_dimension: smallest must be an int in [1, {lam.size - 1}] "
+                         f"(1 <= k <= len(eigenvalues) - 1), got {smallest!r}")
+    lam = np.sort(lam)[::-1]
     floor = max(lam[0] * lam.size * np.finfo(float).eps, np.finfo(float).tiny)
     lam = np.maximum(lam, floor)
     ratio = lam[:-1] / lam[1:]

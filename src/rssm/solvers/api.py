@@ -9,7 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import InvalidValue, as_int, as_positive_float, describe, make_rng
+from rssm._validation import (
+    InvalidType,
+    InvalidValue,
+    as_int,
+    as_positive_float,
+    describe,
+    make_rng,
+)
 from rssm.blocks import epoch_iterations
 from rssm.problem import Problem, start_rng
 from rssm.solvers.loop import run
@@ -356,4 +363,9 @@ def _check_stepsize(stepsize: Any, problem: Problem | None = None) -> StepSize:
         return from_spec(stepsize, base=_base_rule(stepsize, problem))
     except ValueError as exc:
         text = str(exc)
-        raise ValueError(text if text.startswith("stepsize") else f"stepsize: {text}") from None
+        raise InvalidValue("stepsize", text if text.startswith("stepsize")
+                           else f"stepsize: {text}") from None
+    except TypeError as exc:
+        text = str(exc)
+        raise InvalidType("stepsize", text if text.startswith("stepsize")
+                          else f"stepsize: {text}") from None

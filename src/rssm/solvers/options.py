@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import as_int, describe
+from rssm._validation import InvalidValue, as_int, describe
 from rssm.blocks import PairSelector, Partition, epoch_iterations, make_selector
 from rssm.solvers.rsm import RSMSolver
 from rssm.solvers.rssm import RSSMSolver
@@ -131,7 +131,8 @@ class RSSMOptions:
             nb = (min(DEFAULT_N_BLOCKS, p) if self.n_blocks is None
                   else as_int(self.n_blocks, "n_blocks"))
             if not 2 <= nb <= p:
-                raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p}, got {nb}")
+                raise InvalidValue("n_blocks", f"n_blocks must satisfy 2 <= n_blocks <= p = "
+                                   f"{p}, got {nb}")
             part = Partition.uniform(p, nb)
         return part, make_selector(self.selection)
 
