@@ -341,3 +341,68 @@ def test_interrupt_while_the_result_is_put_together_returns_it():
         np.testing.assert_array_equal(res.x, base.x)
         assert res.fun == base.fun and res.n_iter == 50
         assert np.isnan(res.error)            # not evaluated, as the message says
+
+
+_HELD = r"""
+import json, os, signal, sys
+import threadpoolctl
+import rssm, rssm.stiefel as S, rssm.threads as RT
+prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=60, n_outliers=120, seed=1)
+pools = lambda: [i["num_threads"] for i in threadpoolctl.threadpool_info()]
+before = pools()
+where = sys.argv[1]
+take, feas, calls = RT._take_control, S.feasibility, [0]
+
+def kill():
+    os.kill(os.getpid(), signal.SIGINT)
+
+def take_hook():                 # called before and after each change of the pools
+    calls[0] += 1
+    take()
+    if (where == "enter" and calls[0] == 2) or (where == "exit" and calls[0] == 3):
+        kill()                   # right after the pools changed, before rssm recorded it
+
+def feas_hook(x):
+    S.feasibility = feas
+    kill()
+    return feas(x)
+
+RT._take_control = take_hook
+if where == "result":
+    S.feasibility = feas_hook
+out = {}
+try:
+    res = rssm.minimize(prob, max_iter=20, tol=0)
+    out.update(reason=str(res.stop_reason), n_iter=res.n_iter,
+               same=bool(res.fun == prob.cost(res.x)), feas=res.feasibility)
+except KeyboardInterrupt:
+    out["reason"] = "KeyboardInterrupt"
+RT._take_control = take
+out.update(depth=RT._blas_depth, limiter=RT._blas_limiter is None,
+           workers=getattr(RT._local, "workers", None), pools=pools() == before)
+rssm.minimize(prob, max_iter=5)
+out["pools_after_a_run"] = pools() == before
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to oneself needs POSIX")
+@pytest.mark.parametrize("where, reason", [("enter", "KeyboardInterrupt"),
+                                           ("exit", "interrupted"), ("result", "interrupted")])
+def test_a_ctrl_c_while_the_pools_change_or_the_result_is_built_loses_nothing(where, reason):
+    """Real SIGINTs at random times over short runs (3000 trials): some landed while the
+    BLAS pools were set to one thread, after the change and before rssm recorded it, which
+    left the process at one BLAS thread for good (and the next run took that for the
+    original); some after the last iteration, before the Result was built, which lost the
+    finished run. Ctrl-C is held over those sections now: before the run it is raised
+    with the pools put back; after it the Result comes back marked interrupted."""
+    proc = subprocess.run([sys.executable, "-c", _HELD, where], capture_output=True,
+                          text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["reason"] == reason, out
+    assert out["depth"] == 0 and out["limiter"] and out["workers"] is None, out
+    assert out["pools"] and out["pools_after_a_run"], out
+    if reason == "interrupted":
+        assert out["n_iter"] == 20 and out["same"] and out["feas"] < 1e-14, out

@@ -44,6 +44,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
+from rssm._interrupt import HeldInterrupt
+
 __all__ = ["check_threads", "RunThreads", "parallel_for", "workers", "MAX_WORKERS",
            "usable_cores", "single_blas"]
 
@@ -121,6 +123,29 @@ def _blas_controller():
 
 
 def _enter_single_blas() -> None:
+    """One more holder of the one-thread BLAS limit (set by the first). Ctrl-C is held
+    while the pools change (`rssm._interrupt.HeldInterrupt`): one that landed inside
+    threadpoolctl's change left the pools at one thread with nothing recorded to restore;
+    one that comes now is raised after the change is undone."""
+    with HeldInterrupt() as held:
+        _enter_blas_locked()
+        if held.interrupted:
+            _exit_blas_locked()
+    if held.interrupted:
+        raise KeyboardInterrupt
+
+
+def _exit_single_blas() -> None:
+    """One holder fewer; the last restores the pools as they were. Ctrl-C is held while
+    they change (one at the start of the restore left the count at 1, and every later run
+    then skipped its restore) and raised after it."""
+    with HeldInterrupt() as held:
+        _exit_blas_locked()
+    if held.interrupted:
+        raise KeyboardInterrupt
+
+
+def _enter_blas_locked() -> None:
     global _blas_depth, _blas_limiter
     with _BLAS_LOCK:
         if _blas_depth == 0:
@@ -130,7 +155,7 @@ def _enter_single_blas() -> None:
         _blas_depth += 1
 
 
-def _exit_single_blas() -> None:
+def _exit_blas_locked() -> None:
     global _blas_depth, _blas_limiter
     with _BLAS_LOCK:
         _blas_depth -= 1
@@ -299,19 +324,35 @@ class RunThreads:
         self._saved: int | None = None
 
     def __enter__(self) -> RunThreads:
-        if self.mode is not None:
-            _enter_single_blas()
-        self._saved = getattr(_local, "workers", None)
-        _local.workers = self.workers
+        # Ctrl-C held until the setting is whole, then raised with it undone (a
+        # KeyboardInterrupt from __enter__ skips __exit__)
+        with HeldInterrupt() as held:
+            if self.mode is not None:
+                _enter_blas_locked()
+            self._saved = getattr(_local, "workers", None)
+            _local.workers = self.workers
+            if held.interrupted:
+                self._restore()
+        if held.interrupted:
+            raise KeyboardInterrupt
         return self
 
     def __exit__(self, *exc) -> None:
+        # the setting is restored whole, and a Ctrl-C that came meanwhile raised after it
+        # (`rssm.minimize` keeps a finished run's Result then, marked interrupted)
+        with HeldInterrupt() as held:
+            self._restore()
+        if held.interrupted and exc[0] is None:
+            raise KeyboardInterrupt
+
+    def _restore(self) -> None:
         if self._saved is None:
-            del _local.workers
+            if hasattr(_local, "workers"):
+                del _local.workers
         else:
             _local.workers = self._saved
         if self.mode is not None:
-            _exit_single_blas()
+            _exit_blas_locked()
 
     def describe(self) -> str:
         """One line for `rssm.Result.threads`."""

@@ -40,6 +40,7 @@ from rssm.stopping import (
     MinStationarity,
     Progress,
     StoppingCriterion,
+    StopReason,
     TargetError,
 )
 from rssm.threads import RunThreads, check_threads
@@ -181,63 +182,87 @@ def minimize(
     # The start, its check and the run under the run's thread setting: BLAS at one
     # thread throughout (a multi-threaded BLAS call on a busy machine can stall for
     # milliseconds, even for the small product of the check).
-    with RunThreads(threads) as rt:
-        x = problem.initial_point(start) if x0 is None else x0
-        x = problem.check_x(x, "x0", atol=kw.get("atol", 1e-8))
-        part = selector = None
-        if isinstance(opts, RSSMOptions):
-            part, selector = opts.build(p)
-        n_blocks = 1 if part is None else part.n_blocks
-
-        rule = kw["stepsize"]
-        if rule is None:
-            rule = problem.default_stepsize()
-        rule = _check_stepsize("auto" if rule is None else rule, problem)
-
-        criteria: list[StoppingCriterion] = []
-        budget = kw["max_iter"]
-        if budget is not None:
-            criteria.append(MaxIterations(as_int(budget, "max_iter", minimum=0)))
-        if kw["max_time"] is not None:
-            criteria.append(MaxTime(as_positive_float(kw["max_time"], "max_time")))
-        if budget is None and kw["max_time"] is None and kw["stop"] is None:
-            budget = default_budget(n_blocks, problem.default_max_epochs())
-            criteria.append(MaxIterations(budget))
-        if tol > 0:
-            criteria.append(Converged(tol))
-        if kw["target_error"] is not None:
-            te = as_positive_float(kw["target_error"], "target_error")
-            if not problem.has_error:
-                raise InvalidValue("target_error", f"target_error needs a ground truth, but "
-                                   f"this {type(problem).__name__} has none (no planted "
-                                   "solution or error function to measure against)")
-            criteria.append(TargetError(te))
-        criteria += _legacy_criteria(kw, n_blocks, rec)
-        if kw["callback"] is not None:
-            criteria.append(CallbackStop(kw["callback"]))
-        if kw["stop"] is not None:
-            if not isinstance(kw["stop"], StoppingCriterion):
-                raise TypeError("stop must be a StoppingCriterion, got "
-                                f"{type(kw['stop']).__name__}")
-            criteria.append(kw["stop"])
-        every = rec.every if rec.every is not None else (
-            max(1, int(budget) // 200) if budget else 10)
-        rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns,
-                     best=rec.best)
-
-        settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
-                    else "Generator", "selection": None if selector is None else selector.name,
-                    "clip_steps": bool(opts.clip_steps)}
-        cls = METHODS[method][0]
-        t0 = time.perf_counter()
-        solver = cls(problem, x, part, selector, rng)
-        setup = time.perf_counter() - t0
-        res = run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
-                  observers=obs, snapshot=kw["callback"] is not None,
-                  settings=settings, setup_time=setup, verify=opts.verify_steps,
-                  clip=bool(opts.clip_steps))
+    rt = RunThreads(threads)
+    res = None
+    try:
+        with rt:
+            res = _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p)
+    except KeyboardInterrupt:
+        # Ctrl-C after the run returned its Result (while the thread setting was put back,
+        # which completes first: `RunThreads.__exit__`): the finished run is kept
+        if res is None:
+            raise
+        _mark_interrupted(res)
     res.threads = rt.describe()
     return res
+
+
+def _mark_interrupted(res: Result) -> None:
+    """A Result whose run ended, marked as cut short by a Ctrl-C that came after it."""
+    if res.stop_reason is not StopReason.INTERRUPTED:
+        res.stop_reason = StopReason.INTERRUPTED
+        res.message = (f"interrupted by the user after {res.n_iter} iterations, while the "
+                       f"result was put together (the run had ended: {res.message})")
+        res.converged = False
+
+
+def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) -> Result:
+    """The start, the rule, the stopping criteria and the run, under the run's thread
+    setting (`minimize`)."""
+    x = problem.initial_point(start) if x0 is None else x0
+    x = problem.check_x(x, "x0", atol=kw.get("atol", 1e-8))
+    part = selector = None
+    if isinstance(opts, RSSMOptions):
+        part, selector = opts.build(p)
+    n_blocks = 1 if part is None else part.n_blocks
+
+    rule = kw["stepsize"]
+    if rule is None:
+        rule = problem.default_stepsize()
+    rule = _check_stepsize("auto" if rule is None else rule, problem)
+
+    criteria: list[StoppingCriterion] = []
+    budget = kw["max_iter"]
+    if budget is not None:
+        criteria.append(MaxIterations(as_int(budget, "max_iter", minimum=0)))
+    if kw["max_time"] is not None:
+        criteria.append(MaxTime(as_positive_float(kw["max_time"], "max_time")))
+    if budget is None and kw["max_time"] is None and kw["stop"] is None:
+        budget = default_budget(n_blocks, problem.default_max_epochs())
+        criteria.append(MaxIterations(budget))
+    if tol > 0:
+        criteria.append(Converged(tol))
+    if kw["target_error"] is not None:
+        te = as_positive_float(kw["target_error"], "target_error")
+        if not problem.has_error:
+            raise InvalidValue("target_error", f"target_error needs a ground truth, but "
+                               f"this {type(problem).__name__} has none (no planted "
+                               "solution or error function to measure against)")
+        criteria.append(TargetError(te))
+    criteria += _legacy_criteria(kw, n_blocks, rec)
+    if kw["callback"] is not None:
+        criteria.append(CallbackStop(kw["callback"]))
+    if kw["stop"] is not None:
+        if not isinstance(kw["stop"], StoppingCriterion):
+            raise TypeError("stop must be a StoppingCriterion, got "
+                            f"{type(kw['stop']).__name__}")
+        criteria.append(kw["stop"])
+    every = rec.every if rec.every is not None else (
+        max(1, int(budget) // 200) if budget else 10)
+    rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns,
+                 best=rec.best)
+
+    settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
+                else "Generator", "selection": None if selector is None else selector.name,
+                "clip_steps": bool(opts.clip_steps)}
+    cls = METHODS[method][0]
+    t0 = time.perf_counter()
+    solver = cls(problem, x, part, selector, rng)
+    setup = time.perf_counter() - t0
+    return run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
+               observers=obs, snapshot=kw["callback"] is not None,
+               settings=settings, setup_time=setup, verify=opts.verify_steps,
+               clip=bool(opts.clip_steps))
 
 
 def _asks_for_blocks(options: Any) -> bool:

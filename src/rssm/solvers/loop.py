@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
+from rssm._interrupt import HeldInterrupt
 from rssm._validation import describe, iterations
 from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver, rounding_zero
@@ -406,11 +407,15 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         if rec.last_iteration == st.k:
             rec.drop_last()
     if fired is not None:
-        message = fired.message(prog)
-        converged = fired.indicates_convergence
-        if isinstance(fired, MaxIterations):
-            message += (" before the convergence test held" if cert is not None
-                        else " (the convergence test is off: tol=0)")
+        with HeldInterrupt() as held:
+            message = fired.message(prog)
+            converged = fired.indicates_convergence
+            if isinstance(fired, MaxIterations):
+                message += (" before the convergence test held" if cert is not None
+                            else " (the convergence test is off: tol=0)")
+        if held.interrupted:
+            reason, converged = StopReason.INTERRUPTED, False
+            message = f"interrupted by the user after {iterations(st.k)}"
     # The built-in target error certifies the last iterate itself (its error, measured
     # there): that point is the one asked for. Any other criterion, a user's that returns
     # TARGET_ERROR included, gets the best iterate.
@@ -592,7 +597,11 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
                 if rec.last_iteration != st.k:
                     _record(rec, st, last, ())
     else:
-        st.cost()
+        try:
+            st.cost()
+        except KeyboardInterrupt:
+            reason = StopReason.INTERRUPTED
+            message = f"interrupted by the user after {iterations(st.k)}"
     if reason is StopReason.INTERRUPTED:
         converged = False
     last_fun = st.fun if st.fun_at == st.k else float("nan")
@@ -624,7 +633,29 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             reason, converged = StopReason.INTERRUPTED, False
     if trace is None:
         raise KeyboardInterrupt
-    res = Result(
+    # Ctrl-C held while the Result is built (real SIGINTs landed in the feasibility's
+    # product and lost a finished run), then noted on it
+    with HeldInterrupt() as held:
+        res = _result(solver, st, rec, stepsize, settings, tol, reason, message, converged,
+                      x, fun, last_fun, use_best, trace, error, cl, part)
+    if held.interrupted and reason is not StopReason.INTERRUPTED:
+        reason = res.stop_reason = StopReason.INTERRUPTED
+        res.message = f"interrupted by the user after {iterations(st.k)}"
+        res.converged = False
+    if reason is not StopReason.INTERRUPTED:
+        try:
+            for obs in observers:
+                obs.finish(res)
+        except KeyboardInterrupt:          # the Result is complete: say it was cut short
+            res.stop_reason = StopReason.INTERRUPTED
+            res.message = f"interrupted by the user after {iterations(st.k)}"
+            res.converged = False
+    return res
+
+
+def _result(solver, st, rec, stepsize, settings, tol, reason, message, converged, x, fun,
+            last_fun, use_best, trace, error, cl, part) -> Result:
+    return Result(
         x=x.copy(), fun=float(fun), n_iter=st.k, time=st.time, flops=st.flops,
         stop_reason=reason, trace=trace, error=error,
         feasibility=stiefel.feasibility(x), method=solver.method, n_blocks=solver.n_blocks,
@@ -636,12 +667,3 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
         best_iteration=st.best_k if use_best else st.k, converged=bool(converged), tol=tol,
         n_cost=st.n_cost, n_clipped=st.n_clipped,
         clip_steps=bool(settings.get("clip_steps", True)))
-    if reason is not StopReason.INTERRUPTED:
-        try:
-            for obs in observers:
-                obs.finish(res)
-        except KeyboardInterrupt:          # the Result is complete: say it was cut short
-            res.stop_reason = StopReason.INTERRUPTED
-            res.message = f"interrupted by the user after {iterations(st.k)}"
-            res.converged = False
-    return res
