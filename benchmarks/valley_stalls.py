@@ -49,6 +49,14 @@ the paper's DPCP and ODL and l1 Procrustes, seeds 1-5): the whole call with the 
 against ``options={"verify_steps": 0}`` (both checks off), interleaved, best of 3 wall
 times, default threads; and the extra cost evaluations.
 
+With ``--ridge`` (docs/convergence.md, "A ridge with a small slope") it runs the default
+call on maxima of linear functions, f(X) = max_k <C_k, X> (St(10, 1) with 15 pieces,
+St(8, 2) with 12 by RSM and RSSM, St(6, 1) with 10; data seeds 123 and 0-4; seeds 0, 1,
+2, 4: 96 calls) and tests every verdict against the least f an independent solver finds
+from the returned point (SLSQP on the epigraph problem min t s.t. <C_k, X> <= t,
+X^T X = I): a verdict more than 1e-8 of |f| above it is false. ``--ridge-tolerances S C``
+sets `BUNDLE_STATIONARY` and `CHECK_ABOVE` for the run (what the docs compare).
+
 Iteration counts and verdicts do not depend on the machine's load; only ``--check-cost``
 takes timings.
 """
@@ -288,6 +296,64 @@ def polyhedral(seeds: int = 8) -> None:
     _print_tally(tally)
 
 
+def _ridge_call(n: int, p: int, k: int, data_seed: int, method, seed: int) -> tuple:
+    """One default call on max_k <C_k, X> and SLSQP's least f from its point."""
+    import warnings
+
+    from scipy.optimize import minimize as sp_minimize
+
+    import rssm
+
+    c = np.random.default_rng(data_seed).standard_normal((k, n, p))
+    flat = c.reshape(k, -1)
+    prob = rssm.Problem.from_functions(lambda x: float(np.max(flat @ x.ravel())),
+                                       lambda x: c[int(np.argmax(flat @ x.ravel()))].copy(),
+                                       shape=(n, p))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = rssm.minimize(prob, method=method, seed=seed)
+    iu = np.triu_indices(p)
+    cons = [{"type": "ineq", "fun": lambda z: z[-1] - flat @ z[:-1],
+             "jac": lambda z: np.c_[-flat, np.ones(k)]},
+            {"type": "eq",
+             "fun": lambda z: (z[:-1].reshape(n, p).T @ z[:-1].reshape(n, p) - np.eye(p))[iu]}]
+    z = sp_minimize(lambda z: z[-1], np.r_[r.x.ravel(), r.fun],
+                    jac=lambda z: np.r_[np.zeros(n * p), 1.0], constraints=cons,
+                    method="SLSQP", options={"ftol": 1e-15, "maxiter": 1000}).x
+    u, _, vt = np.linalg.svd(z[:-1].reshape(n, p), full_matrices=False)
+    least = prob.cost(u @ vt)
+    return r, least
+
+
+def ridge(tolerances: list[float] | None = None) -> None:
+    """``--ridge``: verdicts on maxima of linear functions, tested by SLSQP."""
+    from rssm.solvers import certificate, loop
+
+    if tolerances:
+        certificate.BUNDLE_STATIONARY = tolerances[0]
+        certificate.CHECK_ABOVE = loop.CHECK_ABOVE = tolerances[1]
+    print(f"# BUNDLE_STATIONARY = {certificate.BUNDLE_STATIONARY:g}, CHECK_ABOVE = "
+          f"{loop.CHECK_ABOVE:g}")
+    print("shape | pieces | data seed | method | seed | stop | iterations | f above SLSQP's "
+          "(relative) | verdict")
+    verdicts = false = 0
+    for data_seed in (123, 0, 1, 2, 3, 4):
+        for n, p, k in ((10, 1, 15), (8, 2, 12), (6, 1, 10)):
+            for method in ((None,) if p == 1 else (None, "rssm")):
+                for seed in (0, 1, 2, 4):
+                    r, least = _ridge_call(n, p, k, data_seed, method, seed)
+                    above = (r.fun - least) / abs(least)
+                    tag = ""
+                    if r.success:
+                        verdicts += 1
+                        tag = "false" if above > 1e-8 else "right"
+                        false += tag == "false"
+                    print(f"St({n}, {p}) | {k} | {data_seed} | {method or 'rsm'} | {seed} | "
+                          f"{r.stop_reason.value} | {r.n_iter} | {above:.1e} | {tag}",
+                          flush=True)
+    print(f"verdicts {verdicts} of 96, false {false}")
+
+
 def check_cost(rounds: int = 3) -> None:
     """``--check-cost``: wall time of the default call with and without the checks."""
     import time
@@ -329,7 +395,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="only: verdicts on ||Q X||_1, 70 tangent dimensions")
     ap.add_argument("--check-cost", action="store_true",
                     help="only: wall time of the default call with and without the checks")
+    ap.add_argument("--ridge", action="store_true",
+                    help="only: verdicts on maxima of linear functions, tested by SLSQP")
+    ap.add_argument("--ridge-tolerances", type=float, nargs=2, default=None,
+                    metavar=("STATIONARY", "CHECK_ABOVE"),
+                    help="with --ridge: BUNDLE_STATIONARY and CHECK_ABOVE for the run")
     args = ap.parse_args(argv)
+    if args.ridge:
+        ridge(args.ridge_tolerances)
+        return 0
     if args.polyhedral:
         polyhedral()
         return 0

@@ -390,31 +390,39 @@ def test_a_verdict_near_a_vertex_of_a_polyhedral_cost_is_checked_in_full(shift, 
 
 
 def test_the_default_check_runs_on_weak_verdicts_and_given_steps_on_all(small_dpcp):
-    """By default the zigzag check runs only where the subgradients cancel to more than
+    """By default the check runs only where the subgradients cancel to more than
     `CHECK_ABOVE` of their norm; ``verify_steps`` given runs it on every verdict. Where the
     run did converge the check confirms it: same iterations, verdict and bits, and up to n
     more cost evaluations (the bundle check's trial points; it stops once its bundle
     cancels, and the zigzag runs only after a trial point that is lower)."""
     from rssm.solvers.certificate import CHECK_ABOVE, full_cancel
 
-    paper = rssm.problems.DPCP.synthetic(seed=1)          # the paper's DPCP instance
-    plain = rssm.minimize(paper, method="rsm", seed=1)
-    assert plain.certificate.cancel <= CHECK_ABOVE        # a strong verdict: no check
-    off = rssm.minimize(paper, method="rsm", seed=1, options={"verify_steps": 0})
-    checked = rssm.minimize(paper, method="rsm", seed=1, options={"verify_steps": 24})
-    assert plain.success and checked.success and plain.n_iter == checked.n_iter
-    np.testing.assert_array_equal(plain.x, checked.x)
-    assert plain.n_cost == off.n_cost and 0 < checked.n_cost - plain.n_cost <= 24
+    for seed, strong in ((14, True), (1, False)):   # the paper's DPCP: cancel 3e-4, 8e-3
+        paper = rssm.problems.DPCP.synthetic(seed=seed)
+        plain = rssm.minimize(paper, method="rsm", seed=seed)
+        assert (plain.certificate.cancel <= CHECK_ABOVE) is strong
+        off = rssm.minimize(paper, method="rsm", seed=seed, options={"verify_steps": 0})
+        checked = rssm.minimize(paper, method="rsm", seed=seed, options={"verify_steps": 24})
+        for run in (plain, off, checked):
+            assert run.success and run.n_iter == plain.n_iter
+            np.testing.assert_array_equal(run.x, plain.x)
+        assert 0 < checked.n_cost - off.n_cost <= 24
+        if strong:
+            assert plain.n_cost == off.n_cost
+        else:
+            assert 0 < plain.n_cost - off.n_cost <= 24
     # RSSM: its per-pair bundles cancel less than RSM's at the same point, so the check
-    # asks a bundle of full subgradients (full_cancel); on DPCP that one cancels: no zigzag
+    # reads a bundle of full subgradients (full_cancel); on this DPCP it cancels to 0.007,
+    # above CHECK_ABOVE: the bundle check confirms the verdict at the same bits
     blocks = rssm.minimize(small_dpcp, method="rssm", seed=0)
     assert blocks.certificate.cancel > CHECK_ABOVE        # weak on the per-pair bundles
-    assert full_cancel(small_dpcp, blocks.x) <= CHECK_ABOVE
+    assert CHECK_ABOVE < full_cancel(small_dpcp, blocks.x) <= 0.01
     no_check = rssm.minimize(small_dpcp, method="rssm", seed=0, options={"verify_steps": 0})
     given = rssm.minimize(small_dpcp, method="rssm", seed=0, options={"verify_steps": 24})
     assert blocks.success and no_check.success and blocks.n_iter == no_check.n_iter
     np.testing.assert_array_equal(blocks.x, no_check.x)
-    assert blocks.n_cost == no_check.n_cost and 0 < given.n_cost - blocks.n_cost <= 24
+    np.testing.assert_array_equal(given.x, no_check.x)
+    assert 0 < blocks.n_cost - no_check.n_cost <= 24
     with pytest.raises(ValueError, match="verify_steps"):
         rssm.minimize(small_dpcp, options={"verify_steps": -1})
 
@@ -539,13 +547,55 @@ def test_a_ridge_of_a_max_of_linear_functions_is_not_called_converged():
             assert res.stop_reason is StopReason.MAX_ITER
 
 
+def _max_of_linear_on_the_sphere(data_seed: int):
+    """f(x) = max_k a_k^T x on S^9 (15 Gaussian a_k), and its least value near a point by
+    the epigraph problem min t s.t. A x <= t, |x| = 1 (SLSQP, an independent solver)."""
+    from scipy.optimize import minimize as sp_minimize
+
+    a = np.random.default_rng(data_seed).standard_normal((15, 10))
+    prob = rssm.Problem.from_functions(lambda x: float((a @ x[:, 0]).max()),
+                                       lambda x: a[int(np.argmax(a @ x[:, 0]))][:, None].copy(),
+                                       shape=(10, 1))
+
+    def least_near(x):
+        cons = [{"type": "ineq", "fun": lambda z: z[-1] - a @ z[:-1],
+                 "jac": lambda z: np.c_[-a, np.ones(15)]},
+                {"type": "eq", "fun": lambda z: z[:-1] @ z[:-1] - 1,
+                 "jac": lambda z: np.r_[2 * z[:-1], 0.0]}]
+        z = sp_minimize(lambda z: z[-1], np.r_[x[:, 0], prob.cost(x)],
+                        jac=lambda z: np.r_[np.zeros(10), 1.0], constraints=cons,
+                        method="SLSQP", options={"ftol": 1e-15, "maxiter": 500}).x
+        return prob.cost((z[:-1] / np.linalg.norm(z[:-1]))[:, None])
+
+    return prob, least_near
+
+
+@pytest.mark.parametrize("data_seed, seed", [(123, 0), (123, 2), (123, 4), (4, 4)])
+def test_a_ridge_with_a_small_slope_is_not_called_converged(data_seed, seed):
+    """A user's audit: max of 15 linear functions on the sphere S^9. The default call said
+    converged on ridges where 6-8 of the 10 pieces a vertex needs were active and f still
+    fell along the ridge at 3e-4 of the subgradients' norm, 8e-6 to 9e-5 (relative) above
+    the least f nearby: the bundle check stopped once its bundle cancelled to 1e-3, and a
+    verdict whose own bundle cancelled to 0.009 skipped the check (below `CHECK_ABOVE`,
+    0.01 then). With both at 1e-4 and 1e-3 a verdict stands within 1e-7 of that least
+    value (three of these four converge, 2e-9, 4e-9 and 5e-8 above it; the fourth ends
+    max_iter). `python -m benchmarks.valley_stalls --ridge` runs 96 such calls."""
+    prob, least_near = _max_of_linear_on_the_sphere(data_seed)
+    res = rssm.minimize(prob, seed=seed)
+    if res.success:
+        best = least_near(res.x)
+        assert (res.fun - best) / abs(best) < 1e-7, (res.fun, best)
+    else:
+        assert res.stop_reason is StopReason.MAX_ITER
+
+
 def test_rssm_verdicts_read_a_full_bundle_where_the_per_pair_ones_do_not_cancel(small_dpcp):
     """RSSM's per-pair bundles cancel far less than full ones at the same point (on DPCP
     at the solution: 0.3 against below 0.01). Before the full bundle, this default RSSM
     call reached error 3e-16 and ran its whole budget (2500 iterations) without a verdict;
     now part 2 is read on `FULL_BUNDLE` full subgradients within the radius when the
-    per-pair ones fail, and the run converges early. The zigzag check is then skipped
-    (the full bundle cancels to `CHECK_ABOVE` or less), at the same bits."""
+    per-pair ones fail, and the run converges early (the bundle check then confirms it,
+    at the same bits)."""
     from rssm.solvers.certificate import CANCEL, CHECK_ABOVE, full_cancel
 
     res = rssm.minimize(small_dpcp, method="rssm", seed=0)
@@ -553,17 +603,17 @@ def test_rssm_verdicts_read_a_full_bundle_where_the_per_pair_ones_do_not_cancel(
     assert res.success and res.stop_reason is StopReason.CONVERGED and res.n_iter < 400
     assert res.error < 1e-12
     assert c.cancel > CANCEL and c.vanish > 1e-3          # the per-pair bundles: no verdict
-    assert c.full <= CHECK_ABOVE                          # the full one: a strong verdict
+    assert c.full <= 0.01                                 # the full one cancels
     assert "full subgradients" in res.message
-    assert full_cancel(small_dpcp, res.x) <= CHECK_ABOVE
+    assert full_cancel(small_dpcp, res.x) <= 0.01
     # the paper's DPCP: per-pair bundles pass part 2 but stay above CHECK_ABOVE; the full
-    # bundle decides that no zigzag is needed (the run ends as with the check off)
+    # bundle reads 0.002-0.008, and the bundle check confirms the verdict (same bits)
     paper = rssm.problems.DPCP.synthetic(seed=1)
     on = rssm.minimize(paper, method="rssm", seed=1)
     off = rssm.minimize(paper, method="rssm", seed=1, options={"verify_steps": 0})
     assert on.success and CHECK_ABOVE < on.certificate.cancel <= CANCEL
-    assert on.certificate.full <= CHECK_ABOVE
-    assert on.n_iter == off.n_iter and on.n_cost == off.n_cost
+    assert on.certificate.full <= 0.01
+    assert on.n_iter == off.n_iter and 0 < on.n_cost - off.n_cost <= 24
     np.testing.assert_array_equal(on.x, off.x)
 
 
