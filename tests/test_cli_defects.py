@@ -441,3 +441,57 @@ def test_settings_record_the_budget_in_force(tmp_path):
     assert main(["solve", "dpcp", *TINY, "--out", str(tmp_path / "tiny")]) == 0
     doc = json.loads((tmp_path / "tiny" / "settings.json").read_text())
     assert doc["max_iter_in_force"] == 6
+
+
+_TERM = r"""
+import os, signal, sys
+import rssm
+from rssm.cli import main
+real = rssm.minimize
+
+def stopped(*args, **kwargs):
+    def cb(progress):
+        if progress.iteration >= 3:
+            os.kill(os.getpid(), signal.SIGTERM)     # what a job scheduler sends
+    kwargs["callback"], kwargs["record"] = cb, 1
+    return real(*args, **kwargs)
+
+rssm.minimize = stopped
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGTERM to oneself needs POSIX")
+def test_sigterm_during_solve_saves_the_run_as_ctrl_c_does(tmp_path):
+    """SIGTERM (SLURM stopping a job, ``kill``, ``timeout``) ended ``rssm solve`` at once:
+    exit 143, nothing printed, no --out files. It is handled as Ctrl-C now: the run so far
+    is printed and saved, and the exit status stays 143."""
+    import signal
+
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-c", _TERM, "solve", "dpcp", *TINY[:-3],
+                           "--max-iter", "50", "--out", str(out)], capture_output=True,
+                          text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.returncode == 143, proc.stderr
+    assert "interrupted after 3 iterations" in proc.stderr
+    doc = json.loads((out / "settings.json").read_text())
+    assert doc["summary"]["stop_reason"] == "interrupted" and doc["summary"]["n_iter"] == 3
+    assert np.load(out / "X.npy").shape == (8, 6)
+
+
+def test_a_run_records_the_machine_and_its_data_file(tmp_path, capsys):
+    """settings.json named the data file only as typed and no version of rssm, NumPy,
+    Python or the BLAS (`rssm reproduce` records them); a run's bits depend on both."""
+    data = tmp_path / "pts.npy"
+    np.save(data, np.random.default_rng(0).standard_normal((60, 8)))
+    out = tmp_path / "run"
+    assert main(["solve", "dpcp", "--data", str(data), "--d", "5", "--max-iter", "5",
+                 "--out", str(out), "--quiet"]) == 0
+    doc = json.loads((out / "settings.json").read_text())
+    import hashlib
+
+    assert doc["data"]["file"]["sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
+    assert doc["data"]["file"]["bytes"] == data.stat().st_size
+    assert doc["machine"]["rssm"] == rssm.__version__
+    assert doc["machine"]["numpy"] == np.__version__ and doc["machine"]["python"]

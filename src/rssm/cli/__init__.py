@@ -12,6 +12,7 @@ the commands are in docs/cli.md.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -87,10 +88,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0 after a run, 1 when a result file could not be written, 2 for
-        bad usage, 130 after Ctrl-C, 141 when the reader of stdout left before the
-        summary was printed (the run and its ``--out`` files are complete).
+        bad usage, 130 after Ctrl-C, 143 after SIGTERM (handled as Ctrl-C: the run so far
+        is printed and saved), 141 when the reader of stdout left before the summary was
+        printed (the run and its ``--out`` files are complete).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    term = _TermAsInterrupt()
+    try:
+        with term:
+            status = _main(argv)
+    except KeyboardInterrupt:  # outside a run (a run returns what it had: see solve.run)
+        print("rssm: interrupted" + (" (SIGTERM)" if term.received else ""), file=sys.stderr)
+        status = 130
+    return 143 if (term.received and status == 130) else status
+
+
+class _TermAsInterrupt:
+    """SIGTERM (a job scheduler stopping the job, ``kill``, ``timeout``) handled as Ctrl-C:
+    the handler sends SIGINT, so the run returns what it had, the summary is printed and
+    ``--out`` written, through the same path (and the same held sections,
+    `rssm._interrupt.HeldInterrupt`) as Ctrl-C; the exit status is then 143 (128 + 15)
+    instead of 130. Before, SIGTERM ended the process at once: nothing printed, no files.
+    Only on the main thread, and only where SIGTERM has its default handler."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self._old = None
+
+    def _handle(self, signum, frame) -> None:
+        self.received = True
+        signal.raise_signal(signal.SIGINT)
+
+    def __enter__(self) -> _TermAsInterrupt:
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            try:
+                if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                    self._old = signal.signal(signal.SIGTERM, self._handle)
+            except (ValueError, OSError, AttributeError):
+                self._old = None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
+
+
+def _main(argv: list[str]) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
@@ -105,9 +150,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WriteError as exc:
         _error(str(exc))
         return 1
-    except KeyboardInterrupt:  # outside a run (a run returns what it had: see solve.run)
-        print("rssm: interrupted", file=sys.stderr)
-        return 130
     except StdoutClosed:
         # the reader of stdout left (``rssm solve ... | head -1``): the run and its --out
         # files are done; end quietly, as a command killed by SIGPIPE does

@@ -107,7 +107,7 @@ def _add_common(p: argparse.ArgumentParser, name: str | None = None) -> None:
                         "stops; a point that lowers f withdraws it and the run goes on from "
                         "there; 0 turns it off "
                         "(default: 24 on verdicts whose subgradients cancel only in part, "
-                        "cancel above 0.01; given: every verdict)")
+                        "cancel above 1e-3; given: every verdict)")
     b.add_argument("--no-clip-steps", action="store_true",
                    help="take the step rule's steps as they are, Algorithm 1 to the letter "
                         "(default: a step longer than the diameter of the block it moves is "
@@ -222,17 +222,55 @@ def budget(args, problem=None) -> int | None:
 _NOT_SETTINGS = ("command", "problem", "given", "option_of", "quiet", "out", "overwrite")
 
 
+#: Data files up to this size get a SHA-256 in the run's record (larger ones: size and
+#: modification time only, so that a record never costs a second pass over a large file).
+HASH_BYTES = 256 * 2**20
+
+
+def data_file(path: str) -> dict:
+    """What identifies the data file of a run: its absolute path, size, modification time
+    and (up to `HASH_BYTES`) SHA-256; a folder (a Zarr store) by path and time only."""
+    import datetime
+    import hashlib
+    from pathlib import Path
+
+    p = Path(path)
+    out: dict = {"path": str(p.resolve())}
+    try:
+        st = p.stat()
+    except OSError:
+        return out
+    out["modified"] = datetime.datetime.fromtimestamp(
+        st.st_mtime, tz=datetime.timezone.utc).isoformat(timespec="seconds")
+    if p.is_file():
+        out["bytes"] = st.st_size
+        if st.st_size <= HASH_BYTES:
+            h = hashlib.sha256()
+            with p.open("rb") as fh:
+                for block in iter(lambda: fh.read(2**20), b""):
+                    h.update(block)
+            out["sha256"] = h.hexdigest()
+    return out
+
+
 def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
     """Settings and summary of a run, as written to ``.json`` and ``settings.json``:
     every option of the command line, the instance, and `rssm.cli._core.result_to_dict`."""
     options = {k: v for k, v in sorted(vars(args).items())
                if k not in _NOT_SETTINGS and not k.startswith(("syn_", "data_"))}
+    from rssm.experiments.io import machine_info
+
     result = result_to_dict(res)
+    if getattr(args, "data", None):
+        instance = {**instance, "file": data_file(args.data)}
     return {
         "command": "rssm " + " ".join(shlex.quote(a) for a in argv),
         "problem": args.problem,
         "repr": repr(problem),
         ("data" if getattr(args, "data", None) else "synthetic"): instance,
+        # where and with what it ran (rssm, Python, NumPy, BLAS, CPU), as `rssm reproduce`
+        # records it: a run's bits depend on the machine and the libraries
+        "machine": machine_info(),
         "seed": args.seed,
         "start": "initial_point(numpy.random.default_rng([seed, 1]))",
         "options": options,
