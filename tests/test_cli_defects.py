@@ -495,3 +495,32 @@ def test_a_run_records_the_machine_and_its_data_file(tmp_path, capsys):
     assert doc["data"]["file"]["bytes"] == data.stat().st_size
     assert doc["machine"]["rssm"] == rssm.__version__
     assert doc["machine"]["numpy"] == np.__version__ and doc["machine"]["python"]
+
+
+def test_out_with_a_trailing_slash_is_a_folder(tmp_path, capsys):
+    """``--out run.v3/`` was refused ("file name must end in .csv or .json") though the
+    slash names a folder (the README writes ``--out run/``)."""
+    out = tmp_path / "run.v3"
+    assert main(["solve", "dpcp", *TINY, "--out", f"{out}/"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["X.npy", "settings.json", "trace.csv"]
+
+
+def test_a_file_that_is_not_npy_or_holds_objects_is_named(tmp_path, capsys):
+    """A .npy that is not one said "contains pickled (object) data ... allow_pickle="; an
+    object array said "can't be memory-mapped ... (a damaged or truncated .npy file?)"."""
+    bad = tmp_path / "garbage.npy"
+    bad.write_bytes(b"hello world")
+    obj = tmp_path / "obj.npy"
+    np.save(obj, np.array([[1, "a"]], dtype=object), allow_pickle=True)
+    assert main(["solve", "dpcp", "--data", str(bad), "--d", "1", "--quiet"]) == 2
+    assert "is not a .npy file" in capsys.readouterr().err
+    assert main(["solve", "dpcp", "--data", str(obj), "--d", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "holds Python objects" in err and "damaged" not in err
+
+
+def test_reproduce_out_naming_a_file_says_so(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert main(["reproduce", "dpcp", "--quick", "--out", str(f)]) == 2
+    assert "is a file; name a folder" in capsys.readouterr().err

@@ -68,11 +68,18 @@ def plan(out: str | None, overwrite: bool) -> Target | None:
     if not out.strip():
         # Path("") is ".": the run's files would land in the current folder unasked
         raise UsageError("argument --out: empty; name a .csv or .json file or a folder")
+    if out.strip() == "-":
+        raise UsageError("argument --out: '-' (standard output) is not supported; the "
+                         "summary goes to stdout, name a .csv or .json file or a folder for "
+                         "the results")
     path = Path(out)
-    folder = path.is_dir() or not path.suffix
+    # a trailing separator names a folder, whatever its name ("run.v3/", as the README's
+    # "--out run/"); Path drops it, so read it from the text
+    slash = out.endswith(("/", os.sep))
+    folder = slash or path.is_dir() or not path.suffix
     if not folder and path.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"argument --out: file name must end in .csv or .json (or name a "
-                         f"folder, without a suffix), got {path.name!r}")
+                         f"folder: no suffix, or a trailing /), got {path.name!r}")
     if folder and path.exists() and not path.is_dir():
         raise UsageError(f"argument --out: {out} is a file; name a folder (no suffix) or a "
                          ".csv or .json file")

@@ -84,6 +84,8 @@ def run(args, argv: Sequence[str]) -> int:
     if args.budget is not None and args.budget > 1:
         raise UsageError(f"argument --budget: must be in (0, 1], got {args.budget:g}")
     configs = make_configs(quick=args.quick, scale=args.budget)
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"argument --out: {args.out} is a file; name a folder")
     try:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     except OSError as exc:

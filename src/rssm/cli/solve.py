@@ -26,6 +26,8 @@ from rssm.cli._common import (
     Parser,
     UsageError,
     first_line,
+    given,
+    int_at_least,
     nonneg_float,
     nonneg_int,
     out,
@@ -79,7 +81,7 @@ def _add_common(p: argparse.ArgumentParser, name: str | None = None) -> None:
                    help="RSSM (Algorithm alg-RSSM) or the Riemannian subgradient method "
                         f"(default: {DEFAULT_METHOD}, or rssm when --blocks or a --selection other "
                         "than uniform is given, as rssm.minimize)")
-    g.add_argument("--blocks", type=positive_int, default=None,
+    g.add_argument("--blocks", type=int_at_least(2), default=None,
                    help="RSSM's number of column blocks l (2 <= l <= p; selects rssm when "
                         "--method is not given) "
                         "(default: min(5, p))")
@@ -123,6 +125,7 @@ def _add_common(p: argparse.ArgumentParser, name: str | None = None) -> None:
                         "--stagnation-rtol (relative) over E epochs (reason no_progress; "
                         "default: none)")
     b.add_argument("--stagnation-rtol", type=positive_float, default=1e-8, metavar="R",
+                   action=Given,
                    help="relative decrease that counts as progress for --stagnation-epochs")
     b.add_argument("--seed", type=nonneg_int, default=0,
                    help="seed of the data (synthetic), the start (independent stream) "
@@ -316,6 +319,16 @@ def _summary(rows: list[tuple[str, str]]) -> str:
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
+def _refuse_unused(args) -> None:
+    """Options that would do nothing with the others given are refused, as ``--delta``
+    without ``--stepsize paper`` is (they were ignored without a word)."""
+    if given(args, "stagnation_rtol") and args.stagnation_epochs is None:
+        raise UsageError("argument --stagnation-rtol: only used with --stagnation-epochs")
+    if args.verify_steps and args.tol == 0:
+        raise UsageError("argument --verify-steps: the check confirms verdicts of the "
+                         "convergence test, which --tol 0 turns off")
+
+
 def run(args, argv: Sequence[str]) -> int:
     """Run ``rssm solve``; return the exit status."""
     from rssm.problems import REGISTRY
@@ -325,6 +338,7 @@ def run(args, argv: Sequence[str]) -> int:
     if args.method is None:   # blocks or a pair rule mean RSSM, as in rssm.minimize
         asks = args.blocks is not None or args.selection != "uniform"
         args.method = "rssm" if asks else DEFAULT_METHOD
+    _refuse_unused(args)
     target = output.plan(args.out, args.overwrite)
     cls = REGISTRY[args.problem]
     if getattr(args, "data", None) is not None:

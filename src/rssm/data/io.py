@@ -221,6 +221,21 @@ def read_csv(path: str | os.PathLike, header: str = "auto") -> np.ndarray:
             from None
 
 
+
+def _check_npy(path) -> None:
+    """A file named .npy that is not one is refused in its own words (NumPy's loader falls
+    back to pickle and said "contains pickled (object) data ... allow_pickle=", which no
+    option here can act on)."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except OSError:
+        return                      # the loader below says what is wrong
+    if magic != b"\x93NUMPY":
+        raise DataFileError("path", f"{path} is not a .npy file (it does not begin with "
+                                    "NumPy's header; save arrays with numpy.save)")
+
+
 def load(path: str | os.PathLike, *, key: str | None = None,
          dataset: str | None = None, header: str = "auto") -> Any:
     """Open a data file with one sample per row and check it.
@@ -266,6 +281,7 @@ def load(path: str | os.PathLike, *, key: str | None = None,
                                       f"{suffix or 'a folder'}")
     try:
         if suffix == ".npy":
+            _check_npy(path)
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
         elif suffix == ".npz":
             with np.load(path, allow_pickle=False) as npz:
@@ -291,6 +307,10 @@ def load(path: str | os.PathLike, *, key: str | None = None,
         # TokenError or SyntaxError, a truncated file with EOFError or ValueError.
         what = exc.args[0] if isinstance(exc, tokenize.TokenError) and exc.args else exc
         what = " ".join(str(what).split()) or type(exc).__name__
+        if suffix == ".npy" and "Python objects" in what:
+            # (the mapping's words, "can't be memory-mapped", read as a damaged file)
+            raise DataFileError("path", f"{path} holds Python objects (dtype object), not "
+                                        "numbers; save a numeric array") from None
         damaged = "" if isinstance(exc, OSError) else (
             f" (a damaged or truncated {suffix or 'data'} file?)")
         raise DataFileError("path", f"cannot read {path}: {what}{damaged}") from None
