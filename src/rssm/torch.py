@@ -395,9 +395,9 @@ class RSSM(_StiefelOptimizer):
         optimizers built under one seed draw the same pairs unless given seeds).
     check_finite : bool
         Refuse (FloatingPointError, parameter unchanged) a step with non-finite values.
-        The Gram-route test of the polar factor already proves the usual step finite (one
-        host sync per parameter and step on a GPU); an explicit check runs only after the
-        SVD fallback.
+        The Gram-route test of the polar factor already proves the usual step finite; an
+        explicit check runs only after the SVD fallback. (On a GPU a step synchronizes
+        with the host 4-6 times per parameter: `benchmarks.torch_cuda`.)
     atol : float, optional
         Tolerance of the orthonormality check at construction (default 1e-8 for float64,
         1e-4 for float32).
