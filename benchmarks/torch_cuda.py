@@ -13,6 +13,10 @@ and 200 steps, the host syncs of one step (``torch.cuda.set_sync_debug_mode``), 
 time per step on each device (CUDA events on the GPU; after 5 untimed steps). Then a
 state-dict round trip on the GPU: 100 steps, saved, loaded into a new optimizer, 100 more,
 against 200 uninterrupted (bitwise). Writes ``torch_cuda.json`` to ``--out``.
+
+``--no-cpu --repeat N`` times the device's runs alone, best of N: what an A/B of two
+trees on one warm machine needs (docs/interop.md: a lazily read subgradient norm, one
+sync fewer per step, was measured that way and not kept).
 """
 
 from __future__ import annotations
@@ -143,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--out", default=".")
+    ap.add_argument("--no-cpu", action="store_true",
+                    help="the device's runs only (timings and syncs; no CPU runs, no diffs)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time each device run this many times (the median of each run's "
+                         "steps; their best is printed)")
     args = ap.parse_args(argv)
     import torch
 
@@ -159,9 +168,19 @@ def main(argv: list[str] | None = None) -> int:
     for dtype in (torch.float32, torch.float64):
         for method in ("rsm", "rssm"):
             dev, snaps_dev = _run(method, dtype, args.device, args.steps, sync_probe=True)
+            for _ in range(args.repeat - 1):
+                again, _ = _run(method, dtype, args.device, args.steps)
+                dev["step_s_median"] = min(dev["step_s_median"], again["step_s_median"])
+            name = str(dtype).replace("torch.", "")
+            if args.no_cpu:
+                print(f"{method} | {name} | {args.device} | {dev['loss0']:.4g} -> "
+                      f"{dev['loss']:.4g} | {dev['subspace_distance']:.3g} | "
+                      f"{dev['feasibility']:.2e} | {1e3 * dev['step_s_median']:.2f} | "
+                      f"{dev['syncs_per_step']} |", flush=True)
+                rows.append({"method": method, "dtype": name, args.device: dev})
+                continue
             cpu, snaps_cpu = _run(method, dtype, "cpu", args.steps)
             diffs = [float((snaps_dev[k] - snaps_cpu[k]).abs().max()) for k in (5, args.steps)]
-            name = str(dtype).replace("torch.", "")
             for where, r in ((args.device, dev), ("cpu", cpu)):
                 print(f"{method} | {name} | {where} | {r['loss0']:.4g} -> {r['loss']:.4g} | "
                       f"{r['subspace_distance']:.3g} | {r['feasibility']:.2e} | "
