@@ -524,3 +524,13 @@ def test_reproduce_out_naming_a_file_says_so(tmp_path, capsys):
     f.write_text("x")
     assert main(["reproduce", "dpcp", "--quick", "--out", str(f)]) == 2
     assert "is a file; name a folder" in capsys.readouterr().err
+
+
+def test_reproduce_into_a_folder_with_results_names_the_option(tmp_path, capsys):
+    """The runner's refusal read "rssm: error: --out X already holds results.csv ..."
+    without the "argument --out:" every other refusal of an option starts with."""
+    out = tmp_path / "rq"
+    assert main(["reproduce", "dpcp", "--quick", "--quiet", "--out", str(out)]) == 0
+    assert main(["reproduce", "dpcp", "--quick", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"rssm: error: argument --out: {out} already holds results.csv")

@@ -343,7 +343,7 @@ def test_resume_without_json_keeps_the_csv(outdir, tmp_path, capsys):
     before = (out / "results.csv").read_text()
     assert main(ARGS + ["--out", str(out), "--resume"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("rssm: error: --resume:") and "results.json" in err
+    assert err.startswith("rssm: error: argument --resume:") and "results.json" in err
     assert (out / "results.csv").read_text() == before
 
 

@@ -110,6 +110,14 @@ def run(args, argv: Sequence[str]) -> int:
         print(f"rssm: interrupted; finished runs are saved in {args.out}; "
               "continue with --resume", file=sys.stderr)
         return 130
+    except ValueError as exc:
+        # the runner's refusals of the folder ("--out X already holds results.csv", "--resume:
+        # ..."): said as every other refusal of an option is, "argument --out: ..."
+        text = str(exc)
+        for opt in ("--out", "--resume"):
+            if text.startswith(opt + " ") or text.startswith(opt + ":"):
+                raise UsageError(f"argument {opt}: {text[len(opt):].lstrip(': ')}") from None
+        raise
     written = render(Path(args.out) / "results.csv", args.out, fmts, report=True)
     if not args.quiet:
         # the figures and report, and results.csv and results.json beside them
