@@ -148,9 +148,14 @@ def claim_check(runs: Sequence[Run], floor: float = 0.0) -> tuple[list[str], dic
             verdict = f"**holds on {len(both)} of {n} seeds** ({_seeds(both)})"
         else:
             verdict = f"**does not hold on any of the {n} seeds**"
+        # (per seed, to that seed's RSM final error: the table's speed-up is to the median
+        # over seeds, and the two can disagree; a reader saw "1.06x" beside "slower on
+        # seeds 0, 1")
         lines.append(f"- {label}: the claim {verdict}. Faster than RSM on seeds "
-                     f"{_seeds(faster)}, slower on {_seeds(slower)}; more accurate at equal "
-                     f"CPU time on seeds {_seeds(accurate)}, less accurate on {_seeds(less)}.")
+                     f"{_seeds(faster)}, slower on {_seeds(slower)} (each seed to its own RSM "
+                     f"run's final error; the table's speed-up is to the median over seeds); "
+                     f"more accurate at equal CPU time on seeds {_seeds(accurate)}, less "
+                     f"accurate on {_seeds(less)}.")
         verdicts[key] = (both, sorted(faster + slower))
         for d in details:
             lines.append(f"  - {d}")
