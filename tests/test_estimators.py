@@ -263,7 +263,7 @@ def test_transform_and_inverse_transform():
     (dict(contamination="some"), r"contamination must be 'auto' or a number"),
     (dict(center="yes"), r"center must be True or False"),
     (dict(random_state=-1), r"random_state must be None, a non-negative int"),
-    (dict(method="newton"), r"method must be one of"),
+    (dict(method="newton"), r"method must be None, .rsm. or .rssm."),
 ])
 def test_robust_subspace_bad_parameters_one_line(kwargs, match):
     x, _, _ = subspace_data()
@@ -740,6 +740,9 @@ def test_fit_leaves_a_step_rule_given_as_a_parameter_unchanged():
      "columns of the iterate"),
     (lambda: RobustSubspace(2, stepsize=-1), "RobustSubspace: stepsize: a constant step"),
     (lambda: RobustSubspace(2, stepsize=[1]), "RobustSubspace: stepsize must be a StepSize"),
+    (lambda: RobustSubspace(2, method="xx"), "RobustSubspace: method must be None, 'rsm'"),
+    (lambda: RobustSubspace(5, method="xx"), "RobustSubspace: method must be None"),  # p = 1
+    (lambda: OrthogonalSparsePCA(1, method=3), "OrthogonalSparsePCA: method must be None"),
 ])
 def test_wrong_solver_parameters_are_value_errors_naming_the_estimator(est, pattern):
     """docs/estimators.md promises a ValueError naming the parameter; a wrong type raised

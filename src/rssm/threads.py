@@ -122,27 +122,35 @@ def _blas_controller():
     return _controller
 
 
-def _enter_single_blas() -> None:
-    """One more holder of the one-thread BLAS limit (set by the first). Ctrl-C is held
-    while the pools change (`rssm._interrupt.HeldInterrupt`): one that landed inside
-    threadpoolctl's change left the pools at one thread with nothing recorded to restore;
-    one that comes now is raised after the change is undone."""
-    with HeldInterrupt() as held:
-        _enter_blas_locked()
-        if held.interrupted:
-            _exit_blas_locked()
-    if held.interrupted:
-        raise KeyboardInterrupt
+class _Claim:
+    """A holder of a piece of process-wide state, released once (`_release`)."""
+
+    __slots__ = ("released",)
+
+    def __init__(self) -> None:
+        self.released = False
 
 
-def _exit_single_blas() -> None:
-    """One holder fewer; the last restores the pools as they were. Ctrl-C is held while
-    they change (one at the start of the restore left the count at 1, and every later run
-    then skipped its restore) and raised after it."""
-    with HeldInterrupt() as held:
-        _exit_blas_locked()
-    if held.interrupted:
-        raise KeyboardInterrupt
+def _release(undo: Callable[[], None], claim: _Claim) -> bool:
+    """Run ``undo`` once for ``claim``, under a held Ctrl-C; return whether one came (the
+    caller raises it, or notes it, once the state is whole). Python acts on a pending
+    SIGINT at a function's entry, so a Ctrl-C that came while a run ended is raised at the
+    start of the function that puts the state back, before anything in it runs (real
+    SIGINTs left the pools at one thread about once in 30 two-iteration runs that way).
+    So ``claim`` makes the undo idempotent, a KeyboardInterrupt before the hold is caught
+    here and the undo tried again, and callers call this in a loop that catches one raised
+    at its own entry (`release_all`)."""
+    pending = False
+    while not claim.released:
+        try:
+            with HeldInterrupt() as held:
+                if not claim.released:
+                    undo()
+                    claim.released = True
+            pending = pending or held.interrupted
+        except KeyboardInterrupt:
+            pending = True
+    return pending
 
 
 def _enter_blas_locked() -> None:
@@ -174,11 +182,27 @@ def single_blas():
     each call: what a seed or the data decide outside a run (``synthetic``, ``from_data``,
     ``initial_point``, `rssm.stiefel.random_point`, the estimators' ``fit``) so does not
     depend on the machine's BLAS thread count."""
-    _enter_single_blas()
+    # the try is in place before the limit is taken (in a held section), so a Ctrl-C
+    # right after the hold ends cannot skip the release (it did: a real SIGINT left the
+    # count at 1 and the pools at one thread)
+    claim = None
+    cut = False
     try:
+        with HeldInterrupt() as held:
+            _enter_blas_locked()
+            claim = _Claim()
+        if held.interrupted:
+            raise KeyboardInterrupt
         yield
     finally:
-        _exit_single_blas()
+        # inline, not in a function: a Ctrl-C pending at a call's entry is raised there
+        while claim is not None and not claim.released:
+            try:
+                cut = _release(_exit_blas_locked, claim) or cut
+            except KeyboardInterrupt:
+                cut = True
+    if cut:
+        raise KeyboardInterrupt
 
 
 # -- the worker pool ------------------------------------------------------------------------
@@ -322,15 +346,35 @@ class RunThreads:
         else:
             self.workers = int(self.mode)
         self._saved: int | None = None
+        self._claim: _Claim | None = None
+
+    def claim(self) -> None:
+        """Take the setting (call it in a held section: `rssm._interrupt.HeldInterrupt`,
+        with the caller's ``try`` already in place, and `release` in its ``finally``, in a
+        loop that catches a KeyboardInterrupt raised at the call's entry)."""
+        if self.mode is not None:
+            _enter_blas_locked()
+        self._saved = getattr(_local, "workers", None)
+        _local.workers = self.workers
+        self._claim = _Claim()
+
+    @property
+    def released(self) -> bool:
+        """Whether the setting taken by `claim` is back (True before any claim)."""
+        return self._claim is None or self._claim.released
+
+    def release(self) -> bool:
+        """Put the setting back, exactly once however often it is called and whatever
+        Ctrl-C does; return whether a Ctrl-C came meanwhile (`_release`)."""
+        return False if self._claim is None else _release(self._restore, self._claim)
 
     def __enter__(self) -> RunThreads:
         # Ctrl-C held until the setting is whole, then raised with it undone (a
-        # KeyboardInterrupt from __enter__ skips __exit__)
+        # KeyboardInterrupt from __enter__ skips __exit__). `rssm.minimize` does not use
+        # this form: a Ctrl-C after the hold and before the with-block starts would skip
+        # __exit__; it takes `claim` inside its own try instead.
         with HeldInterrupt() as held:
-            if self.mode is not None:
-                _enter_blas_locked()
-            self._saved = getattr(_local, "workers", None)
-            _local.workers = self.workers
+            self.claim()
             if held.interrupted:
                 self._restore()
         if held.interrupted:
@@ -339,10 +383,15 @@ class RunThreads:
 
     def __exit__(self, *exc) -> None:
         # the setting is restored whole, and a Ctrl-C that came meanwhile raised after it
-        # (`rssm.minimize` keeps a finished run's Result then, marked interrupted)
-        with HeldInterrupt() as held:
-            self._restore()
-        if held.interrupted and exc[0] is None:
+        cut = False
+        while True:
+            try:                      # (every call inside the try: `released` is one too)
+                if self.released:
+                    break
+                cut = self.release() or cut
+            except KeyboardInterrupt:
+                cut = True
+        if cut and exc[0] is None:
             raise KeyboardInterrupt
 
     def _restore(self) -> None:

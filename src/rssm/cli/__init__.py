@@ -109,7 +109,8 @@ class _TermAsInterrupt:
     ``--out`` written, through the same path (and the same held sections,
     `rssm._interrupt.HeldInterrupt`) as Ctrl-C; the exit status is then 143 (128 + 15)
     instead of 130. Before, SIGTERM ended the process at once: nothing printed, no files.
-    Only on the main thread, and only where SIGTERM has its default handler."""
+    Only on the main thread, where SIGTERM has its default handler and SIGINT Python's
+    (elsewhere SIGTERM keeps ending the process at once)."""
 
     def __init__(self) -> None:
         self.received = False
@@ -124,7 +125,11 @@ class _TermAsInterrupt:
 
         if threading.current_thread() is threading.main_thread():
             try:
-                if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                # only where SIGINT raises KeyboardInterrupt: a job started with SIGINT
+                # ignored (`rssm ... &` in a script) would otherwise drop the SIGINT this
+                # handler sends and run on after SIGTERM
+                if (signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+                        and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
                     self._old = signal.signal(signal.SIGTERM, self._handle)
             except (ValueError, OSError, AttributeError):
                 self._old = None

@@ -103,6 +103,12 @@ class SolverMixin:
             # their states (components 1e-2 from sequential fits)
             params["stepsize"] = copy.deepcopy(params["stepsize"])
         method = params.get("method")
+        if method is not None and (not isinstance(method, str)
+                                   or method.lower() not in ("rsm", "rssm")):
+            # checked here: a one-column fit takes RSM whatever method says, and a bad one
+            # was accepted there without a word
+            raise InvalidParameterError(f"{type(self).__name__}: method must be None, 'rsm' "
+                                        f"or 'rssm', got {method!r}")
         rssm_run = (method == "rssm" or (method is None and "n_blocks" in params)) and (
             p is None or p >= 2)
         if random_start or rssm_run or self.random_state is not None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from rssm._interrupt import HeldInterrupt
 from rssm._validation import (
     InvalidType,
     InvalidValue,
@@ -184,14 +185,36 @@ def minimize(
     # milliseconds, even for the small product of the check).
     rt = RunThreads(threads)
     res = None
+    claimed = cut = False
     try:
-        with rt:
+        # the try is in place before the setting is taken (in a held section), and the
+        # release runs in its finally, exactly once: a Ctrl-C at any moment leaves the
+        # process's thread setting as it was (`rssm._interrupt`, `RunThreads.release`)
+        try:
+            with HeldInterrupt() as held:
+                rt.claim()
+                claimed = True
+            if held.interrupted:
+                raise KeyboardInterrupt
             res = _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p)
+        finally:
+            # inline: a Ctrl-C pending at a call's entry is raised there, before the call
+            # does anything; release() is idempotent and tried until the setting is back
+            while claimed:
+                try:                  # (every call inside the try: `released` is one too)
+                    if rt.released:
+                        break
+                    cut = rt.release() or cut
+                except KeyboardInterrupt:
+                    cut = True
     except KeyboardInterrupt:
-        # Ctrl-C after the run returned its Result (while the thread setting was put back,
-        # which completes first: `RunThreads.__exit__`): the finished run is kept
         if res is None:
             raise
+        cut = True
+    if cut:
+        # Ctrl-C after the run returned its Result: the finished run is kept
+        if res is None:
+            raise KeyboardInterrupt
         _mark_interrupted(res)
     res.threads = rt.describe()
     return res
