@@ -563,3 +563,37 @@ def test_sigterm_stops_a_run_started_with_sigint_ignored(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode in (-signal.SIGTERM, 143)
+
+
+_WRITE = r"""
+import os, signal, sys
+import numpy as np
+from rssm.cli import main
+real, hit = np.save, []
+
+def save(*args, **kwargs):          # SIGTERM as X.npy is written, after the run
+    if not hit:
+        hit.append(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real(*args, **kwargs)
+
+np.save = save
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGTERM to oneself needs POSIX")
+def test_sigterm_while_the_results_are_written_keeps_them(tmp_path):
+    """A user's audit: SIGTERM (or Ctrl-C) while ``--out`` was being written, after the
+    run, left only trace.csv and no summary. The writing is held now: every file is
+    written, the summary printed, and the exit status says the process was stopped."""
+    import signal
+
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-c", _WRITE, "solve", "dpcp", *TINY, "--out",
+                           f"{out}/"], capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.returncode == 143, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["X.npy", "settings.json", "trace.csv"]
+    assert "the run so far is saved in" in proc.stderr
+    json.loads((out / "settings.json").read_text())

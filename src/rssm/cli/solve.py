@@ -400,9 +400,15 @@ def run(args, argv: Sequence[str]) -> int:
     written = []
     if target is not None:
         # the files first: a reader that closes stdout early (``| head``), or a figure of
-        # the summary that fails, must not cost the run
-        doc = document(args, argv, res, instance, problem)
-        written = output.write(target, doc, res.trace, res.x)
+        # the summary that fails, must not cost the run. Ctrl-C (or SIGTERM) is held while
+        # they are written, then acted on as an interrupt of the run (one that came there
+        # left only trace.csv, no summary)
+        from rssm._interrupt import HeldInterrupt
+
+        with HeldInterrupt() as held:
+            doc = document(args, argv, res, instance, problem)
+            written = output.write(target, doc, res.trace, res.x)
+        interrupted = interrupted or held.interrupted
     # Problem-specific figures (e.g. sparse PCA's explained variance and sparsity).
     extra = problem.summary(res.x) if callable(getattr(problem, "summary", None)) else {}
     rows += [(k.replace("_", " "), f"{v:.6g}") for k, v in extra.items()
