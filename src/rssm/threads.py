@@ -139,7 +139,8 @@ def _release(undo: Callable[[], None], claim: _Claim) -> bool:
     SIGINTs left the pools at one thread about once in 30 two-iteration runs that way).
     So ``claim`` makes the undo idempotent, a KeyboardInterrupt before the hold is caught
     here and the undo tried again, and callers call this in a loop that catches one raised
-    at its own entry (`release_all`)."""
+    at its own entry (inline in their ``finally``: `single_blas`, `RunThreads.__exit__`,
+    `rssm.minimize`)."""
     pending = False
     while not claim.released:
         try:
