@@ -209,6 +209,24 @@ def test_invalid_selection_refused_with_rsm(small_odl):
         )
 
 
+@pytest.mark.parametrize(("opts", "exc", "pattern"), [
+    ({"n_blocks": "abc"}, TypeError, "n_blocks must be an integer"),
+    ({"n_blocks": -7}, ValueError, "n_blocks must satisfy 2 <= n_blocks <= p, got -7"),
+    ({"n_blocks": 1}, ValueError, "n_blocks must satisfy 2 <= n_blocks <= p, got 1"),
+    ({"partition": "zzz"}, TypeError, "partition must be a sequence"),
+    ({"partition": [[0, 0]]}, ValueError, "at least 2 blocks"),
+    ({"partition": [[0, 1], [1, 2]]}, ValueError, "exactly once"),
+])
+def test_rssm_options_are_checked_in_an_rsm_call(small_odl, opts, exc, pattern):
+    # one options dict serves a loop over methods: RSSM's options are left out of an RSM
+    # run, but a bad value among them is refused there too (it was ignored)
+    with pytest.raises(exc, match=pattern):
+        rssm.minimize(small_odl, method="rsm", max_iter=2, options=opts)
+    res = rssm.minimize(small_odl, method="rsm", max_iter=2,
+                        options={"n_blocks": 4, "partition": [[0, 1], [2, 3]]})
+    assert res.n_blocks == 1
+
+
 def test_2d_array_partition(small_odl):
     part = np.arange(8).reshape(4, 2)
     res = rssm.minimize(

@@ -115,7 +115,8 @@ def minimize(
         `rssm.solvers.max_step`.
     options : dict or RSSMOptions, optional
         Options of the method: for RSSM ``n_blocks`` (default ``min(5, p)``),
-        ``partition``, ``selection`` (`RSSMOptions`).
+        ``partition``, ``selection`` (`RSSMOptions`). Options of the other method are
+        left out (one dict serves a loop over methods) but their values are checked.
     seed : int, Generator or None
         One meaning everywhere: seed s starts at ``problem.initial_point(s)`` (the stream
         ``default_rng([s, 1])``) and draws the block pairs from ``default_rng([s, 2])``

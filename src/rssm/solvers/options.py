@@ -117,6 +117,15 @@ class RSSMOptions:
         if self.n_blocks is not None:
             as_int(self.n_blocks, "n_blocks")
 
+    def check(self) -> None:
+        """What can be checked without p (`build` checks the rest): options given for
+        another method are checked so, so that a bad value is not ignored."""
+        if self.n_blocks is not None and as_int(self.n_blocks, "n_blocks") < 2:
+            raise InvalidValue("n_blocks", f"n_blocks must satisfy 2 <= n_blocks <= p, got "
+                               f"{self.n_blocks}")
+        if self.partition is not None and not isinstance(self.partition, Partition):
+            Partition(self.partition)
+
     def build(self, p: int) -> tuple[Partition, PairSelector]:
         """The partition of p columns and a fresh pair selector."""
         if self.partition is not None:
@@ -150,7 +159,8 @@ def as_options(method: str, options: Any) -> Any:
 
     Every key must be an option of some method (a typo raises and lists them); options of
     another method do not apply and are left out (RSM has no blocks), so one options dict
-    serves a loop over methods.
+    serves a loop over methods; their values are still checked (what can be checked without
+    the problem), so a bad one is not ignored.
     """
     cls = METHODS[method][1]
     if options is None:
@@ -167,9 +177,13 @@ def as_options(method: str, options: Any) -> Any:
                 f"unknown option {', '.join(map(repr, bad))}; the options are "
                 + ", ".join(f"{k} ({known[k].__name__})" for k in sorted(known)))
         mine = {f.name for f in fields(cls)}
-        for k, v in options.items():
-            if k not in mine and k == "selection":
-                make_selector(v)       # still checked, so a typo is not ignored
+        for _, other in METHODS.values():
+            theirs = {k: v for k, v in options.items()
+                      if k not in mine and k in {f.name for f in fields(other)}}
+            if theirs:
+                checked = other(**theirs)   # still checked, so a bad value is not ignored
+                if hasattr(checked, "check"):
+                    checked.check()
         return cls(**{k: v for k, v in options.items() if k in mine})
     raise TypeError(f"options must be a dict or a {cls.__name__}, got {describe(options)}")
 
