@@ -112,6 +112,45 @@ def test_truncated_memmap_raises_a_clear_error_not_sigbus(tmp_path):
     assert 0.0 <= float(feas) < 1e-12
 
 
+_TRUNCATE_BEFORE = """
+import os, sys, json, numpy as np, rssm
+from rssm.data import samples
+from rssm.problems import DPCP, SparsePCA
+path = sys.argv[1]
+rng = np.random.default_rng(0)
+out = {}
+for kind in ("dpcp", "dpcp_rsm", "sparse_pca"):
+    np.save(path, rng.standard_normal((2000, 10)))
+    data = samples(np.load(path, mmap_mode="r"), chunk_size=300)
+    prob = (SparsePCA.from_data(data, r=2) if kind == "sparse_pca" else DPCP(data, p=2))
+    x0 = rssm.minimize(prob, max_iter=3, seed=0).x      # a first run reads the whole file
+    os.truncate(path, os.path.getsize(path) - 800)     # shortened between two runs
+    res = rssm.minimize(prob, x0, max_iter=5, seed=0,
+                        method="rsm" if kind == "dpcp_rsm" else None)
+    out[kind] = [res.stop_reason.value, res.message, res.n_iter, bool(np.array_equal(res.x, x0)),
+                 res.stepsize["rule"], float(res.fun)]
+print(json.dumps(out))
+"""
+
+
+def test_data_unreadable_as_a_run_starts_is_a_data_error_result(tmp_path):
+    """A file shortened between two runs on the same problem: the second run's set-up (the
+    oracle's caches, sparse PCA's default rule, which reads the data for its scale) raised
+    `DataError` out of `minimize`, where docs/data.md says the error is a result with stop
+    reason ``data_error``; it is now, at x0, after 0 iterations."""
+    out = subprocess.run([sys.executable, "-c", _TRUNCATE_BEFORE, str(tmp_path / "a.npy")],
+                         capture_output=True, text=True, env=_env(), timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    import json
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    for kind, (reason, msg, n_iter, at_x0, rule, fun) in got.items():
+        assert reason == "data_error", (kind, msg)
+        assert msg.startswith("iteration 0: the data file") and "a.npy shrank to" in msg, msg
+        assert n_iter == 0 and at_x0 and fun != fun      # no cost could be read: NaN
+    assert got["sparse_pca"][4] == "default"             # the rule that could not be set up
+    assert got["dpcp"][4] == "Auto"
+
+
 _REPLACE = _TRUNCATE.replace("""    if progress.iteration == 4:
         os.truncate(path, 1000)""", """    if progress.iteration == 4:
         np.save(path + ".new.npy", np.zeros((3, 3)))

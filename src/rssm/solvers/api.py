@@ -19,6 +19,7 @@ from rssm._validation import (
     make_rng,
 )
 from rssm.blocks import epoch_iterations
+from rssm.data.store import DataError
 from rssm.problem import Problem, start_rng
 from rssm.solvers.loop import run
 from rssm.solvers.options import (
@@ -242,7 +243,10 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
 
     rule = kw["stepsize"]
     if rule is None:
-        rule = problem.default_stepsize()
+        try:
+            rule = problem.default_stepsize()
+        except DataError as exc:   # the data read for the rule's scale: see `_Unread`
+            rule = _Unread(exc)
     rule = _check_stepsize("auto" if rule is None else rule, problem)
 
     criteria: list[StoppingCriterion] = []
@@ -287,6 +291,22 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
                observers=obs, snapshot=kw["callback"] is not None,
                settings=settings, setup_time=setup, verify=opts.verify_steps,
                clip=bool(opts.clip_steps))
+
+
+class _Unread(StepSize):
+    """The problem's default rule, which could not be set up because its data could not
+    be read (a file truncated since the problem was made): the run's first call of the
+    oracle (or of this rule) raises that `DataError`, which the loop turns into a
+    ``data_error`` result at x0, as it does for data lost during a run."""
+
+    def __init__(self, exc: DataError):
+        self._exc = exc
+
+    def __call__(self, k, ctx) -> float:
+        raise self._exc
+
+    def describe(self) -> dict:
+        return {"rule": "default", "note": "not set up: its data could not be read"}
 
 
 def _asks_for_blocks(options: Any) -> bool:

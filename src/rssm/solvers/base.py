@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rssm.blocks import ColumnSet, PairSelector, Partition, epoch_iterations, pair_count
+from rssm.data.store import DataError
 from rssm.problem import Oracle, Problem
 
 __all__ = ["Solver", "SolverState", "Direction", "NonFiniteStep", "polar_flops"]
@@ -216,6 +217,21 @@ class SolverState:
             self.best_k = self.k
 
 
+class _Unreadable:
+    """Stands for an oracle whose data could not be read: every call raises that error."""
+
+    def __init__(self, exc: DataError):
+        self._exc = exc
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name == "cheap_cost":
+            raise AttributeError(name)
+
+        def fail(*args, **kwargs):
+            raise self._exc
+        return fail
+
+
 class Solver(abc.ABC):
     """Configuration of a method (problem, blocks, pair rule, random stream) and its
     hooks. ``Solver(problem, x0, partition, selector, rng)`` also builds the `state`
@@ -233,7 +249,14 @@ class Solver(abc.ABC):
         if selector is not None and partition is not None:
             selector.bind(partition.n_blocks, rng)
         x = np.array(x0, dtype=np.float64, order="C", copy=True)
-        self.state = SolverState(x=x, oracle=problem.make_oracle(x, partition))
+        try:
+            oracle = problem.make_oracle(x, partition)
+        except DataError as exc:
+            # the data could not be read to set the run up (a file truncated since the
+            # problem was made): the run's first call raises it, and the loop turns it into
+            # a `data_error` result at x0, as it does for data lost during the run
+            oracle = _Unreadable(exc)
+        self.state = SolverState(x=x, oracle=oracle)
 
     @property
     def n_blocks(self) -> int:
