@@ -216,3 +216,23 @@ def test_trial_cost_on_the_workers_equals_in_memory(cluster, prob):
         assert remote.cost() == local.cost()
     finally:
         remote.close()
+
+
+def test_sparse_pca_from_dask_data_with_an_empty_chunk():
+    """Filtering samples the Dask way (boolean index, then ``compute_chunk_sizes``) leaves
+    zero-length chunks; `SparsePCA.from_data` failed on them inside Dask's reductions
+    ("all the input array dimensions except for the concatenation axis must match"), where
+    every other problem and estimator skips them. The run is the one on the same chunks
+    without the empty one."""
+    from rssm.problems import SparsePCA
+
+    pts = np.random.default_rng(0).standard_normal((3000, 6))
+    pts[1000:2000, 0] = -5.0                       # the middle chunk is filtered out
+    d = da.from_array(pts, chunks=(1000, 6))
+    sel = d[d[:, 0] > -4].compute_chunk_sizes()
+    assert sel.chunks[0] == (1000, 0, 1000)
+    plain = da.from_array(pts[pts[:, 0] > -4], chunks=(1000, 6))
+    runs = [rssm.minimize(SparsePCA.from_data(a, r=2), max_iter=20, seed=0)
+            for a in (sel, plain)]
+    assert runs[0].n_iter == 20
+    np.testing.assert_array_equal(runs[0].x, runs[1].x)

@@ -305,6 +305,10 @@ def _standardized(data: ChunkedData, normalize: bool):
 
     src = data.source if data.rows_are_samples else data.source.T
     src = src.astype(np.float64)
+    if 0 in src.chunks[0]:
+        # zero-length chunks (boolean indexing, then compute_chunk_sizes) broke Dask's
+        # reductions below; dropping them keeps every other chunk as it is
+        src = src.rechunk({0: tuple(c for c in src.chunks[0] if c) or (0,)})
     mean = src.mean(axis=0)
     cen = src - mean
     if normalize:
