@@ -3,6 +3,7 @@ before the storage protocol (main 345b821)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -141,9 +142,8 @@ def test_data_unreadable_as_a_run_starts_is_a_data_error_result(tmp_path):
     out = subprocess.run([sys.executable, "-c", _TRUNCATE_BEFORE, str(tmp_path / "a.npy")],
                          capture_output=True, text=True, env=_env(), timeout=120)
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
-    import json
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    for kind, (reason, msg, n_iter, at_x0, rule, fun) in got.items():
+    for kind, (reason, msg, n_iter, at_x0, _rule, fun) in got.items():
         assert reason == "data_error", (kind, msg)
         assert msg.startswith("iteration 0: the data file") and "a.npy shrank to" in msg, msg
         assert n_iter == 0 and at_x0 and fun != fun      # no cost could be read: NaN

@@ -243,6 +243,7 @@ class ShuffledPairs(PairSelector):
         return int(self._i[k]), int(self._j[k])
 
 
+#: ``selection=`` name -> pair rule class ("uniform" is the paper's).
 SELECTION_RULES: dict[str, type[PairSelector]] = {
     "uniform": UniformPairs,
     "cyclic": CyclicPairs,

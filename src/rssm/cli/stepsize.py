@@ -65,8 +65,11 @@ def _unused(args: argparse.Namespace, rule: str, allowed: tuple[str, ...]) -> No
     for name in _ALL:
         if getattr(args, name) is not None and name not in allowed:
             users = [r for r, ps in PARAMS.items() if name in ps]
+            got = (f"got --stepsize {rule}" if args.stepsize != "default" else
+                   f"no --stepsize given: this problem's default step size is {rule}; add "
+                   f"--stepsize {users[0]}")
             raise UsageError(f"argument --{name}: only used with --stepsize "
-                             f"{' or '.join(users)} (got --stepsize {rule})")
+                             f"{' or '.join(users)} ({got})")
 
 
 def spec_from_args(args: argparse.Namespace, problem) -> Any:

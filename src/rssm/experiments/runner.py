@@ -48,7 +48,9 @@ __all__ = [
     "reproduce",
 ]
 
+#: The runs' table that `reproduce` writes in its folder (one row per run).
 CSV_NAME = "results.csv"
+#: The record beside it: the settings, the machine and each run's summary.
 JSON_NAME = "results.json"
 
 

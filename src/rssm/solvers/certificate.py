@@ -435,14 +435,16 @@ CHECK_ABOVE = 1e-3
 FULL_BUNDLE = 4
 #: Lengths of the descent probe, relative to ||X||_F = sqrt(p).
 PROBE_LENGTHS = (1e-6, 1e-4, 1e-2)
-#: Subgradient steps of the zigzag check (RSSM), the first one's length relative to
-#: ||X||_F, and the factor between successive lengths.
+#: Subgradient steps of the zigzag check (RSSM).
 ZIGZAG_STEPS = 24
+#: The zigzag's first step length, relative to ||X||_F.
 ZIGZAG_FIRST = 0.1
+#: The factor between the zigzag's successive step lengths.
 ZIGZAG_FACTOR = 0.8
-#: Null steps of the bundle check (`bundle_probe`), and the length of its trial steps
-#: relative to ||X||_F (at least 10 times the radius of part 1).
+#: Null steps of the bundle check (`bundle_probe`).
 BUNDLE_STEPS = 24
+#: The length of the bundle check's trial steps relative to ||X||_F (at least 10 times
+#: the radius of part 1).
 BUNDLE_LENGTH = 1e-8
 #: The bundle check passes once the least-norm element of its bundle is at most this
 #: fraction of the mean norm of its subgradients (a bundle method's own stopping test:
