@@ -342,6 +342,23 @@ def test_from_torch_matches_numpy_and_shares_memory():
     assert res.fun < res.trace["cost"][0]
 
 
+def test_from_torch_gradients_are_whole_arrays_and_any_strides_are_taken():
+    # autograd hands back X.sum()'s gradient broadcast (strides (0, 0)): Tensor.numpy()
+    # made a writable array whose entries share one cell, and an in-place change wrote
+    # them all; a start with negative strides (x[:, ::-1]) raised torch's error
+    pytest.importorskip("torch")
+    x = stiefel.random_point(4, 2, np.random.default_rng(0))
+    prob = rssm.Problem.from_torch(lambda X: X.sum(), shape=(4, 2))
+    g = prob.subgradient(x)
+    assert 0 not in g.strides
+    g += x
+    np.testing.assert_array_equal(g, 1.0 + x)
+    np.testing.assert_array_equal(prob.subgradient(x), np.ones((4, 2)))
+    flipped = x[:, ::-1]
+    ref = rssm.Problem.from_torch(lambda X: X.abs().sum(), shape=(4, 2))
+    np.testing.assert_array_equal(ref.subgradient(flipped), np.sign(flipped))
+
+
 def test_from_torch_rejects_non_scalar_cost():
     torch = pytest.importorskip("torch")
     prob = rssm.Problem.from_torch(lambda X: torch.abs(X), shape=(3, 2))

@@ -17,6 +17,7 @@ from rssm import stiefel  # noqa: E402
 from rssm.stepsizes import (  # noqa: E402
     Auto,
     BlockRule,
+    Geometric,
     InverseSqrt,
     PaperSchedule,
     Polyak,
@@ -296,6 +297,20 @@ def test_rules_that_need_the_minimize_loop_are_refused_by_name(rule):
         rt.RSSM([w], lr=rule, n_blocks=2, seed=0)
 
 
+def test_a_geometric_rule_that_restarts_is_refused_by_name():
+    # its restart reads the minimize loop's freeze test (StepContext.escapes): it was
+    # accepted and failed at the first step with an AttributeError
+    w = torch.nn.Parameter(torch.from_numpy(
+        stiefel.random_point(8, 4, np.random.default_rng(0))))
+    for cls, kw in ((rt.RSSM, {"n_blocks": 2, "seed": 0}), (rt.RSM, {})):
+        with pytest.raises(TypeError, match=r"restart=True .* rssm.minimize's loop"):
+            cls([w], lr=Geometric(0.1, 0.9, restart=True), **kw)
+        opt = cls([w], lr=Geometric(0.1, 0.9), **kw)       # the plain schedule works
+        w.grad = torch.ones_like(w)
+        opt.step()
+        assert rt.feasibility(w) <= 1e-13
+
+
 def test_add_param_group_checks_like_the_constructor():
     """Issue 19, defect 10: add_param_group checked nothing (a non-orthonormal W was
     silently replaced at step(), n < p accepted, n_blocks=99 an IndexError at step()).
@@ -480,3 +495,78 @@ def test_building_the_optimizer_draws_nothing_from_torchs_global_generator():
             o.step()
         runs.append(v.detach().clone())
     assert torch.equal(runs[0], runs[1]) and opt.generator is not None
+
+
+@pytest.mark.parametrize("cls", ["RSSM", "RSM"])
+def test_a_refused_step_changes_no_parameter(cls):
+    """One parameter with a NaN gradient among several: the step raised only after the
+    parameters before it had moved (and counted a step), so a caller that skips the bad
+    batch went on with a model half stepped."""
+    torch.manual_seed(0)
+    ws = [torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(8, 4, dtype=torch.float64)))
+          for _ in range(3)]
+    kw = {"n_blocks": 2, "seed": 0} if cls == "RSSM" else {}
+    opt = getattr(rt, cls)(ws, lr=0.1, **kw)
+    before = [w.detach().clone() for w in ws]
+    for i, w in enumerate(ws):
+        w.grad = (torch.full((8, 4), math.nan, dtype=torch.float64) if i == 1
+                  else torch.randn(8, 4, dtype=torch.float64))
+    with pytest.raises(FloatingPointError, match="no parameter was changed"):
+        opt.step()
+    for w, b in zip(ws, before):
+        assert torch.equal(w.detach(), b)
+        assert opt.state[w].get("step") is None
+    ws[1].grad = torch.randn(8, 4, dtype=torch.float64)     # the next batch is fine
+    opt.step()
+    assert all(opt.state[w]["step"] == 1 and rt.feasibility(w) <= 1e-13 for w in ws)
+    assert not any(torch.equal(w.detach(), b) for w, b in zip(ws, before))
+
+
+def test_changing_n_blocks_after_a_step_takes_effect_and_a_foreign_state_is_named():
+    """A group's n_blocks edited after the first step was ignored (the blocks kept in the
+    state won); a state dict of a parameter with other columns loaded and failed at the
+    next step with torch's "INDICES element is out of DATA bounds"."""
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(10, 6, dtype=torch.float64)))
+    opt = rt.RSSM([w], lr=0.1, n_blocks=3, seed=0)
+    w.grad = torch.randn(10, 6, dtype=torch.float64)
+    opt.step()
+    assert opt.state[w]["bounds"] == [(0, 2), (2, 4), (4, 6)]
+    opt.param_groups[0]["n_blocks"] = 2
+    opt.step()
+    assert opt.state[w]["bounds"] == [(0, 3), (3, 6)]
+    assert opt.state[w]["last_pair"] == (0, 1) and rt.feasibility(w) <= 1e-13
+    v = torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(10, 4, dtype=torch.float64)))
+    other = rt.RSSM([v], lr=0.1, n_blocks=2, seed=0)
+    other.load_state_dict(opt.state_dict())
+    v.grad = torch.randn(10, 4, dtype=torch.float64)
+    with pytest.raises(ValueError, match="holds blocks of 6 columns but the parameter has p = 4"):
+        other.step()
+
+
+def test_a_generator_state_of_another_device_is_refused_before_anything_is_loaded():
+    """A state dict saved with a CUDA generator, loaded into an optimizer built with seed=
+    (a CPU generator): torch's "Expected a CPUGeneratorImplState of size 5056" came after
+    the rest of the dict had been loaded. (On a machine with CUDA the optimizer's own
+    generator is replaced by one on that device; the GPU check runs that.)"""
+    w = torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(8, 4, dtype=torch.float64)))
+    opt = rt.RSSM([w], lr=0.1, n_blocks=2, seed=0)
+    w.grad = torch.randn(8, 4, dtype=torch.float64)
+    opt.step()
+    saved = opt.state_dict()
+    assert saved["generator_device"] == "cpu"
+    foreign = {**saved, "generator_state": torch.zeros(16, dtype=torch.uint8)}
+    fresh = rt.RSSM([w], lr=0.5, n_blocks=2, seed=1)
+    for device, where in ((None, "a generator of another device"),
+                          ("nosuch:0", "a nosuch:0 generator")):
+        d = dict(foreign)
+        if device is None:
+            d.pop("generator_device")
+        else:
+            d["generator_device"] = device
+        with pytest.raises(ValueError, match=f"saved from {where}.*nothing was loaded"):
+            fresh.load_state_dict(d)
+        assert fresh.param_groups[0]["lr"] == 0.5 and not fresh.state
+    fresh.load_state_dict(saved)                        # the same device: resumes
+    assert fresh.param_groups[0]["lr"] == 0.1 and fresh.state[w]["step"] == 1
+    assert torch.equal(fresh.generator.get_state(), opt.generator.get_state())

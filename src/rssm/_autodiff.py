@@ -12,7 +12,8 @@ Arrays cross the boundary without copies where the library allows it:
 
 * PyTorch: for the subgradient ``torch.from_numpy`` shares the iterate's memory (a
   read-only array, which torch cannot wrap, is copied; torch refuses an in-place change of
-  a leaf that requires grad), and ``Tensor.numpy()`` shares the gradient's memory. The
+  a leaf that requires grad), and ``Tensor.numpy()`` shares the gradient's memory (copied
+  where autograd left it broadcast, with strides 0). The
   cost alone gets a copy (n p numbers, next to the cost's own products): without grad a
   cost that changed X in place would change the solver's iterate.
 * JAX: ``jax.device_put`` aliases a NumPy array on the CPU when its buffer is 64-byte
@@ -56,8 +57,8 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
 
     def as_tensor(x: np.ndarray, copy: bool = False):
         x = np.asarray(x, dtype=np.float64)
-        if copy or not x.flags.writeable:
-            x = x.copy()
+        if copy or not x.flags.writeable or any(st < 0 for st in x.strides):
+            x = x.copy()          # (torch cannot wrap negative strides: x[:, ::-1])
         return torch.from_numpy(x)
 
     def call(xt):
@@ -97,7 +98,10 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
             (g,) = torch.autograd.grad(out, xt, allow_unused=True)
         if g is None:
             return np.zeros(xt.shape)
-        return g.detach().numpy()
+        g = g.detach().numpy()
+        # autograd may hand back a broadcast gradient (of X.sum(): strides (0, 0)), whose
+        # entries share one cell: a caller's in-place change would write them all
+        return np.ascontiguousarray(g) if 0 in g.strides else g
 
     return value, subgradient
 

@@ -67,6 +67,7 @@ from rssm.stepsizes import (
     Backtracking,
     BlockRule,
     Constant,
+    Geometric,
     Polyak,
     PolyakBest,
     PolyakLevel,
@@ -135,6 +136,11 @@ def _as_rule(lr: Any) -> tuple[float, StepSize | None]:
             "optimizers take a number or a schedule (Constant, Geometric, InverseSqrt, "
             "PaperSchedule, a callable (k, ctx)) and PyTorch LR schedulers"
         )
+    if isinstance(lr, Geometric) and lr.restart:
+        raise TypeError(
+            f"lr={lr!r} with restart=True starts again where rssm.minimize's loop finds the "
+            "steps frozen, which an optimizer step cannot tell; pass Geometric(mu0, beta) "
+            "(restart=False), or restart it yourself with a PyTorch LR scheduler")
     if isinstance(lr, StepSize) or callable(lr):
         return 1.0, as_stepsize(lr, "lr")
     raise TypeError(
@@ -152,6 +158,7 @@ class _StiefelOptimizer(torch.optim.Optimizer):
                  generator: torch.Generator | None = None, seed: int | None = None,
                  check_finite: bool = True, atol: float | None = None):
         lr0, rule = _as_rule(lr)
+        own = generator is None or self.method == "rsm"      # (RSM draws nothing)
         if generator is not None and seed is not None:
             raise ValueError("pass generator or seed, not both")
         if generator is not None and not isinstance(generator, torch.Generator):
@@ -167,6 +174,9 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             # optimizers draw nothing; drawing here shifted the user's later dropout and
             # shuffling draws): torch.manual_seed(s) makes runs reproducible.
             generator = torch.Generator().manual_seed(torch.initial_seed() % 2**63)
+        # the optimizer's own generator (seed= or neither) may be replaced by one on the
+        # device a state dict's draws came from; a user's own is not
+        self._own_generator = own
         self._generator = generator
         self._rule = rule
         self._check_finite = bool(check_finite)
@@ -234,7 +244,7 @@ class _StiefelOptimizer(torch.optim.Optimizer):
     # -- state ----------------------------------------------------------------------------
     #: Attributes of the optimizer beyond torch's (``defaults``, ``state``,
     #: ``param_groups``) that a copy must keep; the generator goes as its state.
-    _KEEP = ("_rule", "_check_finite", "_atol")
+    _KEEP = ("_rule", "_check_finite", "_atol", "_own_generator")
 
     def __getstate__(self) -> dict:
         # torch keeps only defaults, state and param_groups: a deepcopy or pickle of the
@@ -264,16 +274,53 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         `load_state_dict` draws the same block pairs as one never stopped."""
         out = super().state_dict()
         out["generator_state"] = self._generator.get_state()
+        out["generator_device"] = str(self._generator.device)
         return out
 
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's `load_state_dict`, and the generator's state when the dict holds one
-        (dicts saved before it did resume with the generator as it is)."""
+        (dicts saved before it did resume with the generator as it is).
+
+        A state saved from a generator on another device (a CUDA generator's state differs
+        from a CPU one's) replaces the optimizer's own generator (built from ``seed`` or
+        torch's seed) by one on that device; with a ``generator`` of your own, or where
+        that device is not here, it is refused before anything is loaded."""
         state_dict = dict(state_dict)
         gen = state_dict.pop("generator_state", None)
+        device = state_dict.pop("generator_device", None)
+        target = None if gen is None else self._generator_for(gen, device)
         super().load_state_dict(state_dict)
-        if gen is not None:
-            self._generator.set_state(gen)
+        if target is not None:
+            target.set_state(gen)
+            self._generator = target
+
+    def _generator_for(self, gen: torch.Tensor, device: str | None) -> torch.Generator:
+        """The generator that takes the saved state ``gen`` (checked on a copy first)."""
+        here = self._generator.device
+        try:
+            torch.Generator(device=here).set_state(gen)
+            return self._generator
+        except (RuntimeError, TypeError) as exc:
+            first = exc
+        where = f"a {device} generator" if device else "a generator of another device"
+        if device is not None and getattr(self, "_own_generator", False):
+            try:
+                other = torch.Generator(device=device)
+                other.set_state(gen)
+                return other
+            except (RuntimeError, TypeError) as exc:
+                first = exc
+        reason = str(first).split(". ")[0]
+        if device is not None and device.startswith("cuda") and not torch.cuda.is_available():
+            reason = "CUDA is not available here"
+        advice = (f"build the optimizer with generator=torch.Generator(device={device!r})"
+                  if device else "build the optimizer with a generator on the device the "
+                  "state dict was saved from")
+        raise ValueError(
+            f"{type(self).__name__}.load_state_dict: the block-pair draws were saved from "
+            f"{where}, whose state this optimizer's {here} generator cannot take ({reason}); "
+            f"{advice} to resume the same draws, or delete the dict's 'generator_state' to "
+            "go on with this optimizer's own draws (nothing was loaded)") from None
 
     @property
     def rule(self) -> StepSize:
@@ -315,6 +362,10 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         cost = None if loss is None else float(loss)
+        # Every parameter's step is computed (and, where needed, checked finite) before any
+        # is written: a refused step leaves every parameter and step count as it was (one
+        # refused parameter of several used to leave the others moved, their counts ahead)
+        pending = []
         for gi, group in enumerate(self.param_groups):
             lr = group["lr"]
             if isinstance(lr, torch.Tensor):
@@ -337,24 +388,35 @@ class _StiefelOptimizer(torch.optim.Optimizer):
                     raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
                 state = self.state[w]
                 k = int(state.get("step", 0))
+                move = None
                 if lr > 0:        # lr = 0: no move (a retraction would still round X)
-                    self._update(w, w.grad, float(lr), k, group, state, cost)
-                state["step"] = k + 1
+                    move = self._update(w, w.grad, float(lr), k, group, state, cost)
+                pending.append((w, state, k, move))
+        for w, state, k, move in pending:
+            if move is not None:
+                new, sel, extra = move
+                self._commit(w, new, sel)
+                state.update(extra)
+            state["step"] = k + 1
         return loss
 
-    def _update(self, w, grad, lr, k, group, state, cost) -> None:
-        """One step on ``w`` (the subclass's method: `RSSM` or `RSM`)."""
+    def _update(self, w, grad, lr, k, group, state, cost):
+        """One step on ``w`` (the subclass's method: `RSSM` or `RSM`), not yet written:
+        ``(new, sel, state_updates)`` for `_commit`."""
         raise NotImplementedError(f"{type(self).__name__} must implement _update "
                                   "(use rssm.torch.RSSM or rssm.torch.RSM)")
 
-    def _commit(self, w: torch.Tensor, new: torch.Tensor, sel, unchecked: bool) -> None:
-        """Write ``new`` into the columns ``sel`` of ``w`` (all for None); after the SVD
-        fallback (``unchecked``) refuse non-finite values first."""
+    def _checked(self, new: torch.Tensor, unchecked: bool) -> torch.Tensor:
+        """``new``; after the SVD fallback (``unchecked``) non-finite values are refused."""
         if unchecked and self._check_finite and not _OPS.finite(new):
             raise FloatingPointError(
                 f"{type(self).__name__}.step produced non-finite values (a non-finite gradient "
-                "or a step size that overflows); the parameter was left unchanged"
+                "or a step size that overflows); no parameter was changed"
             )
+        return new
+
+    def _commit(self, w: torch.Tensor, new: torch.Tensor, sel) -> None:
+        """Write ``new`` into the columns ``sel`` of ``w`` (all for None)."""
         if sel is None:
             w.copy_(new)
         elif isinstance(sel, slice):
@@ -394,7 +456,7 @@ class RSSM(_StiefelOptimizer):
         later random draws are those it would have with any other optimizer; two
         optimizers built under one seed draw the same pairs unless given seeds).
     check_finite : bool
-        Refuse (FloatingPointError, parameter unchanged) a step with non-finite values.
+        Refuse (FloatingPointError, no parameter changed) a step with non-finite values.
         The Gram-route test of the polar factor already proves the usual step finite; an
         explicit check runs only after the SVD fallback. (On a GPU a step synchronizes
         with the host 4-6 times per parameter: `benchmarks.torch_cuda`.)
@@ -449,17 +511,24 @@ class RSSM(_StiefelOptimizer):
             raise ValueError(f"n_blocks must satisfy 2 <= n_blocks <= p = {p} for {name}, "
                              f"got {nb!r}")
 
-    def _partition(self, w: torch.Tensor, group: dict, state: dict) -> Partition:
-        """The parameter's contiguous blocks (`Partition.uniform`), kept in ``state`` as
-        (start, stop) bounds so that `state_dict` holds them."""
+    def _partition(self, w: torch.Tensor, group: dict, state: dict) -> None:
+        """Set the parameter's contiguous blocks (`Partition.uniform`) in ``state`` as
+        (start, stop) bounds, so that `state_dict` holds them: at its first step, and again
+        where the group's ``n_blocks`` was changed since."""
         bounds = state.get("bounds")
-        if bounds is None:
-            p = w.shape[1]
-            nb = group["n_blocks"] if group["n_blocks"] is not None else min(5, p)
-            part = Partition.uniform(p, nb)
-            state["bounds"] = [(int(b[0]), int(b[-1]) + 1) for b in part.blocks]
-            return part
-        return Partition([range(a, b) for a, b in bounds])
+        p = w.shape[1]
+        if bounds is not None:
+            if bounds[-1][1] != p:
+                raise ValueError(
+                    f"{type(self).__name__}: the state of this parameter holds blocks of "
+                    f"{bounds[-1][1]} columns but the parameter has p = {p} (a state dict "
+                    "saved for another model?)")
+            if group["n_blocks"] in (None, len(bounds)):
+                return
+            state.pop("pairs", None)     # pairs drawn among the old blocks
+        nb = group["n_blocks"] if group["n_blocks"] is not None else min(5, p)
+        part = Partition.uniform(p, nb)
+        state["bounds"] = [(int(b[0]), int(b[-1]) + 1) for b in part.blocks]
 
     def _pair(self, n_blocks: int, state: dict) -> tuple[int, int]:
         """{i, j} ~ Uniform over the binom(l, 2) unordered pairs (Algorithm alg-RSSM, line 2),
@@ -491,9 +560,8 @@ class RSSM(_StiefelOptimizer):
                 self._index_cache[key] = sel
         return sel
 
-    def _update(self, w, grad, lr, k, group, state, cost) -> None:
-        if state.get("bounds") is None:
-            self._partition(w, group, state)
+    def _update(self, w, grad, lr, k, group, state, cost):
+        self._partition(w, group, state)
         bounds = state["bounds"]
         i, j = self._pair(len(bounds), state)
         sel = self._selector(w, bounds, i, j)
@@ -502,8 +570,7 @@ class RSSM(_StiefelOptimizer):
         neg, _ = stiefel.block_descent_direction(x, sel, g)     # -P(G_C), eq-partialRiemsubgrad
         gamma = lr * self._factor(k, len(bounds), cost, neg)
         new, unchecked = stiefel.block_candidate(x, sel, neg, gamma, _OPS)  # eq-projsubmfdblk
-        self._commit(w, new, sel, unchecked)
-        state["last_pair"] = (i, j)
+        return self._checked(new, unchecked), sel, {"last_pair": (i, j)}
 
 
 class RSM(_StiefelOptimizer):
@@ -526,4 +593,4 @@ class RSM(_StiefelOptimizer):
         neg = stiefel.descent_direction(x, grad.detach().to(x.dtype))   # -P_T(G), eq-Rsubdiff
         gamma = lr * self._factor(k, 1, cost, neg)
         new, unchecked = stiefel.full_candidate(x, neg, gamma, _OPS)    # eq-polarretr
-        self._commit(w, new, None, unchecked)
+        return self._checked(new, unchecked), None, {}
