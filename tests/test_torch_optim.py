@@ -513,13 +513,13 @@ def test_a_refused_step_changes_no_parameter(cls):
                   else torch.randn(8, 4, dtype=torch.float64))
     with pytest.raises(FloatingPointError, match="no parameter was changed"):
         opt.step()
-    for w, b in zip(ws, before):
+    for w, b in zip(ws, before, strict=True):
         assert torch.equal(w.detach(), b)
         assert opt.state[w].get("step") is None
     ws[1].grad = torch.randn(8, 4, dtype=torch.float64)     # the next batch is fine
     opt.step()
     assert all(opt.state[w]["step"] == 1 and rt.feasibility(w) <= 1e-13 for w in ws)
-    assert not any(torch.equal(w.detach(), b) for w, b in zip(ws, before))
+    assert not any(torch.equal(w.detach(), b) for w, b in zip(ws, before, strict=True))
 
 
 def test_changing_n_blocks_after_a_step_takes_effect_and_a_foreign_state_is_named():
