@@ -4,6 +4,7 @@ pipelines, search, cloning and pickling are in test_estimator_checks.py."""
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 
@@ -772,3 +773,37 @@ def test_auto_dimension_checks_its_arguments(lam, smallest):
     empty sequence"."""
     with pytest.raises(ValueError, match="auto_dimension: "):
         auto_dimension(lam, smallest=smallest)
+
+
+def test_sparse_pca_without_normalizing_takes_data_at_any_accepted_scale():
+    """normalize=False with wine standardized and scaled by 1e100 (accepted: its largest
+    entry is below 1e150) stopped non_finite at iteration 0 (Sigma squares the scale, the
+    subgradient's squared norm squares it again) and warned "raise max_iter or set tol".
+    The solver now runs on Sigma and mu divided by one power of 2 there, so the loadings
+    of (2^k X, 4^k mu) are those of (X, mu), bit for bit, for k up to 300."""
+    from sklearn.datasets import load_wine
+
+    x = load_wine().data
+    x = (x - x.mean(axis=0)) / x.std(axis=0)
+    ref = OrthogonalSparsePCA(2, normalize=False, mu=0.5, random_state=0).fit(x)
+    assert ref.converged_
+    for k in (10, 150, 300):
+        est = OrthogonalSparsePCA(2, normalize=False, mu=0.5 * 4.0**k,
+                                  random_state=0).fit(np.ldexp(x, k))
+        assert est.converged_ and est.n_iter_ == ref.n_iter_
+        np.testing.assert_array_equal(est.components_, ref.components_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = OrthogonalSparsePCA(2, normalize=False, random_state=0).fit(x * 1e100)
+    assert big.converged_ and np.isfinite(big.result_.fun)
+
+
+def test_a_convergence_warning_advises_a_budget_only_where_the_budget_ended_the_run():
+    from sklearn.datasets import load_wine
+
+    x = load_wine().data
+    with pytest.warns(ConvergenceWarning, match="'stalled'") as rec:
+        OrthogonalSparsePCA(2, stepsize=lambda k, ctx: 0.01 if k < 3 else math.nan).fit(x)
+    assert "raise max_iter" not in str(rec[0].message)
+    with pytest.warns(ConvergenceWarning, match="'max_iter'.*raise max_iter or set tol"):
+        OrthogonalSparsePCA(2, max_iter=5).fit(x)

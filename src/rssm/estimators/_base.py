@@ -132,9 +132,13 @@ class SolverMixin:
         self.stop_reason_ = res.stop_reason.value
         self.converged_ = bool(res.success)
         if not res.success:
+            # the advice fits a run that ran out of budget; another stop's message says
+            # what happened (a non-finite value, data that went away, a stall)
+            advice = ("; raise max_iter or set tol"
+                      if res.stop_reason.value in ("max_iter", "max_time") else "")
             warnings.warn(
                 f"{type(self).__name__} did not converge: the solver stopped with "
-                f"{res.stop_reason.value!r} ({res.message}); raise max_iter or set tol",
+                f"{res.stop_reason.value!r} ({res.message}){advice}",
                 ConvergenceWarning, stacklevel=_user_stacklevel())
         return res
 

@@ -30,6 +30,10 @@ from rssm.threads import single_blas
 
 __all__ = ["OrthogonalSparsePCA"]
 
+#: With ``normalize=False``, a covariance whose largest variance exceeds 2^SCALE_ABOVE is
+#: divided (and mu with it) by a power of 2 for the solver (``result_`` is in those units).
+SCALE_ABOVE = 256
+
 
 class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SolverMixin,
                           BaseEstimator):
@@ -86,6 +90,9 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
     n_components_ : int
     result_ : rssm.Result
         The solver's run; ``n_iter_``, ``stop_reason_`` and ``converged_`` summarize it.
+        (With ``normalize=False`` and a largest variance above 2^256, about 1e77, the run
+        is on Sigma and mu divided by one power of 2, so that its squares stay finite;
+        ``result_.fun`` is in those units, the loadings are the same.)
     n_features_in_, feature_names_in_
         As in scikit-learn.
 
@@ -166,18 +173,26 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         # Sigma = D^-1 G D^-1 / m with D the scale: the correlation or covariance matrix.
         d = 1.0 / (scale * np.sqrt(m))
         sigma = gram * np.outer(d, d)
+        # With normalize=False Sigma carries the square of the data's scale and the
+        # subgradient's squared norm its fourth power: data of 1e100 overflowed at the
+        # first iteration (non_finite). f and mu scaled by one power of 2 have the same
+        # minimizers and, rounding being exact, the same iterates (every rule's gamma
+        # scales back), so the solver runs on Sigma / 4^h and mu / 4^h there (scaled
+        # before eigh, which rescales large matrices by its own factors).
+        top = float(np.max(np.diag(sigma)))
+        half = (int(np.frexp(top)[1]) + 1) // 2 if top > 2.0**SCALE_ABOVE else 0
         if a is not None:
-            data = a * d
+            data = np.ldexp(a * d, -half)
         else:
-            w, v = np.linalg.eigh(sigma)
-            data = np.sqrt(np.maximum(w, 0.0))[:, None] * v.T  # R^T R = Sigma
+            w, v = np.linalg.eigh(np.ldexp(sigma, -2 * half))
+            data = np.sqrt(np.maximum(w, 0.0))[:, None] * v.T  # R^T R = Sigma / 4^half
         if not np.any(gram):
             # (scikit-learn's SparsePCA returns zero loadings here; zero columns would not
             # be orthonormal, and any orthonormal ones explain the same nothing)
             raise ValueError(f"{name}: every feature of X is constant (no variance once "
                              "centred), so there is no variance to explain; fit needs at "
                              "least one feature that varies")
-        res = self._run(SparsePCA(data, r, mu))
+        res = self._run(SparsePCA(data, r, float(np.ldexp(mu, -2 * half))))
         v = res.x.copy()
         top = np.abs(v).max(axis=0)
         if np.any(top < zero_tol):
