@@ -109,6 +109,9 @@ def test_base_fills_what_the_spec_leaves_out():
     ("geometric:mu0", ValueError, "parameters must be written name=value"),
     ("geometric:mu0=-1,beta=0.9", ValueError, "'geometric': mu0 must be > 0"),
     ("geometric:mu0=abc,beta=0.9", TypeError, "'geometric': mu0 must be a real number"),
+    # a bad value is named before a missing parameter (it said "needs beta")
+    ("geometric:mu0=abc", TypeError, r"'geometric': mu0 must be a real number, got 'abc'"),
+    ("paper:delta=q", TypeError, r"'paper': delta must be a real number, got 'q'"),
     ({"mu0": 0.1}, ValueError, r"needs a 'rule' key \(one of auto, paper"),
     ({"rule": 3}, TypeError, "'rule' must be a name"),
     (0.0, ValueError, "constant step size must be a finite number > 0"),

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from rssm._validation import InvalidType
 from rssm.stepsizes.adaptive import AdaptiveGeometric, Backtracking
 from rssm.stepsizes.auto import Auto
 from rssm.stepsizes.base import StepSize, _CallableStep
@@ -120,6 +121,13 @@ def _build(name_in: Any, params: dict, base: StepSize | None) -> StepSize:
             if k in allowed and k not in kwargs:
                 kwargs[k] = v
     sig = inspect.signature(cls.__init__)
+    for k in allowed:
+        # a required parameter (a number in every rule) given as text that is no number
+        # is named before a missing one ("geometric:mu0=abc" said "needs beta")
+        if (isinstance(params.get(k), str)
+                and sig.parameters[k].default is inspect.Parameter.empty):
+            raise InvalidType(k, f"step-size rule {name!r}: {k} must be a real number, "
+                              f"got {params[k]!r} (str)")
     missing = [k for k in allowed if k not in kwargs
                and sig.parameters[k].default is inspect.Parameter.empty]
     if missing:
