@@ -2,6 +2,7 @@
 
     python -m benchmarks.frozen_rsm [--max-iter N] [--method rsm|rssm]
     python -m benchmarks.frozen_rsm --sparse-pca-real
+    python -m benchmarks.frozen_rsm --sparse-pca-decay 0.993 0.995 0.997
 
 Runs `rssm.minimize(prob, seed=s, method=m)` with nothing else set (the default budget
 unless ``--max-iter``) on problems where the default RSM rule's steps used to freeze:
@@ -126,6 +127,54 @@ def sparse_pca_real(max_iter: int = 40000) -> None:
               flush=True)
 
 
+def sparse_pca_decay(decays, max_iter: int = 40000) -> None:
+    """``--sparse-pca-decay B ...``: sparse PCA's default rule with its decay per epoch set
+    to each B (its restart kept), on what the estimator's defaults fit (standardized breast
+    cancer, wine and digits with 3 and 5 loadings, linnerud with 2, mu = 0.2) and on the
+    planted instances (`SparsePCA.synthetic`, seeds 0-4, RSM and RSSM with l = 5), with a
+    budget of ``max_iter``: stop reason, iterations, f, error to the planted loadings."""
+    from sklearn.datasets import load_breast_cancer, load_digits, load_linnerud, load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    import rssm
+    import rssm.problems.sparse_pca as sp
+    from rssm.problems import SparsePCA
+
+    def cases():
+        for name, load in (("breast_cancer", load_breast_cancer), ("wine", load_wine),
+                           ("digits", load_digits)):
+            x = load().data
+            x = StandardScaler().fit_transform(x[:, x.std(axis=0) > 0])
+            for r in (3, 5):
+                yield f"{name} r {r}", SparsePCA.from_data(x, r, mu=0.2), 0, {}
+        x = StandardScaler().fit_transform(load_linnerud().data)
+        yield "linnerud r 2", SparsePCA.from_data(x, 2, mu=0.2), 0, {}
+        for seed in range(5):
+            prob = SparsePCA.synthetic(seed=seed)
+            yield f"synthetic seed {seed} rsm", prob, seed, {}
+            yield (f"synthetic seed {seed} rssm l=5", prob, seed,
+                   {"method": "rssm", "options": {"n_blocks": 5}})
+
+    kept = sp.DEFAULT_DECAY
+    try:
+        for beta in decays:
+            sp.DEFAULT_DECAY = beta
+            its = []
+            for label, prob, seed, kw in cases():
+                res = rssm.minimize(prob, prob.initial_point(seed), seed=seed,
+                                    max_iter=max_iter, **kw)
+                its.append(res.n_iter if res.success else None)
+                err = f"{res.error:.2e}" if prob.has_error else "-"
+                print(f"{beta:g} | {label} | {res.stop_reason.value} | {res.n_iter} | "
+                      f"f {res.fun:.10g} | error {err}", flush=True)
+            done = [n for n in its if n is not None]
+            print(f"{beta:g}: converged {len(done)} of {len(its)}, within 20000: "
+                  f"{sum(n <= 20000 for n in done)}, median {int(np.median(done))} "
+                  "iterations", flush=True)
+    finally:
+        sp.DEFAULT_DECAY = kept
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.frozen_rsm",
                                  description=__doc__.split("\n\n")[0])
@@ -134,7 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--sparse-pca-real", action="store_true",
                     help="only: sparse PCA's restart variants on scikit-learn's tables")
+    ap.add_argument("--sparse-pca-decay", type=float, nargs="+", default=None,
+                    metavar="BETA",
+                    help="only: sparse PCA's default rule with these decays per epoch")
     args = ap.parse_args(argv)
+    if args.sparse_pca_decay:
+        sparse_pca_decay(args.sparse_pca_decay)
+        return 0
     if args.sparse_pca_real:
         sparse_pca_real()
         return 0

@@ -3,6 +3,7 @@ CompositeProblem, and the check_subgradient diagnostic."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -567,3 +568,114 @@ def test_a_loss_of_non_callables_is_refused_where_it_is_made(make, pattern):
     object is not callable"."""
     with pytest.raises(TypeError, match=pattern):
         make()
+
+
+# -- a researcher's own objective, an audit's findings (2026-11-26) --------------------------
+def _l1_procrustes(seed=0, m=300, n=20, p=8):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, n))
+    xs = stiefel.random_point(n, p, rng)
+    b = a @ xs + 10 * rng.standard_normal((m, p)) * (rng.random((m, p)) < 0.1)
+    return a, b, xs
+
+
+def test_an_error_function_that_changes_its_argument_leaves_the_run_alone():
+    """An `error=` that lines up column signs in place (`X *= sign`, a common pattern when
+    the truth is known up to signs) was handed the run's own iterate: RSM ended with
+    feasibility 1.0 and `fun` 1563.8 where cost(x) read 2861.2."""
+    a, b, xs = _l1_procrustes()
+
+    def pure(x):
+        return float(np.linalg.norm(x * np.sign(np.sum(x * xs, axis=0)) - xs))
+
+    def in_place(x):
+        x *= np.sign(np.sum(x * xs, axis=0))
+        x -= xs
+        return float(np.linalg.norm(x))
+
+    runs = []
+    for err in (pure, in_place):
+        prob = rssm.Problem.from_functions(lambda x: np.abs(a @ x - b).sum(),
+                                           lambda x: a.T @ np.sign(a @ x - b),
+                                           shape=(20, 8), error=err)
+        runs.append(rssm.minimize(prob, method="rsm", seed=0))
+    for res in runs:
+        assert res.success and res.feasibility < 1e-14
+        assert res.fun == np.abs(a @ res.x - b).sum() and res.error < 1e-9
+    np.testing.assert_array_equal(runs[0].x, runs[1].x)
+
+
+def test_check_subgradient_compares_partials_on_slices_past_the_first_column():
+    """A partial subgradient wrong only on contiguous slices that do not start at column
+    0 (it read B's first |C| columns) passed the check, whose only slice started at 0;
+    RSSM's default blocks use such slices, and the run ended at error 1.4."""
+    a, b, xs = _l1_procrustes()
+
+    def partial(x, cols):
+        if isinstance(cols, slice):
+            k = cols.stop - cols.start
+            return a.T @ np.sign(a @ x[:, cols] - b[:, :k])
+        return a.T @ np.sign(a @ x[:, cols] - b[:, cols])
+
+    prob = rssm.Problem.from_functions(lambda x: np.abs(a @ x - b).sum(),
+                                       lambda x: a.T @ np.sign(a @ x - b), partial,
+                                       shape=(20, 8))
+    for seed in range(3):
+        report = check_subgradient(prob, rng=seed)
+        assert not report.ok
+        assert "partial_subgradient vs columns of subgradient" in str(report)
+
+
+def test_a_subclass_that_defines_error_has_one():
+    """A `Problem` subclass with its own `error` (and no `has_error`) had it ignored: NaN
+    errors, and target_error refused with "has none"."""
+    a, b, xs = _l1_procrustes()
+
+    class Mine(rssm.Problem):
+        shape = (20, 8)
+
+        def cost(self, x):
+            return float(np.abs(a @ x - b).sum())
+
+        def subgradient(self, x):
+            return a.T @ np.sign(a @ x - b)
+
+        def error(self, x):
+            return float(np.linalg.norm(x - xs))
+
+    prob = Mine()
+    assert prob.has_error
+
+    class NoTruth(Mine):
+        error = rssm.Problem.error
+
+    assert not NoTruth().has_error
+    res = rssm.minimize(prob, method="rsm", seed=0, target_error=1e-6)
+    assert res.stop_reason.value == "target_error" and res.error <= 1e-6
+    assert np.isfinite(res.trace["error"]).all()
+
+
+def test_check_subgradient_gives_the_oracles_their_own_copy():
+    """A correct subgradient that zeroes its argument after use (harmless to a run, whose
+    oracles get copies) was reported as four disagreements ("not a derivative", "stale
+    or wrong cache"): the check handed its own points to the functions."""
+    a, b, xs = _l1_procrustes()
+
+    def scribbling(x):
+        g = a.T @ np.sign(a @ x - b)
+        x[:] = 0.0
+        return g
+
+    prob = rssm.Problem.from_functions(lambda x: np.abs(a @ x - b).sum(), scribbling,
+                                       shape=(20, 8))
+    for seed in range(3):
+        assert check_subgradient(prob, rng=seed).ok
+
+
+@pytest.mark.parametrize(("value", "what"), [(np.array([1.0]), "ndarray with shape (1,)"),
+                                             ("x", "str"), (True, "bool")])
+def test_an_error_function_that_returns_no_number_is_named(value, what):
+    prob = rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign,
+                                       shape=(5, 2), error=lambda x: value)
+    with pytest.raises(TypeError, match=re.escape(f"error must return a real number, got {what}")):
+        rssm.minimize(prob, method="rsm", max_iter=3)

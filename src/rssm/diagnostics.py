@@ -183,7 +183,7 @@ def check_subgradient(
 
     xs = stiefel.retract(x0, radius * tangent(x0))
     report = SubgradientCheck(repr(problem), x=xs)
-    g = np.asarray(problem.subgradient(xs), dtype=np.float64)
+    g = np.asarray(problem.subgradient(xs.copy()), dtype=np.float64)
     if g.shape != (n, p):
         # the bug this check is for (a transposed or flattened subgradient) must be
         # reported, not crash the comparisons below
@@ -191,7 +191,7 @@ def check_subgradient(
                                       0.0, f"it returned shape {g.shape}"))
         return report
     rg = stiefel.tangent_projection(xs, g)
-    out = np.asarray(problem.cost(xs))
+    out = np.asarray(problem.cost(xs.copy()))
     if out.shape != () and out.size != 1:
         report.items.append(CheckItem("cost(X) is a number", math.inf, 0.0,
                                       f"it returned an array of shape {out.shape}"))
@@ -236,13 +236,19 @@ def check_subgradient(
     ))
 
     # 2. partial_subgradient against columns of subgradient.
+    # slices as RSSM's default blocks give them (two adjacent contiguous blocks: most
+    # start past column 0, where an oracle that reads the first |C| columns goes wrong),
+    # and random index sets
     sets: list[np.ndarray | slice] = [slice(0, max(1, p // 2))]
+    if p >= 3:
+        bounds = np.cumsum([0] + [b.size for b in Partition.uniform(p, min(5, p)).blocks])
+        sets += [slice(int(bounds[i]), int(bounds[i + 2])) for i in range(len(bounds) - 2)]
     for _ in range(n_sets - 1):
         c = int(rng.integers(1, p + 1))
         sets.append(np.sort(rng.choice(p, size=c, replace=False)))
     worst = 0.0
     for cols in sets:
-        part = np.asarray(problem.partial_subgradient(xs, cols), dtype=np.float64)
+        part = np.asarray(problem.partial_subgradient(xs.copy(), cols), dtype=np.float64)
         ref = g[:, cols]
         worst = _worse(worst, math.inf if part.shape != ref.shape else _rel(part - ref, ref))
     report.items.append(CheckItem(
@@ -261,8 +267,8 @@ def check_subgradient(
     oracle = _quiet_oracle(problem, xw, partition)
     e_cost = e_full = e_part = 0.0
     for step in range(n_sets + 1):
-        gw = np.asarray(problem.subgradient(xw), dtype=np.float64)
-        fw = problem.cost(xw)
+        gw = np.asarray(problem.subgradient(xw.copy()), dtype=np.float64)
+        fw = problem.cost(xw.copy())
         e_cost = _worse(e_cost, abs(oracle.cost() - fw) / max(abs(fw), 1e-300))
         e_full = _worse(e_full, _rel(np.asarray(oracle.subgradient()) - gw, gw))
         if partition is None:
@@ -327,7 +333,8 @@ def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator
     pairs = [(i, j) for i in range(partition.n_blocks) for j in range(i + 1, partition.n_blocks)]
     x = np.array(xs, order="C", copy=True)
     o = _quiet_oracle(problem, x, partition)
-    g0 = stiefel.tangent_projection(xs, np.asarray(problem.subgradient(xs), dtype=np.float64))
+    g0 = stiefel.tangent_projection(
+        xs, np.asarray(problem.subgradient(xs.copy()), dtype=np.float64))
     # steps that move each pair by about 0.05 in Frobenius norm
     gamma = 0.05 / max(float(np.linalg.norm(g0)), 1e-300)
     worst = 0.0

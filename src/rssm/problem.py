@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -93,8 +94,10 @@ class Problem(abc.ABC):
     # -- ground truth ---------------------------------------------------------------------
     @property
     def has_error(self) -> bool:
-        """True when `error` is available (a ground truth is known)."""
-        return False
+        """True when `error` is available (a ground truth is known): by default, when a
+        subclass defines `error` (one that defined it without this property had it
+        ignored: no error column, ``target_error`` refused)."""
+        return type(self).error is not Problem.error
 
     def error(self, x: np.ndarray) -> float:
         """Distance to the ground truth; only when `has_error` is True."""
@@ -356,18 +359,7 @@ class FunctionProblem(Problem):
         return self._partial is not None
 
     def cost(self, x) -> float:
-        out = self._cost(x)
-        try:
-            if isinstance(out, (str, bytes, bool, np.bool_, complex, np.complexfloating)):
-                raise TypeError   # float("1.5") would accept text, float(True) a flag
-            if isinstance(out, np.ndarray) and out.dtype.kind not in "iuf":
-                raise TypeError
-            return float(out)
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"cost must return a real number, got {type(out).__name__}"
-                + (f" with shape {np.shape(out)}" if np.ndim(out) else "")
-            ) from None
+        return _real(self._cost(x), "cost")
 
     def _check(self, g, what: str, cols: int) -> np.ndarray:
         g = np.asarray(g)
@@ -413,7 +405,7 @@ class FunctionProblem(Problem):
     def error(self, x) -> float:
         if self._error is None:
             return super().error(x)
-        return float(self._error(x))
+        return _real(self._error(x), "error")
 
     def default_stepsize(self):
         return self._stepsize
@@ -427,3 +419,19 @@ class FunctionProblem(Problem):
     def __repr__(self) -> str:
         n, p = self.shape
         return f"FunctionProblem(name={self.name!r}, n={n}, p={p}, partial={self.has_partial})"
+
+
+def _real(out: Any, what: str) -> float:
+    """``out``, a user function's value, as a float; anything but a real number (text, a
+    flag, a complex number, an array of more than one entry) raises naming ``what``."""
+    try:
+        if isinstance(out, (str, bytes, bool, np.bool_, complex, np.complexfloating)):
+            raise TypeError   # float("1.5") would accept text, float(True) a flag
+        if isinstance(out, np.ndarray) and out.dtype.kind not in "iuf":
+            raise TypeError
+        return float(out)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{what} must return a real number, got {type(out).__name__}"
+            + (f" with shape {np.shape(out)}" if np.ndim(out) else "")
+        ) from None

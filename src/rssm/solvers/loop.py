@@ -623,7 +623,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             if trace is None:
                 trace = rec.as_dict()
             if problem.has_error and not cut:
-                error = float(problem.error(x))
+                error = float(problem.error(x.copy()))   # (a user's may change its X)
             break
         except KeyboardInterrupt:
             if not cut:

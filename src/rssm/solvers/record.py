@@ -170,7 +170,9 @@ class TraceRecorder:
         x = state.x
         cost = state.cost()
         has_err = self.problem.has_error
-        err = float(self.problem.error(x)) if has_err else math.nan
+        # a copy: a user's error function that lines up signs in place (X *= ...) moved
+        # the run's iterate off St(n, p)
+        err = float(self.problem.error(x.copy())) if has_err else math.nan
         stat = _stationarity(state.oracle, x) if self.options.stationarity else math.nan
         extra = ()
         if self.options.columns:
