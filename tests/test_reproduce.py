@@ -405,3 +405,50 @@ def test_the_report_of_an_interrupted_run_names_the_seeds_not_yet_in():
     assert "already in the results" not in note
     assert "already in the results" in _asked_note([0, 1], [0, 1, 2])
     assert _asked_note([0, 1], [0, 1]) == ""
+
+
+def test_resume_without_tuned_keeps_the_tuned_part(outdir, tmp_path):
+    """An audit: `--resume` without `--tuned` on a folder made with it dropped Part 2 from
+    report.md (and settings.tuned went False, so `rssm plot` dropped it too) while the
+    tuned rows stayed in the CSV and their figures were redrawn."""
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    assert "## Part 2" in (out / "report.md").read_text()
+    args = [a for a in ARGS if a != "--tuned"]
+    assert main(args + ["--out", str(out), "--resume", "--formats", "png"]) == 0
+    assert "## Part 2" in (out / "report.md").read_text()
+    assert io.read_json(out / "results.json")["settings"]["tuned"] is True
+
+
+def test_overwrite_removes_the_earlier_figures_and_killed_draws_leave_nothing(outdir, tmp_path):
+    """An audit: `--overwrite` deleted results.csv and .json but left the earlier run's
+    figures (odl.png beside results of dpcp alone); a draw killed before its rename left
+    hidden temporary files (.odl.kjpl87qb.pdf) that no later run removed."""
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    stale = out / ".odl.kjpl87qb.pdf"
+    stale.write_bytes(b"partial")
+    assert (out / "odl.png").exists() and (out / "odl-tuned.png").exists()
+    argv = ["reproduce", "dpcp", "--budget", str(BUDGET), "--seeds", "1", "--quiet",
+            "--formats", "png,pdf", "--out", str(out), "--overwrite"]
+    assert main(argv) == 0
+    left = sorted(p.name for p in out.iterdir())
+    assert left == ["dpcp.pdf", "dpcp.png", "report.md", "results.csv", "results.json"], left
+
+
+def test_budget_one_is_the_full_run(monkeypatch, tmp_path):
+    """`--budget 1` ("default: 1, the full budgets") took the reduced path: 40 recorded
+    points instead of 150, a "Reduced run" banner, and a resume without --budget refused."""
+    seen = {}
+
+    def fake(configs, out, seeds, **kw):
+        seen["configs"], seen["kw"] = configs, kw
+        return {}
+
+    monkeypatch.setattr("rssm.experiments.reproduce", fake)
+    monkeypatch.setattr("rssm.experiments.render", lambda *a, **k: [])
+    assert main(["reproduce", "dpcp", "--budget", "1", "--seeds", "1", "--quiet",
+                 "--out", str(tmp_path / "r")]) == 0
+    full = make_configs()["dpcp"]
+    assert seen["configs"]["dpcp"] == full and full.record_every_points == 150
+    assert seen["kw"]["quick"] is False and seen["kw"]["budget_scale"] == 1.0

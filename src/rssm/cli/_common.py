@@ -123,7 +123,7 @@ def nonneg_float(text: str) -> float:
     return value
 
 
-FORMATS = ("png", "pdf", "svg")
+from rssm.experiments.configs import FIGURE_FORMATS as FORMATS  # noqa: E402
 
 
 def formats(text: str) -> list[str]:

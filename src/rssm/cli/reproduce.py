@@ -83,6 +83,10 @@ def run(args, argv: Sequence[str]) -> int:
         raise UsageError("argument --resume: not allowed with argument --overwrite")
     if args.budget is not None and args.budget > 1:
         raise UsageError(f"argument --budget: must be in (0, 1], got {args.budget:g}")
+    if args.budget == 1.0:
+        # the full budgets, as the help says: the full run's settings (150 recorded points,
+        # no "reduced run" banner, resumable without --budget); it overrides --quick
+        args.budget, args.quick = None, False
     configs = make_configs(quick=args.quick, scale=args.budget)
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise UsageError(f"argument --out: {args.out} is a file; name a folder")

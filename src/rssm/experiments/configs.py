@@ -177,6 +177,9 @@ def _geometric_grid(mu0s, betas) -> tuple:
 _DPCP_PAPER = {"rule": "paper", "delta": 0.9, "a": 2.0, "rho": 0.991}
 _ODL_PAPER = {"rule": "paper", "delta": 1e-3, "a": 4.0, "rho": 0.995}
 
+#: The figure formats `rssm reproduce` and `rssm plot` write (``--formats``).
+FIGURE_FORMATS = ("png", "pdf", "svg")
+
 #: Full-size settings: the paper's sizes and step sizes, our budgets.
 PROBLEMS = {
     "dpcp": ProblemConfig(

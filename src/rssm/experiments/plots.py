@@ -118,6 +118,9 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
     written = []
     for fmt in formats:
         path = out_stem.with_suffix(f".{fmt}")
+        # temporary files of a draw killed before its rename (kill -9): mkstemp's names
+        for stale in path.parent.glob(f".{path.stem}.{'?' * 8}.{fmt}"):
+            stale.unlink(missing_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}", dir=path.parent)
         os.close(fd)
         try:

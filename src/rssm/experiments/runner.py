@@ -23,7 +23,9 @@ import rssm
 from rssm.experiments import io
 from rssm.experiments.configs import (
     AUTO_STEPSIZE,
+    FIGURE_FORMATS,
     PAPER_METHODS,
+    PROBLEMS,
     THRESHOLDS,
     TUNED_TARGET,
     TUNING_SEED,
@@ -372,10 +374,19 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
         raise ValueError(f"--out {out} already holds {CSV_NAME}; pass --resume to continue "
                          "it or --overwrite to start over")
     # Temporary files of writes cut short (kill -9 during os.replace's preparation).
-    for stale in list(out.glob(f".{CSV_NAME}.*.tmp")) + list(out.glob(f".{JSON_NAME}.*.tmp")):
-        stale.unlink()
+    # (and of figures: a draw killed before its rename leaves .odl.kjpl87qb.pdf)
+    stales = list(out.glob(f".{CSV_NAME}.*.tmp")) + list(out.glob(f".{JSON_NAME}.*.tmp"))
+    stales += [p for name in PROBLEMS for suffix in ("", "-tuned") for fmt in FIGURE_FORMATS
+               for p in out.glob(f".{name}{suffix}.{'?' * 8}.{fmt}")]
+    for stale in stales:
+        stale.unlink(missing_ok=True)
     if overwrite:
-        for p in (csv_path, json_path):
+        # "start over": the figures and report of the earlier run go too (they were left
+        # beside the new results, drawn from runs no longer in them)
+        olds = [csv_path, json_path, out / "report.md"]
+        olds += [out / f"{name}{suffix}.{fmt}" for name in PROBLEMS
+                 for suffix in ("", "-tuned") for fmt in FIGURE_FORMATS]
+        for p in olds:
             if p.exists():
                 p.unlink()
     done_rows: list[dict] = []
@@ -389,7 +400,11 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
             raise ValueError(f"--resume: {json_path} was written with other settings: "
                              f"{'; '.join(differ)} differ; use the same ones, another --out "
                              "or --overwrite")
-        # seeds and the tuned part may grow on resume
+        # seeds and the tuned part may grow on resume, and neither shrinks: a resume
+        # without --tuned kept the tuned rows but dropped Part 2 from the report
+        kept_tuned = bool(doc.get("settings", {}).get("tuned")) and not tuned
+        if kept_tuned:
+            settings["tuned"] = True
         doc["settings"] = settings
         if csv_path.exists():
             done_rows = io.read_rows(csv_path)
@@ -425,6 +440,9 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
             n_total += (len(cfg.tuned_grid) + 2 * len(seeds)) * len(PAPER_METHODS)
     bar = ProgressBar(n_total, enabled=progress)
     say = log or (lambda msg: None)
+    if resume and settings["tuned"] and not tuned:
+        say(f"{json_path.parent}: its tuned part (--tuned earlier) stays in the report; "
+            "pass --tuned to run it for new seeds too")
     t_start = time.perf_counter()
     n_run = 0
 
