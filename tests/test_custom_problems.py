@@ -679,3 +679,36 @@ def test_an_error_function_that_returns_no_number_is_named(value, what):
                                        shape=(5, 2), error=lambda x: value)
     with pytest.raises(TypeError, match=re.escape(f"error must return a real number, got {what}")):
         rssm.minimize(prob, method="rsm", max_iter=3)
+
+
+def test_a_subclass_whose_error_defers_to_the_base_without_a_truth_runs():
+    """The built-ins' pattern, `error` returning `super().error(x)` where an instance has no
+    truth, without `has_error`: since a subclass's `error` counts as one, the first recorded
+    row raised "has no ground truth" (a regression hunt); such an instance records NaN, and
+    target_error is refused for it as for a problem without `error`."""
+    a = np.random.default_rng(0).standard_normal((200, 8))
+
+    class Fit(rssm.Problem):
+        def __init__(self, truth=None):
+            self.truth = truth
+
+        shape = (8, 3)
+
+        def cost(self, x):
+            return float(np.abs(a @ x).sum())
+
+        def subgradient(self, x):
+            return a.T @ np.sign(a @ x)
+
+        def error(self, x):
+            if self.truth is None:
+                return super().error(x)
+            return float(np.linalg.norm(x @ x.T - self.truth @ self.truth.T))
+
+    res = rssm.minimize(Fit(), method="rsm", seed=0, max_iter=50)
+    assert res.n_iter == 50 and np.isnan(res.error) and np.isnan(res.trace["error"]).all()
+    with pytest.raises(ValueError, match="target_error needs a ground truth"):
+        rssm.minimize(Fit(), method="rsm", seed=0, target_error=1e-3)
+    truth = stiefel.random_point(8, 3, np.random.default_rng(1))
+    res = rssm.minimize(Fit(truth), method="rsm", seed=0, max_iter=50)
+    assert np.isfinite(res.error) and np.isfinite(res.trace["error"]).all()

@@ -120,14 +120,16 @@ from rssm.problems import DPCP, SparsePCA
 path = sys.argv[1]
 rng = np.random.default_rng(0)
 out = {}
-for kind in ("dpcp", "dpcp_rsm", "sparse_pca"):
+for kind in ("dpcp", "dpcp_rsm", "sparse_pca", "sparse_pca_polyak_level"):
     np.save(path, rng.standard_normal((2000, 10)))
     data = samples(np.load(path, mmap_mode="r"), chunk_size=300)
-    prob = (SparsePCA.from_data(data, r=2) if kind == "sparse_pca" else DPCP(data, p=2))
+    prob = (SparsePCA.from_data(data, r=2) if kind.startswith("sparse_pca")
+            else DPCP(data, p=2))
     x0 = rssm.minimize(prob, max_iter=3, seed=0).x      # a first run reads the whole file
     os.truncate(path, os.path.getsize(path) - 800)     # shortened between two runs
     res = rssm.minimize(prob, x0, max_iter=5, seed=0,
-                        method="rsm" if kind == "dpcp_rsm" else None)
+                        method="rsm" if kind == "dpcp_rsm" else None,
+                        stepsize="polyak_level" if kind.endswith("polyak_level") else None)
     out[kind] = [res.stop_reason.value, res.message, res.n_iter, bool(np.array_equal(res.x, x0)),
                  res.stepsize["rule"], float(res.fun)]
 print(json.dumps(out))
@@ -148,6 +150,9 @@ def test_data_unreadable_as_a_run_starts_is_a_data_error_result(tmp_path):
         assert msg.startswith("iteration 0: the data file") and "a.npy shrank to" in msg, msg
         assert n_iter == 0 and at_x0 and fun != fun      # no cost could be read: NaN
     assert got["sparse_pca"][4] == "default"             # the rule that could not be set up
+    # a named spec completed from the problem's own rule reads the data too (a regression
+    # hunt: it still raised)
+    assert got["sparse_pca_polyak_level"][4] == "polyak_level"
     assert got["dpcp"][4] == "Auto"
 
 

@@ -211,10 +211,11 @@ def test_invalid_selection_refused_with_rsm(small_odl):
 
 @pytest.mark.parametrize(("opts", "exc", "pattern"), [
     ({"n_blocks": "abc"}, TypeError, "n_blocks must be an integer"),
-    ({"n_blocks": -7}, ValueError, "n_blocks must satisfy 2 <= n_blocks <= p, got -7"),
-    ({"n_blocks": 1}, ValueError, "n_blocks must satisfy 2 <= n_blocks <= p, got 1"),
+    ({"n_blocks": -7}, ValueError, r"n_blocks must be 1 \(RSM\) or satisfy 2 <= n_blocks "
+                                   r"<= p \(RSSM\), got -7"),
+    ({"n_blocks": 0}, ValueError, "got 0"),
     ({"partition": "zzz"}, TypeError, "partition must be a sequence"),
-    ({"partition": [[0, 0]]}, ValueError, "at least 2 blocks"),
+    ({"partition": [[0, 0]]}, ValueError, "one block .* every column 0..p-1 once"),
     ({"partition": [[0, 1], [1, 2]]}, ValueError, "exactly once"),
 ])
 def test_rssm_options_are_checked_in_an_rsm_call(small_odl, opts, exc, pattern):
@@ -225,6 +226,10 @@ def test_rssm_options_are_checked_in_an_rsm_call(small_odl, opts, exc, pattern):
     res = rssm.minimize(small_odl, method="rsm", max_iter=2,
                         options={"n_blocks": 4, "partition": [[0, 1], [2, 3]]})
     assert res.n_blocks == 1
+    # one block is what RSM is: a sweep over l = 1, 2, 4 with one dict (a regression of
+    # the first version of this check refused it)
+    for opts in ({"n_blocks": 1}, {"partition": [list(range(small_odl.shape[1]))]}):
+        assert rssm.minimize(small_odl, method="rsm", max_iter=2, options=opts).n_iter == 2
 
 
 def test_2d_array_partition(small_odl):

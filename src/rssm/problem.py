@@ -56,6 +56,10 @@ def start_rng(rng, name: str = "rng") -> np.random.Generator:
     return np.random.default_rng([int(rng), 1])
 
 
+class NoGroundTruth(ValueError):
+    """`Problem.error` of a problem without a ground truth (a run records NaN for it)."""
+
+
 class Problem(abc.ABC):
     """A nonsmooth, weakly convex objective over St(n, p).
 
@@ -96,12 +100,14 @@ class Problem(abc.ABC):
     def has_error(self) -> bool:
         """True when `error` is available (a ground truth is known): by default, when a
         subclass defines `error` (one that defined it without this property had it
-        ignored: no error column, ``target_error`` refused)."""
+        ignored: no error column, ``target_error`` refused). An `error` that defers to
+        this class's where an instance has no truth (`NoGroundTruth`) reads NaN in a run."""
         return type(self).error is not Problem.error
 
     def error(self, x: np.ndarray) -> float:
         """Distance to the ground truth; only when `has_error` is True."""
-        raise ValueError(f"{type(self).__name__} has no ground truth, so error(X) is undefined")
+        raise NoGroundTruth(f"{type(self).__name__} has no ground truth, so error(X) is "
+                            "undefined")
 
     def _error_input(self, x) -> np.ndarray:
         """``x`` for `error`: a finite float64 matrix of this problem's shape (before, a

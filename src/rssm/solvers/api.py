@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +31,7 @@ from rssm.solvers.options import (
     as_options,
     default_budget,
 )
-from rssm.solvers.record import Observer, Record, as_record
+from rssm.solvers.record import Observer, Record, as_record, error_at
 from rssm.stepsizes import StepSize, from_spec
 from rssm.stopping import (
     AnyOf,
@@ -247,7 +248,10 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
             rule = problem.default_stepsize()
         except DataError as exc:   # the data read for the rule's scale: see `_Unread`
             rule = _Unread(exc)
-    rule = _check_stepsize("auto" if rule is None else rule, problem)
+    try:
+        rule = _check_stepsize("auto" if rule is None else rule, problem)
+    except DataError as exc:       # a named spec completed from the problem's own rule
+        rule = _Unread(exc, rule)
 
     criteria: list[StoppingCriterion] = []
     budget = kw["max_iter"]
@@ -262,7 +266,7 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
         criteria.append(Converged(tol))
     if kw["target_error"] is not None:
         te = as_positive_float(kw["target_error"], "target_error")
-        if not problem.has_error:
+        if not problem.has_error or math.isnan(error_at(problem, x)):
             raise InvalidValue("target_error", f"target_error needs a ground truth, but "
                                f"this {type(problem).__name__} has none (no planted "
                                "solution or error function to measure against)")
@@ -299,14 +303,16 @@ class _Unread(StepSize):
     oracle (or of this rule) raises that `DataError`, which the loop turns into a
     ``data_error`` result at x0, as it does for data lost during a run."""
 
-    def __init__(self, exc: DataError):
+    def __init__(self, exc: DataError, spec: Any = None):
         self._exc = exc
+        self._name = (spec if isinstance(spec, str) else spec.get("rule", "default")
+                      if isinstance(spec, dict) else "default")
 
     def __call__(self, k, ctx) -> float:
         raise self._exc
 
     def describe(self) -> dict:
-        return {"rule": "default", "note": "not set up: its data could not be read"}
+        return {"rule": self._name, "note": "not set up: its data could not be read"}
 
 
 def _asks_for_blocks(options: Any) -> bool:

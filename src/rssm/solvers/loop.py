@@ -37,7 +37,7 @@ from rssm.solvers.certificate import (
     probe,
     zigzag,
 )
-from rssm.solvers.record import Observer, Record, TraceRecorder
+from rssm.solvers.record import Observer, Record, TraceRecorder, error_at
 from rssm.stepcontext import StepContext
 from rssm.stepsizes import StepSize, StepStall, make_auto
 from rssm.stopping import (
@@ -623,7 +623,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             if trace is None:
                 trace = rec.as_dict()
             if problem.has_error and not cut:
-                error = float(problem.error(x.copy()))   # (a user's may change its X)
+                error = error_at(problem, x)     # a copy: a user's may change its X
             break
         except KeyboardInterrupt:
             if not cut:

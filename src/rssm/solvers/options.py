@@ -118,13 +118,25 @@ class RSSMOptions:
             as_int(self.n_blocks, "n_blocks")
 
     def check(self) -> None:
-        """What can be checked without p (`build` checks the rest): options given for
-        another method are checked so, so that a bad value is not ignored."""
-        if self.n_blocks is not None and as_int(self.n_blocks, "n_blocks") < 2:
-            raise InvalidValue("n_blocks", f"n_blocks must satisfy 2 <= n_blocks <= p, got "
-                               f"{self.n_blocks}")
-        if self.partition is not None and not isinstance(self.partition, Partition):
-            Partition(self.partition)
+        """What can be checked without p (`build` checks the rest), for these options given
+        to RSM, so that a bad value is not ignored. One block (``n_blocks=1``, or a
+        partition of one block) is what RSM is, and passes."""
+        if self.n_blocks is not None and as_int(self.n_blocks, "n_blocks") < 1:
+            raise InvalidValue("n_blocks", f"n_blocks must be 1 (RSM) or satisfy 2 <= "
+                               f"n_blocks <= p (RSSM), got {self.n_blocks}")
+        part = self.partition
+        if part is None or isinstance(part, Partition):
+            return
+        if (not isinstance(part, (str, bytes)) and isinstance(part, (Sequence, np.ndarray))
+                and len(part) == 1):
+            # one block: every column, as RSM moves them
+            block = np.asarray(part[0])
+            if not (block.ndim == 1 and block.dtype.kind in "iu"
+                    and np.array_equal(np.sort(block), np.arange(block.size))):
+                raise InvalidValue("partition", "a partition of one block (RSM) must hold "
+                                   f"every column 0..p-1 once, got {part!r}")
+            return
+        Partition(part)
 
     def build(self, p: int) -> tuple[Partition, PairSelector]:
         """The partition of p columns and a fresh pair selector."""

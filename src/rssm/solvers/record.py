@@ -18,6 +18,7 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import as_int, describe, integer_valued
+from rssm.problem import NoGroundTruth
 from rssm.stopping import Progress
 
 __all__ = ["Record", "Observer", "TraceRecorder", "as_record"]
@@ -172,7 +173,7 @@ class TraceRecorder:
         has_err = self.problem.has_error
         # a copy: a user's error function that lines up signs in place (X *= ...) moved
         # the run's iterate off St(n, p)
-        err = float(self.problem.error(x.copy())) if has_err else math.nan
+        err = error_at(self.problem, x) if has_err else math.nan
         stat = _stationarity(state.oracle, x) if self.options.stationarity else math.nan
         extra = ()
         if self.options.columns:
@@ -211,3 +212,12 @@ def _stationarity(oracle: Any, x: np.ndarray) -> float:
         g = np.asarray(oracle.subgradient(), dtype=np.float64)
         val = float(np.linalg.norm(stiefel.tangent_projection(x, g)))
     return val if math.isfinite(val) else math.nan
+
+
+def error_at(problem: Any, x: np.ndarray) -> float:
+    """``problem.error`` at a copy of ``x``; NaN where this instance has no ground truth (an
+    `error` that defers to `rssm.Problem.error`'s `NoGroundTruth`)."""
+    try:
+        return float(problem.error(x.copy()))
+    except NoGroundTruth:
+        return math.nan
