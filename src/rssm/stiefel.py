@@ -68,12 +68,25 @@ def skew(a: np.ndarray) -> np.ndarray:
     return 0.5 * (a - a.T)
 
 
+def _f64(a) -> np.ndarray:
+    """``a`` as a float64 array (as is when it is one): integers, float32 and float16 are
+    computed in float64, as everywhere in rssm (an int X truncated an in-place write)."""
+    if type(a) is np.ndarray and a.dtype == np.float64:
+        return a
+    a = np.asarray(a)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"expected an array of real numbers (int or float dtypes, computed "
+                        f"in float64), got dtype {a.dtype}")
+    return a.astype(np.float64)
+
+
 def tangent_projection(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
     """Project ``xi`` onto the tangent space T_X St(n, p).
 
     P_T(xi) = xi - X sym(X^T xi)  (Section 2.1, after eq. ``eq-Rsubdiff``).
-    Cost: 4 n p^2 flops.
+    Cost: 4 n p^2 flops. Computed in float64.
     """
+    x, xi = _f64(x), _f64(xi)
     return xi - x @ sym(x.T @ xi)
 
 
@@ -103,7 +116,9 @@ def block_tangent_projection(
     Returns
     -------
     ndarray, shape (n, c)
+        In float64.
     """
+    x, xi_c = _f64(x), _f64(xi_c)
     y = x.T @ xi_c
     yc = y[cols, :]
     y[cols, :] = 0.5 * (yc + yc.T)
@@ -299,8 +314,10 @@ def submanifold_step(
     The same arithmetic as `block_tangent_projection` followed by
     `project_submanifold_block`, with fewer temporaries. ``x`` is not modified.
 
-    Cost: 8 n p c (four n x p x c products) + 4 n c + 4 n c^2 + O(c^3) flops.
+    Cost: 8 n p c (four n x p x c products) + 4 n c + 4 n c^2 + O(c^3) flops. Computed in
+    float64.
     """
+    x, g = _f64(x), _f64(g)
     neg, _ = block_descent_direction(x, sel, g)
     return block_step(x, sel, neg, gamma)
 
@@ -309,8 +326,9 @@ def full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
     """One RSM update, polar(X - gamma P_T(G)) (eqs. ``eq-Rsubdiff``, ``eq-polarretr``),
     with fewer temporaries than `tangent_projection` + `retract`. ``x`` is not modified.
 
-    Cost: 4 n p^2 + 4 n p + 4 n p^2 + O(p^3) flops.
+    Cost: 4 n p^2 + 4 n p + 4 n p^2 + O(p^3) flops. Computed in float64.
     """
+    x, g = _f64(x), _f64(g)
     return full_retraction_step(x, descent_direction(x, g), gamma)
 
 
@@ -345,6 +363,12 @@ def block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
     ran, after which the columns may be non-finite)."""
     xi = neg * gamma
     xi += ops.cols(x, sel)               # Xi = X_C - gamma P(G_C)
+    return _project_block(x, sel, xi, ops)
+
+
+def _project_block(x, sel, xi, ops: ArrayOps):
+    """polar((I - X_{-C} X_{-C}^T) Xi) (Lemma ``lem-projsubmfdblk``), ``xi`` overwritten:
+    (new columns, whether the SVD fallback ran)."""
     w = x.T @ xi                         # W = X^T Xi, W[C] = 0: X W = X_{-C} X_{-C}^T Xi
     w[sel] = 0.0
     xi -= x @ w
@@ -408,9 +432,20 @@ def project_submanifold_block(
     is applied as X W with W = X^T Xi and W[C] = 0, so no n x n matrix and no copy of
     X_{-C} is formed. Cost: 4 n p c + 4 n c^2 + O(c^3) flops.
     """
-    w = x.T @ big_xi
+    x = np.asarray(x, dtype=np.float64)
+    xi = np.array(big_xi, dtype=np.float64)      # a copy, in float64 (ints were truncated)
+    q, _ = _project_block(x, cols, xi, NUMPY_OPS)
+    w = x.T @ q
     w[cols, :] = 0.0
-    return polar(big_xi - x @ w)
+    leak = float(np.abs(w).max()) if w.size else 0.0
+    if not leak <= 1e-12 + 10.0 * _feasibility(x):     # (X itself off by its rounding)
+        # (I - X_{-C} X_{-C}^T) Xi is rank deficient: no unique projection, and the polar
+        # factor of its rounding is no point of the block (it leaked 0.99 into span(X_{-C}))
+        raise ValueError(
+            "project_submanifold_block: (I - X_{-C} X_{-C}^T) Xi is rank deficient (Xi has "
+            "columns in the span of the untouched ones), so its projection onto the block "
+            f"is not unique; the result would be off St(n, p) by {leak:.2g}")
+    return q
 
 
 def retract(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
