@@ -314,3 +314,26 @@ def test_default_optimizer_is_not_stopped_by_a_pause_of_its_steps(opt):
     assert early.stopping_criterion.startswith("Terminated - min step_size reached")
     assert early.iterations < default.iterations
     assert default.cost < (1 - 1e-3) * early.cost
+
+
+def test_a_ctrl_c_after_the_run_does_not_lose_it(dpcp, monkeypatch):
+    """A real SIGINT after rssm's run had returned, while Pymanopt's result was put
+    together, raised out of `run` and lost the finished run (an audit, 3 of 700 trials):
+    it is held there, and the result comes back."""
+    import os
+    import signal
+
+    opt = RSM(max_iterations=20, verbosity=0)
+    real = type(opt)._return_result
+    sent = []
+
+    def put_together(self, **kw):
+        if not sent:
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(self, **kw)
+
+    monkeypatch.setattr(type(opt), "_return_result", put_together)
+    out = opt.run(_pymanopt_dpcp(dpcp, "numpy"), initial_point=dpcp.initial_point(0))
+    assert sent and out.iterations == 20
+    assert out.cost == pytest.approx(dpcp.cost(out.point), rel=1e-14)

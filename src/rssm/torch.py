@@ -59,6 +59,7 @@ except ImportError:  # pragma: no cover - exercised only without torch
     ) from None
 
 from rssm import stiefel
+from rssm._interrupt import HeldInterrupt
 from rssm._torch_ops import TorchOps, feasibility
 from rssm.blocks import Partition, pair_table
 from rssm.stepsizes import (
@@ -392,12 +393,17 @@ class _StiefelOptimizer(torch.optim.Optimizer):
                 if lr > 0:        # lr = 0: no move (a retraction would still round X)
                     move = self._update(w, w.grad, float(lr), k, group, state, cost)
                 pending.append((w, state, k, move))
-        for w, state, k, move in pending:
-            if move is not None:
-                new, sel, extra = move
-                self._commit(w, new, sel)
-                state.update(extra)
-            state["step"] = k + 1
+        # Ctrl-C is held over the writes (it moved one parameter of two, or left a moved
+        # parameter's count behind), then raised with the step whole
+        with HeldInterrupt() as held:
+            for w, state, k, move in pending:
+                if move is not None:
+                    new, sel, extra = move
+                    self._commit(w, new, sel)
+                    state.update(extra)
+                state["step"] = k + 1
+        if held.interrupted:
+            raise KeyboardInterrupt
         return loss
 
     def _update(self, w, grad, lr, k, group, state, cost):

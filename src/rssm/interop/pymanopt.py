@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - exercised only without pymanopt
     ) from None
 
 from rssm._autodiff import pymanopt_oracles
+from rssm._interrupt import HeldInterrupt
 from rssm.problem import FullSubgradientWarning, FunctionProblem, Problem
 from rssm.solvers import minimize
 from rssm.stopping import StoppingCriterion, StopReason
@@ -193,16 +194,34 @@ class _RssmOptimizer(Optimizer):
                                 "iterations.")
             return state["why"] is not None
 
-        with warnings.catch_warnings():
-            # Pymanopt gives no partial gradient: the full one is sliced, documented.
-            warnings.simplefilter("ignore", FullSubgradientWarning)
-            res = minimize(rproblem, initial_point, method=self._method,
-                           stepsize=self.stepsize, max_iter=self._max_iterations,
-                           max_time=self._max_time, seed=self.seed,
-                           record=self.record_every, callback=watch,
-                           stop=None if counted is None else _CostBudget(
-                               counted, self._max_cost_evaluations, state),
-                           options=self._options() or None)
+        res = None
+        try:
+            with warnings.catch_warnings():
+                # Pymanopt gives no partial gradient: the full one is sliced, documented.
+                warnings.simplefilter("ignore", FullSubgradientWarning)
+                res = minimize(rproblem, initial_point, method=self._method,
+                               stepsize=self.stepsize, max_iter=self._max_iterations,
+                               max_time=self._max_time, seed=self.seed,
+                               record=self.record_every, callback=watch,
+                               stop=None if counted is None else _CostBudget(
+                                   counted, self._max_cost_evaluations, state),
+                               options=self._options() or None)
+        except KeyboardInterrupt:
+            if res is None:
+                raise
+        # The run is over (a Ctrl-C in it comes back as a result marked interrupted): one
+        # that comes now is held until the result is whole (it lost finished runs), and
+        # the section is entered again if one lands at its entry.
+        for _attempt in range(3):
+            try:
+                with HeldInterrupt():
+                    return self._finish(res, state, counted, start, verbose)
+            except KeyboardInterrupt:
+                continue
+        return self._finish(res, state, counted, start, verbose)
+
+    def _finish(self, res, state, counted, start, verbose) -> OptimizerResult:
+        """Pymanopt's result of rssm's run ``res``."""
         why = state["why"] if res.stop_reason.value == "callback" else None
         if why is None:
             why = _WORDS.get(res.stop_reason.value, "Terminated - {message}.").format(
