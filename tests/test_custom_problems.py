@@ -712,3 +712,37 @@ def test_a_subclass_whose_error_defers_to_the_base_without_a_truth_runs():
     truth = stiefel.random_point(8, 3, np.random.default_rng(1))
     res = rssm.minimize(Fit(truth), method="rsm", seed=0, max_iter=50)
     assert np.isfinite(res.error) and np.isfinite(res.trace["error"]).all()
+
+
+@pytest.mark.parametrize("spec", ["auto", "polyak_level", "backtracking"])
+def test_a_problems_own_rule_in_two_threads_gives_the_bits_of_a_run_alone(spec):
+    """`from_functions(stepsize=...)` keeps one rule object, which two runs in two threads
+    stepped at once: both ended elsewhere than a run alone (f 1140.09 and 1140.46 against
+    1143.45), where guarantees.md promises the bits of a run alone. A rule in use is now
+    rebuilt for the second run; the first keeps the caller's object."""
+    import threading
+
+    y = np.random.default_rng(3).standard_normal((10, 400))
+    prob = rssm.Problem.from_functions(lambda x: np.abs(y.T @ x).sum(),
+                                       lambda x: y @ np.sign(y.T @ x),
+                                       lambda x, c: y @ np.sign(y.T @ x[:, c]),
+                                       shape=(10, 4), stepsize=spec)
+    kw = {"method": "rssm", "options": {"n_blocks": 2}, "max_iter": 300, "seed": 4}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = rssm.minimize(prob, **kw)
+        out = [None, None]
+        barrier = threading.Barrier(2)
+
+        def go(i):
+            barrier.wait()
+            out[i] = rssm.minimize(prob, **kw)
+
+        threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for res in out:
+        np.testing.assert_array_equal(res.x, alone.x)
+        assert res.n_iter == alone.n_iter

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -291,10 +293,43 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
     t0 = time.perf_counter()
     solver = cls(problem, x, part, selector, rng)
     setup = time.perf_counter() - t0
-    return run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
-               observers=obs, snapshot=kw["callback"] is not None,
-               settings=settings, setup_time=setup, verify=opts.verify_steps,
-               clip=bool(opts.clip_steps))
+    rule, claimed = _claim_rule(rule)
+    try:
+        return run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
+                   observers=obs, snapshot=kw["callback"] is not None,
+                   settings=settings, setup_time=setup, verify=opts.verify_steps,
+                   clip=bool(opts.clip_steps))
+    finally:
+        if claimed:
+            _RULES_IN_USE.discard(id(rule))
+
+
+#: ids of the step-size rules that runs are using now (`_claim_rule`).
+_RULES_IN_USE: set[int] = set()
+_RULES_LOCK = threading.Lock()
+
+
+def _claim_rule(rule: StepSize) -> tuple[StepSize, bool]:
+    """``rule`` for a run, and whether this run claimed it. A rule keeps its state in
+    itself, so one object stepped by two runs at once (two threads: a problem's own rule,
+    as `Problem.from_functions(stepsize=...)` keeps, or one object passed to both) mixed
+    their states and neither gave the bits of a run alone. A rule already in use is
+    deep-copied for this run; one not in use is the caller's object, so that it can be
+    read after the run (`Auto.handed_over`, `BlockRule.restarts`)."""
+    with _RULES_LOCK:
+        if id(rule) not in _RULES_IN_USE:
+            _RULES_IN_USE.add(id(rule))
+            return rule, True
+    # a fresh rule from its parameters (the other run changes the object's state while it
+    # would be copied); a rule that its record does not rebuild (a callable, a user's own
+    # class) is deep-copied
+    try:
+        fresh = from_spec(rule.describe())
+        if type(fresh) is type(rule) and fresh.describe() == rule.describe():
+            return fresh, False
+    except (TypeError, ValueError):
+        pass
+    return copy.deepcopy(rule), False
 
 
 class _Unread(StepSize):
