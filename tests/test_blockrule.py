@@ -452,3 +452,19 @@ def test_cyclic_pairs_converge_with_the_default_step(small_dpcp):
                       options={"n_blocks": 3, "selection": sel})
     rssm.minimize(small_dpcp, stepsize=look, max_iter=3)
     assert seen == {"cyclic", "shuffled", None}
+
+
+def test_autos_first_search_settings_reach_rssm():
+    """Auto(t0=..., c=..., patience=...) set RSM's first search only: for RSSM `Auto` hands
+    every step to a BlockRule of its own, whose search had its constants built in, so
+    those runs were bit for bit Auto()'s while Result.stepsize recorded the values (an
+    audit). They now set BlockRule's search too."""
+    prob = rssm.problems.ODL.synthetic(n=8, seed=0)
+    x0 = prob.initial_point(0)
+    kw = {"method": "rssm", "options": {"n_blocks": 3}, "seed": 0, "max_iter": 1, "tol": 0}
+    plain = rssm.minimize(prob, x0, stepsize=rssm.stepsizes.Auto(), **kw)
+    short = rssm.minimize(prob, x0, stepsize=rssm.stepsizes.Auto(t0=1e-3), **kw)
+    assert np.linalg.norm(short.x_last - x0) <= 1.01e-3 < np.linalg.norm(plain.x_last - x0)
+    # the search's constant and trials: with c = 0.9 and one trial the first step differs
+    other = rssm.minimize(prob, x0, stepsize=rssm.stepsizes.Auto(c=0.9, patience=1), **kw)
+    assert not np.array_equal(other.x_last, plain.x_last)

@@ -131,16 +131,19 @@ class Auto(StepSize):
     ----------
     t0 : float, optional
         Start of the first search, a length on St(n, p); default the diameter
-        2 sqrt(|C|) of the columns a step moves.
+        2 sqrt(|C|) of the columns a step moves (a longer one is capped there). RSSM's
+        `BlockRule` starts its search there too.
     grow : float, optional
         Factor >= 1 after a step that decreased f; default 1.15 on kappa (scale "gap"),
         1.3 on the length (scale "length"; 1.4 with `MANY_BLOCKS` = 5 blocks or more).
+        RSSM with the default scale: only after `BlockRule` hands over (`handed_over`).
     shrink : float, optional
-        Factor in (0, 1) after a step that did not; default 0.6.
+        Factor in (0, 1) after a step that did not; default 0.6 (RSSM: as ``grow``).
     c : float
-        Armijo constant of the first search, in (0, 1).
+        Armijo constant of the first search, in (0, 1) (RSSM's too).
     patience : int
-        Halvings of the first search, and failures in a row before the factor is held.
+        Trials of the first search (RSSM's too), and failures in a row before the
+        factor is held.
     window : float
         Epochs (l/2 RSSM iterations, one RSM iteration) over which D_k is measured.
     scale : {"gap", "length"}, optional
@@ -193,6 +196,7 @@ class Auto(StepSize):
         self._drop = 0.0
         self._halve = False     # START_DECAY applies (RSM, invariant f, close start)
         self._block = BlockRule()
+        self._block._first_args = (self.t0, self.c, self.patience)
         self._handed_over = False
         self._escapes = 0
         self._decay: float | None = None     # RSM after a freeze: the geometric decay

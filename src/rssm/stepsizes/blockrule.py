@@ -176,6 +176,9 @@ class BlockRule(StepSize):
         self.sweep_decay = as_positive_float(sweep_decay, "sweep_decay", upper=1.0,
                                              upper_inclusive=False)
         self.share_zero = as_positive_float(share_zero, "share_zero", allow_zero=True)
+        # the first search's start (None: the cap), Armijo constant and trials; `Auto`
+        # sets its own t0, c and patience here (they did nothing for RSSM)
+        self._first_args: tuple[float | None, float, int] = (None, _C, _TRIALS)
         self.reset()
 
     def reset(self) -> None:
@@ -230,7 +233,9 @@ class BlockRule(StepSize):
     # -- the first iteration --------------------------------------------------------------
     def _search(self, ctx: StepContext, f: float) -> float:
         """Auto's first search: t from the cap, divided by 4 until Armijo holds."""
-        return first_search(ctx, f, self._g0, max_step_length(ctx), _C, _TRIALS)
+        t0, c, trials = self._first_args
+        cap = max_step_length(ctx)
+        return first_search(ctx, f, self._g0, cap if t0 is None else min(t0, cap), c, trials)
 
     def _start(self, ctx: StepContext) -> None:
         g2 = grad_sq(ctx)
