@@ -189,3 +189,24 @@ def test_a_custom_problems_bad_stepsize_is_named(spec, exc, pattern):
     with pytest.raises(exc, match=pattern):
         rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign, shape=(4, 2),
                                     stepsize=spec)
+
+
+def test_a_function_step_size_is_recorded_as_one():
+    """`Result.stepsize` of stepsize=f wrote f's name as the rule: a user's
+    `def geometric(k, ctx)` read as the built-in Geometric without its parameters, and a
+    functools.partial lost its arguments (an audit)."""
+    import functools
+
+    def geometric(k, ctx):
+        return 0.01 * 0.9**k
+
+    def scaled(k, ctx, c):
+        return c / (k + 1)
+
+    prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=30, n_outliers=30, seed=0)
+    rec = rssm.minimize(prob, stepsize=geometric, max_iter=3, seed=0).stepsize
+    assert rec["rule"] == "callable" and rec["function"].endswith("geometric")
+    rec = rssm.minimize(prob, stepsize=functools.partial(scaled, c=0.02), max_iter=3).stepsize
+    assert rec["function"].endswith("scaled") and rec["keywords"] == "{'c': 0.02}"
+    with pytest.raises(ValueError, match="cannot rebuild it; pass the function itself"):
+        from_spec(rec)

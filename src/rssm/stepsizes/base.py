@@ -48,4 +48,25 @@ class _CallableStep(StepSize):
         return self._fn(k, ctx)
 
     def describe(self) -> dict:
-        return {"rule": getattr(self._fn, "__name__", "callable")}
+        # "callable" with the function's name beside it: a user's def geometric(k, ctx)
+        # was recorded as {"rule": "geometric"}, the built-in's name without its parameters
+        fn = self._fn
+        out = {"rule": "callable"}
+        inner = getattr(fn, "func", None)          # functools.partial: the function and
+        if inner is not None and callable(inner):  # the arguments it was given
+            out["function"] = _qualified(inner)
+            if getattr(fn, "args", ()):
+                out["args"] = repr(fn.args)
+            if getattr(fn, "keywords", None):
+                out["keywords"] = repr(fn.keywords)
+        else:
+            out["function"] = _qualified(fn)
+        return out
+
+
+def _qualified(fn) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None:
+        return type(fn).__name__
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{name}" if module else name

@@ -104,6 +104,10 @@ def _build(name_in: Any, params: dict, base: StepSize | None) -> StepSize:
             f"step-size spec: 'rule' must be a name (one of {_allowed()}), got {name_in!r}"
         )
     name = _lookup().get(_key(name_in))
+    if name is None and name_in == "callable":
+        raise ValueError("step-size rule 'callable': the record of a function step size "
+                         "(Result.stepsize of stepsize=f) names it but cannot rebuild it; "
+                         "pass the function itself")
     if name is None:
         raise ValueError(f"unknown step-size rule {name_in!r}; allowed: {_allowed()}")
     cls = RULES[name]
