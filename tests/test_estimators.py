@@ -807,3 +807,48 @@ def test_a_convergence_warning_advises_a_budget_only_where_the_budget_ended_the_
     assert "raise max_iter" not in str(rec[0].message)
     with pytest.warns(ConvergenceWarning, match="'max_iter'.*raise max_iter or set tol"):
         OrthogonalSparsePCA(2, max_iter=5).fit(x)
+
+
+@pytest.mark.parametrize("cls", ["RobustSubspace", "OrthogonalDictionaryLearning",
+                                 "OrthogonalSparsePCA"])
+def test_a_ctrl_c_stops_a_fit_and_leaves_one_whole_fit(cls, monkeypatch):
+    """An audit with real SIGINTs: a Ctrl-C in the solver came back as a result marked
+    interrupted and the fit finished quietly (a loop of fits or a grid search went on);
+    one after the run, while the attributes were set, left the new fit's components beside
+    the earlier fit's offset. Now a fit whose run was interrupted is fitted with the run so
+    far and raises KeyboardInterrupt; one interrupted after its run keeps the earlier fit."""
+    import rssm.estimators._base as base
+    from rssm.stopping import StopReason
+
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.standard_normal((200, 6)), rng.standard_normal((200, 6))
+    est = getattr(rssm.estimators, cls)(random_state=0, max_iter=30)
+    earlier = est.fit(x1).components_.copy()
+
+    real = base._solve
+
+    def cut_short(*args, **kwargs):            # the run as a Ctrl-C at its end leaves it
+        res = real(*args, **kwargs)
+        res.stop_reason = StopReason.INTERRUPTED
+        return res
+
+    monkeypatch.setattr(base, "_solve", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(x2)
+    assert est.stop_reason_ == "interrupted"
+    comp = est.components_
+    assert not np.array_equal(comp, earlier)
+    np.testing.assert_allclose(comp @ comp.T, np.eye(comp.shape[0]), atol=1e-4)
+
+    monkeypatch.setattr(base, "_solve", real)
+    est.fit(x1)
+    module = __import__(type(est).__module__, fromlist=["flip_signs"])
+
+    def interrupted(*args, **kwargs):          # a Ctrl-C after the run
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "flip_signs", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(x2)
+    np.testing.assert_array_equal(est.components_, earlier)
+    assert est.stop_reason_ != "interrupted" and est.n_features_in_ == 6

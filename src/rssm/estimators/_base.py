@@ -127,6 +127,8 @@ class SolverMixin:
                 text += (f" (p = {problem.shape[1]}: the columns of the iterate this fit "
                          f"solves for)")
             raise InvalidParameterError(f"{type(self).__name__}: {text}") from None
+        if res.stop_reason.value == "interrupted":
+            self._interrupted_run = True     # `interruptible_fit` raises once fitted
         self.result_ = res
         self.n_iter_ = int(res.n_iter)
         self.stop_reason_ = res.stop_reason.value
@@ -291,3 +293,38 @@ def check_float(value: Any, name: str, est: str, *, lo: float = 0.0, hi: float =
         raise ValueError(f"{est}: {name} must be a number in {left}{lo:g}, {hi:g}{right}, "
                          f"got {value!r}")
     return v
+
+
+def interruptible_fit(fit: Callable) -> Callable:
+    """An estimator's ``fit`` under Ctrl-C. The solver turns a Ctrl-C into a result
+    marked interrupted, which the fit used to finish quietly (a loop or a grid search of
+    fits went on); and one that came after the run, while the attributes were set, left a
+    mix of the new fit's and the earlier fit's. Now a fit whose run was interrupted sets
+    every attribute from the run so far, then raises `KeyboardInterrupt`; one interrupted
+    after its run puts the earlier fit's attributes back (or none), then raises it."""
+    import functools
+
+    from rssm._interrupt import HeldInterrupt
+
+    def fitted(est) -> dict:
+        return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+
+    @functools.wraps(fit)
+    def wrapper(self, X, y=None, **kwargs):
+        saved = fitted(self)
+        self._interrupted_run = False
+        try:
+            out = fit(self, X, y, **kwargs)
+        except KeyboardInterrupt:
+            with HeldInterrupt():
+                for k in fitted(self):
+                    delattr(self, k)
+                vars(self).update(saved)
+                self._interrupted_run = False
+            raise
+        if self._interrupted_run:
+            self._interrupted_run = False
+            raise KeyboardInterrupt
+        return out
+
+    return wrapper

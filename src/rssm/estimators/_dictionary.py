@@ -25,6 +25,7 @@ from rssm.estimators._base import (
     check_int,
     check_X,
     flip_signs,
+    interruptible_fit,
     map_rows,
     row_chunks,
 )
@@ -141,6 +142,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         return check_int(self.transform_n_nonzero_coefs, "transform_n_nonzero_coefs", 1, p,
                          name)
 
+    @interruptible_fit
     @single_blas()
     def fit(self, X, y=None):
         """Learn the dictionary from X (n_samples, n_features); ``y`` is ignored.

@@ -22,6 +22,7 @@ from rssm.estimators._base import (
     check_int,
     check_X,
     flip_signs,
+    interruptible_fit,
     map_rows,
     row_chunks,
 )
@@ -123,6 +124,7 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         self.tol = tol
         self.random_state = random_state
 
+    @interruptible_fit
     @single_blas()
     def fit(self, X, y=None):
         """Fit the sparse loadings to X (n_samples, n_features); ``y`` is ignored.

@@ -33,6 +33,7 @@ from rssm.estimators._base import (
     check_int,
     check_X,
     flip_signs,
+    interruptible_fit,
     map_rows,
     row_chunks,
 )
@@ -218,6 +219,7 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
             check_int(self.n_components, "n_components", 1, n - 1, name,
                       " (the subspace dimension) or 'auto'")
 
+    @interruptible_fit
     @single_blas()
     def fit(self, X, y=None):
         """Fit the subspace to X (n_samples, n_features); ``y`` is ignored.
