@@ -746,3 +746,27 @@ def test_a_problems_own_rule_in_two_threads_gives_the_bits_of_a_run_alone(spec):
     for res in out:
         np.testing.assert_array_equal(res.x, alone.x)
         assert res.n_iter == alone.n_iter
+
+
+def test_a_claim_left_by_an_interrupted_run_does_not_hide_the_rule_from_later_runs():
+    """A Ctrl-C between a run's claim of its rule and its `try` left the rule claimed, and
+    every later run in that thread worked on a copy: the caller's object (`restarts`,
+    `handed_over`) was never updated again (a regression hunt). A claim by this thread, or
+    by one that has ended, is taken over."""
+    import threading
+
+    from rssm.solvers import api
+
+    class Counting(rssm.stepsizes.StepSize):
+        calls = 0
+
+        def __call__(self, k, ctx):
+            self.calls += 1
+            return 1e-3
+
+    prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=30, n_outliers=30, seed=0)
+    for owner in (threading.get_ident(), -1):            # this thread; no thread at all
+        rule = Counting()
+        api._RULES_IN_USE[id(rule)] = owner             # what the interrupted run left
+        rssm.minimize(prob, stepsize=rule, max_iter=5, seed=0)
+        assert rule.calls == 5 and id(rule) not in api._RULES_IN_USE

@@ -209,16 +209,28 @@ class _RssmOptimizer(Optimizer):
         except KeyboardInterrupt:
             if res is None:
                 raise
-        # The run is over (a Ctrl-C in it comes back as a result marked interrupted): one
-        # that comes now is held until the result is whole (it lost finished runs), and
-        # the section is entered again if one lands at its entry.
+        # The run is over (a Ctrl-C in it comes back as a result marked interrupted, as
+        # from rssm.minimize): one that comes now is held until the result is whole (it
+        # lost finished runs) and then marks it so; the section is entered again if one
+        # lands at its entry.
+        late = False
         for _attempt in range(3):
             try:
-                with HeldInterrupt():
-                    return self._finish(res, state, counted, start, verbose)
+                with HeldInterrupt() as held:
+                    out = self._finish(res, state, counted, start, verbose)
+                late = late or held.interrupted
+                break
             except KeyboardInterrupt:
-                continue
-        return self._finish(res, state, counted, start, verbose)
+                late = True
+        else:
+            out = self._finish(res, state, counted, start, verbose)
+        if late and res.stop_reason.value != "interrupted":
+            res.stop_reason = StopReason.INTERRUPTED
+            res.message = f"interrupted by the user after the run ({res.message})"
+            out.stopping_criterion = ("Terminated - interrupted by the user after "
+                                      f"{res.n_iter} iterations, as the result was put "
+                                      "together.")
+        return out
 
     def _finish(self, res, state, counted, start, verbose) -> OptimizerResult:
         """Pymanopt's result of rssm's run ``res``."""

@@ -301,11 +301,16 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
                    clip=bool(opts.clip_steps))
     finally:
         if claimed:
-            _RULES_IN_USE.discard(id(rule))
+            with _RULES_LOCK:
+                _RULES_IN_USE.pop(id(rule), None)
 
 
-#: ids of the step-size rules that runs are using now (`_claim_rule`).
-_RULES_IN_USE: set[int] = set()
+def _live_threads() -> set[int]:
+    return {t.ident for t in threading.enumerate()}
+
+
+#: id of each step-size rule a run is using now -> the thread of that run (`_claim_rule`).
+_RULES_IN_USE: dict[int, int] = {}
 _RULES_LOCK = threading.Lock()
 
 
@@ -316,9 +321,14 @@ def _claim_rule(rule: StepSize) -> tuple[StepSize, bool]:
     their states and neither gave the bits of a run alone. A rule already in use is
     deep-copied for this run; one not in use is the caller's object, so that it can be
     read after the run (`Auto.handed_over`, `BlockRule.restarts`)."""
+    me = threading.get_ident()
     with _RULES_LOCK:
-        if id(rule) not in _RULES_IN_USE:
-            _RULES_IN_USE.add(id(rule))
+        owner = _RULES_IN_USE.get(id(rule))
+        # free, or claimed by this thread (whose earlier run is over: a Ctrl-C between the
+        # claim and the run's `try` left it claimed, and every later run worked on a copy)
+        # or by a thread that has ended
+        if owner is None or owner == me or owner not in _live_threads():
+            _RULES_IN_USE[id(rule)] = me
             return rule, True
     # a fresh rule from its parameters (the other run changes the object's state while it
     # would be copied); a rule that its record does not rebuild (a callable, a user's own
