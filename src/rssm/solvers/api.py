@@ -318,9 +318,10 @@ def _claim_rule(rule: StepSize) -> tuple[StepSize, bool]:
     """``rule`` for a run, and whether this run claimed it. A rule keeps its state in
     itself, so one object stepped by two runs at once (two threads: a problem's own rule,
     as `Problem.from_functions(stepsize=...)` keeps, or one object passed to both) mixed
-    their states and neither gave the bits of a run alone. A rule already in use is
-    deep-copied for this run; one not in use is the caller's object, so that it can be
-    read after the run (`Auto.handed_over`, `BlockRule.restarts`)."""
+    their states and neither gave the bits of a run alone. A rule already in use by a run
+    in another thread is rebuilt for this run (from its record, else deep-copied); one
+    not in use is the caller's object, so that it can be read after the run
+    (`Auto.handed_over`, `BlockRule.restarts`)."""
     me = threading.get_ident()
     with _RULES_LOCK:
         owner = _RULES_IN_USE.get(id(rule))
