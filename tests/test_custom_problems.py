@@ -765,8 +765,26 @@ def test_a_claim_left_by_an_interrupted_run_does_not_hide_the_rule_from_later_ru
             return 1e-3
 
     prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=30, n_outliers=30, seed=0)
-    for owner in (threading.get_ident(), -1):            # this thread; no thread at all
-        rule = Counting()
-        api._RULES_IN_USE[id(rule)] = owner             # what the interrupted run left
-        rssm.minimize(prob, stepsize=rule, max_iter=5, seed=0)
-        assert rule.calls == 5 and id(rule) not in api._RULES_IN_USE
+    rule = Counting()
+    api._RULES_IN_USE[id(rule)] = -1                    # a claim of no living thread
+    rssm.minimize(prob, stepsize=rule, max_iter=5, seed=0)
+    assert rule.calls == 5 and id(rule) not in api._RULES_IN_USE
+    assert threading.get_ident() != -1
+
+
+def test_a_minimize_in_a_callback_with_the_outer_runs_rule_gets_its_own():
+    """A callback that re-solves with `minimize` on the same problem (whose own rule is
+    one object) stepped the outer run's rule and dropped its claim (an audit of this
+    stop's first version): the outer run now keeps the bits of a run alone."""
+    prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=30, n_outliers=30, seed=0)
+    inner = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=30, n_outliers=30, seed=1)
+    rule = rssm.stepsizes.AdaptiveGeometric()
+    alone = rssm.minimize(prob, stepsize=rule, max_iter=60, seed=0, tol=0)
+
+    def polish(progress):
+        if progress.iteration in (20, 40):
+            rssm.minimize(inner, stepsize=rule, max_iter=30, seed=0, tol=0)
+
+    nested = rssm.minimize(prob, stepsize=rule, max_iter=60, seed=0, tol=0, record=1,
+                           callback=polish)
+    np.testing.assert_array_equal(nested.x, alone.x)

@@ -843,6 +843,7 @@ def test_a_ctrl_c_stops_a_fit_and_leaves_one_whole_fit(cls, monkeypatch):
     monkeypatch.setattr(base, "_solve", real)
     est.fit(x1)
     module = __import__(type(est).__module__, fromlist=["flip_signs"])
+    real_flip = module.flip_signs
 
     def interrupted(*args, **kwargs):          # a Ctrl-C after the run
         raise KeyboardInterrupt
@@ -852,3 +853,14 @@ def test_a_ctrl_c_stops_a_fit_and_leaves_one_whole_fit(cls, monkeypatch):
         est.fit(x2)
     np.testing.assert_array_equal(est.components_, earlier)
     assert est.stop_reason_ != "interrupted" and est.n_features_in_ == 6
+
+    # any other exception keeps the earlier fit too: a ConvergenceWarning raised as an
+    # error (-W error) left the new result_ beside the earlier components_
+    monkeypatch.setattr(module, "flip_signs", real_flip)
+    kept = est.result_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning):
+            est.set_params(max_iter=2).fit(x2)
+    assert est.result_ is kept
+    np.testing.assert_array_equal(est.components_, earlier)

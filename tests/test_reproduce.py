@@ -426,14 +426,24 @@ def test_overwrite_removes_the_earlier_figures_and_killed_draws_leave_nothing(ou
     hidden temporary files (.odl.kjpl87qb.pdf) that no later run removed."""
     out = tmp_path / "res"
     shutil.copytree(outdir, out)
-    stale = out / ".odl.kjpl87qb.pdf"
-    stale.write_bytes(b"partial")
+    (out / ".odl.rssm-tmp-kjpl87qb.pdf").write_bytes(b"partial")
+    (out / ".odl.20261126.pdf").write_bytes(b"a user's own")   # not rssm's: kept
     assert (out / "odl.png").exists() and (out / "odl-tuned.png").exists()
     argv = ["reproduce", "dpcp", "--budget", str(BUDGET), "--seeds", "1", "--quiet",
             "--formats", "png,pdf", "--out", str(out), "--overwrite"]
     assert main(argv) == 0
     left = sorted(p.name for p in out.iterdir())
-    assert left == ["dpcp.pdf", "dpcp.png", "report.md", "results.csv", "results.json"], left
+    assert left == [".odl.20261126.pdf", "dpcp.pdf", "dpcp.png", "report.md", "results.csv",
+                    "results.json"], left
+    # a folder that never held a run keeps every file (an audit: --overwrite deleted a
+    # user's odl.svg and dpcp.pdf there)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("odl.svg", "dpcp.pdf", "notes.txt"):
+        (mine / name).write_text("mine")
+    argv[argv.index(str(out))] = str(mine)
+    assert main(argv) == 0
+    assert {"odl.svg", "notes.txt"} <= {p.name for p in mine.iterdir()}
 
 
 def test_budget_one_is_the_full_run(monkeypatch, tmp_path):

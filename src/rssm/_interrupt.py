@@ -29,7 +29,6 @@ __all__ = ["HeldInterrupt"]
 
 _SIGINT = int(signal.SIGINT)
 _DEFAULT = signal.default_int_handler
-_MAIN = threading.main_thread().ident
 
 
 class HeldInterrupt:
@@ -51,7 +50,8 @@ class HeldInterrupt:
         self.interrupted = True
 
     def __enter__(self) -> HeldInterrupt:
-        if threading.get_ident() == _MAIN:
+        # (asked each time: a process forked from another thread has that one as main)
+        if threading.current_thread() is threading.main_thread():
             try:
                 if _sig.getsignal(_SIGINT) is _DEFAULT:
                     _sig.signal(_SIGINT, self._note)

@@ -127,13 +127,13 @@ class SolverMixin:
                 text += (f" (p = {problem.shape[1]}: the columns of the iterate this fit "
                          f"solves for)")
             raise InvalidParameterError(f"{type(self).__name__}: {text}") from None
-        if res.stop_reason.value == "interrupted":
-            self._interrupted_run = True     # `interruptible_fit` raises once fitted
+        self._interrupted_run = res.stop_reason.value == "interrupted"   # raised once fitted
         self.result_ = res
         self.n_iter_ = int(res.n_iter)
         self.stop_reason_ = res.stop_reason.value
         self.converged_ = bool(res.success)
-        if not res.success:
+        if not res.success and not self._interrupted_run:
+            # (an interrupted run raises KeyboardInterrupt once fitted: `interruptible_fit`)
             # the advice fits a run that ran out of budget; another stop's message says
             # what happened (a non-finite value, data that went away, a stall)
             advice = ("; raise max_iter or set tol"
@@ -300,8 +300,9 @@ def interruptible_fit(fit: Callable) -> Callable:
     marked interrupted, which the fit used to finish quietly (a loop or a grid search of
     fits went on); and one that came after the run, while the attributes were set, left a
     mix of the new fit's and the earlier fit's. Now a fit whose run was interrupted sets
-    every attribute from the run so far, then raises `KeyboardInterrupt`; one interrupted
-    after its run puts the earlier fit's attributes back (or none), then raises it."""
+    every attribute from the run so far, then raises `KeyboardInterrupt`; a fit that raises
+    anything else, or is interrupted after its run, puts the earlier fit's attributes back
+    (or none), then raises it."""
     import functools
 
     from rssm._interrupt import HeldInterrupt
@@ -315,7 +316,9 @@ def interruptible_fit(fit: Callable) -> Callable:
         self._interrupted_run = False
         try:
             out = fit(self, X, y, **kwargs)
-        except KeyboardInterrupt:
+        except BaseException:
+            # any exception (a Ctrl-C after the run, a warning raised as an error, a bad
+            # parameter found late): the earlier fit's attributes, not a mix
             with HeldInterrupt():
                 for k in fitted(self):
                     delattr(self, k)

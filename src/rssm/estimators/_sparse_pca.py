@@ -31,8 +31,9 @@ from rssm.threads import single_blas
 
 __all__ = ["OrthogonalSparsePCA"]
 
-#: With ``normalize=False``, a covariance whose largest variance exceeds 2^SCALE_ABOVE is
-#: divided (and mu with it) by a power of 2 for the solver (``result_`` is in those units).
+#: With ``normalize=False``, a covariance whose largest variance exceeds 2^SCALE_ABOVE (or
+#: falls below 2^-SCALE_ABOVE) is divided (multiplied) by a power of 2, and mu with it, for
+#: the solver (``result_`` is in those units).
 SCALE_ABOVE = 256
 
 
@@ -91,8 +92,9 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
     n_components_ : int
     result_ : rssm.Result
         The solver's run; ``n_iter_``, ``stop_reason_`` and ``converged_`` summarize it.
-        (With ``normalize=False`` and a largest variance above 2^256, about 1e77, the run
-        is on Sigma and mu divided by one power of 2, so that its squares stay finite;
+        (With ``normalize=False`` and a largest variance above 2^256, about 1e77, or below
+        2^-256, the run is on Sigma and mu scaled by one power of 2, so that its squares
+        stay finite and normal;
         ``result_.fun`` is in those units, the loadings are the same.)
     n_features_in_, feature_names_in_
         As in scikit-learn.
@@ -182,7 +184,8 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         # scales back), so the solver runs on Sigma / 4^h and mu / 4^h there (scaled
         # before eigh, which rescales large matrices by its own factors).
         top = float(np.max(np.diag(sigma)))
-        half = (int(np.frexp(top)[1]) + 1) // 2 if top > 2.0**SCALE_ABOVE else 0
+        far = top > 2.0**SCALE_ABOVE or top < 2.0**-SCALE_ABOVE   # (tiny data underflowed)
+        half = (int(np.frexp(top)[1]) + 1) // 2 if far else 0
         if a is not None:
             data = np.ldexp(a * d, -half)
         else:

@@ -180,6 +180,12 @@ _ODL_PAPER = {"rule": "paper", "delta": 1e-3, "a": 4.0, "rho": 0.995}
 #: The figure formats `rssm reproduce` and `rssm plot` write (``--formats``).
 FIGURE_FORMATS = ("png", "pdf", "svg")
 
+
+def temp_prefix(stem: str) -> str:
+    """The name a figure's temporary file starts with while it is drawn (removed by the
+    next draw or run where a killed one left it)."""
+    return f".{stem}.rssm-tmp-"
+
 #: Full-size settings: the paper's sizes and step sizes, our budgets.
 PROBLEMS = {
     "dpcp": ProblemConfig(

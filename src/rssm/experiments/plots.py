@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rssm.experiments.analysis import Run, median_band, method_order  # noqa: E402
-from rssm.experiments.configs import MethodSpec  # noqa: E402
+from rssm.experiments.configs import MethodSpec, temp_prefix  # noqa: E402
 from rssm.experiments.io import replace_atomically  # noqa: E402
 
 __all__ = ["STYLES", "plot_comparison", "seed_line"]
@@ -118,10 +118,12 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
     written = []
     for fmt in formats:
         path = out_stem.with_suffix(f".{fmt}")
-        # temporary files of a draw killed before its rename (kill -9): mkstemp's names
-        for stale in path.parent.glob(f".{path.stem}.{'?' * 8}.{fmt}"):
+        # temporary files of a draw killed before its rename (kill -9), by their own
+        # prefix (a pattern of mkstemp's names also matched a user's .odl.20261126.pdf)
+        for stale in path.parent.glob(f"{temp_prefix(path.stem)}*.{fmt}"):
             stale.unlink(missing_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.stem), suffix=f".{fmt}",
+                                   dir=path.parent)
         os.close(fd)
         try:
             # no creation date in PDFs, so redrawing unchanged data gives the same file

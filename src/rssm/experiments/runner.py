@@ -33,6 +33,7 @@ from rssm.experiments.configs import (
     ProblemConfig,
     make_stepsize,
     stepsize_label,
+    temp_prefix,
 )
 from rssm.experiments.progress import ProgressBar, format_seconds
 from rssm.stopping import StopReason
@@ -377,15 +378,18 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     # (and of figures: a draw killed before its rename leaves .odl.kjpl87qb.pdf)
     stales = list(out.glob(f".{CSV_NAME}.*.tmp")) + list(out.glob(f".{JSON_NAME}.*.tmp"))
     stales += [p for name in PROBLEMS for suffix in ("", "-tuned") for fmt in FIGURE_FORMATS
-               for p in out.glob(f".{name}{suffix}.{'?' * 8}.{fmt}")]
+               for p in out.glob(f"{temp_prefix(name + suffix)}*.{fmt}")]
     for stale in stales:
         stale.unlink(missing_ok=True)
     if overwrite:
-        # "start over": the figures and report of the earlier run go too (they were left
-        # beside the new results, drawn from runs no longer in them)
-        olds = [csv_path, json_path, out / "report.md"]
-        olds += [out / f"{name}{suffix}.{fmt}" for name in PROBLEMS
-                 for suffix in ("", "-tuned") for fmt in FIGURE_FORMATS]
+        # "start over": where the folder holds a run, its figures and report go too (they
+        # were left beside the new results, drawn from runs no longer in them); a folder
+        # without one keeps every file
+        olds = [csv_path, json_path]
+        if csv_path.exists() or json_path.exists():
+            olds += [out / "report.md"]
+            olds += [out / f"{name}{suffix}.{fmt}" for name in PROBLEMS
+                     for suffix in ("", "-tuned") for fmt in FIGURE_FORMATS]
         for p in olds:
             if p.exists():
                 p.unlink()

@@ -293,8 +293,13 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
     t0 = time.perf_counter()
     solver = cls(problem, x, part, selector, rng)
     setup = time.perf_counter() - t0
-    rule, claimed = _claim_rule(rule)
+    claimed = False
     try:
+        # held: a Ctrl-C between the claim and this `try` left the rule claimed for good
+        with HeldInterrupt() as held:
+            rule, claimed = _claim_rule(rule)
+        if held.interrupted:
+            raise KeyboardInterrupt
         return run(solver, rule, AnyOf(*criteria), rec, tol=tol if tol > 0 else None,
                    observers=obs, snapshot=kw["callback"] is not None,
                    settings=settings, setup_time=setup, verify=opts.verify_steps,
@@ -319,16 +324,16 @@ def _claim_rule(rule: StepSize) -> tuple[StepSize, bool]:
     itself, so one object stepped by two runs at once (two threads: a problem's own rule,
     as `Problem.from_functions(stepsize=...)` keeps, or one object passed to both) mixed
     their states and neither gave the bits of a run alone. A rule already in use by a run
-    in another thread is rebuilt for this run (from its record, else deep-copied); one
+    (in another thread, or an outer run whose callback calls `minimize`) is rebuilt for
+    this run (from its record, else deep-copied); one
     not in use is the caller's object, so that it can be read after the run
     (`Auto.handed_over`, `BlockRule.restarts`)."""
     me = threading.get_ident()
     with _RULES_LOCK:
         owner = _RULES_IN_USE.get(id(rule))
-        # free, or claimed by this thread (whose earlier run is over: a Ctrl-C between the
-        # claim and the run's `try` left it claimed, and every later run worked on a copy)
-        # or by a thread that has ended
-        if owner is None or owner == me or owner not in _live_threads():
+        # free, or claimed by a thread that has ended; a run of this thread that holds it
+        # is an outer run (a minimize in its callback): the inner one gets its own rule
+        if owner is None or (owner != me and owner not in _live_threads()):
             _RULES_IN_USE[id(rule)] = me
             return rule, True
     # a fresh rule from its parameters (the other run changes the object's state while it
