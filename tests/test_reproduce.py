@@ -462,3 +462,26 @@ def test_budget_one_is_the_full_run(monkeypatch, tmp_path):
     full = make_configs()["dpcp"]
     assert seen["configs"]["dpcp"] == full and full.record_every_points == 150
     assert seen["kw"]["quick"] is False and seen["kw"]["budget_scale"] == 1.0
+
+
+def test_a_folder_without_a_run_keeps_a_users_report_and_figures(tmp_path, capsys):
+    """An audit: `rssm reproduce --out DIR` replaced a user's report.md (and a figure of
+    the same name as one it draws) in a folder that held no run, without a word."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("my notes")
+    argv = ["reproduce", "dpcp", "--budget", str(BUDGET), "--seeds", "1", "--quiet",
+            "--formats", "png", "--out", str(mine)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "report.md" in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
+    assert (mine / "report.md").read_text() == "my notes"
+    assert sorted(p.name for p in mine.iterdir()) == ["report.md"]
+    (mine / "report.md").unlink()
+    (mine / "dpcp.png").write_text("mine")
+    assert main(argv) == 2
+    assert "dpcp.png" in capsys.readouterr().err
+    assert (mine / "dpcp.png").read_text() == "mine"
+    # --overwrite replaces them, as it says
+    assert main(argv + ["--overwrite"]) == 0
+    assert (mine / "dpcp.png").read_bytes()[:4] == b"\x89PNG"

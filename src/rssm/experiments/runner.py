@@ -374,6 +374,16 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     if csv_path.exists() and not (resume or overwrite):
         raise ValueError(f"--out {out} already holds {CSV_NAME}; pass --resume to continue "
                          "it or --overwrite to start over")
+    if not (csv_path.exists() or json_path.exists() or overwrite):
+        # a folder that holds no run: files with the names the run writes are a user's own
+        # (an audit: a user's report.md was replaced without a word)
+        mine = [p.name for p in [out / "report.md"]
+                + [out / f"{name}{suffix}.{fmt}" for name in configs
+                   for suffix in ("", "-tuned") for fmt in FIGURE_FORMATS] if p.exists()]
+        if mine:
+            raise ValueError(f"--out {out} holds {', '.join(mine)} but no {CSV_NAME}: the "
+                             "reproduction would replace them; choose another --out or pass "
+                             "--overwrite to replace them")
     # Temporary files of writes cut short (kill -9 during os.replace's preparation).
     # (and of figures: a draw killed before its rename leaves .odl.kjpl87qb.pdf)
     stales = list(out.glob(f".{CSV_NAME}.*.tmp")) + list(out.glob(f".{JSON_NAME}.*.tmp"))
