@@ -411,6 +411,27 @@ def test_plot_given_a_folder_says_what_it_takes(tmp_path, capsys):
     assert "is a folder with no results.csv in it; rssm plot redraws the results.csv" in line
 
 
+def test_plot_of_a_file_that_is_no_results_csv_names_the_file_and_the_cell(tmp_path, capsys):
+    """An audit: ``rssm plot X.npy`` (or Latin-1 text) said only "'utf-8' codec can't
+    decode byte 0x93 in position 0", and a results CSV with one bad cell "could not
+    convert string to float: 'abc'", naming neither the file nor where."""
+    np.save(tmp_path / "x.npy", np.eye(3))
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "x.npy")]))
+    assert line.endswith("x.npy is not an rssm results CSV: not UTF-8 text (byte 0)"), line
+    (tmp_path / "latin.csv").write_bytes("part,probl\xe8me\n".encode("latin-1"))
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "latin.csv")]))
+    assert "latin.csv is not an rssm results CSV: not UTF-8 text (byte 10)" in line, line
+    cols = "part,problem,method,blocks,seed,stepsize,iteration,time,flops,cost,error"
+    good = "paper,dpcp,rsm,1,1,paper,0,0.0,0.0,1.0,0.5"
+    bad = "paper,dpcp,rsm,1,1,paper,1,abc,0.0,1.0,0.5"
+    (tmp_path / "results.csv").write_text("\n".join([cols, good, bad]) + "\n")
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "results.csv")]))
+    assert line.endswith("results.csv, line 3: column time is 'abc', not a number"), line
+    (tmp_path / "results.csv").write_text("\n".join([cols, good, good[:20]]) + "\n")
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "results.csv")]))
+    assert line.endswith("results.csv, line 3: column iteration is missing"), line
+
+
 def test_max_iter_help_names_the_budget_the_problem_declares(capsys):
     """The help of every problem said 1000 epochs; ODL, sparse PCA and the sparse basis
     declare 3000, 20000 and 2000 with their default rules."""

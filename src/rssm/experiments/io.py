@@ -116,22 +116,37 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
         If the file lacks any column of `CSV_COLUMNS`.
     """
     path = Path(path)
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(
-                f"{path} is not an rssm results CSV: missing column(s) {', '.join(missing)}"
-            )
-        out = []
-        for row in reader:
-            out.append({
-                "part": row["part"], "problem": row["problem"], "method": row["method"],
-                "blocks": int(row["blocks"]), "seed": int(row["seed"]),
-                "stepsize": row["stepsize"], "iteration": int(row["iteration"]),
-                "time": float(row["time"]), "flops": float(row["flops"]),
-                "cost": float(row["cost"]), "error": float(row["error"]),
-            })
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ValueError(f"{path} is not an rssm results CSV: missing column(s) "
+                                 f"{', '.join(missing)}")
+            return [_typed_row(path, reader.line_num, row) for row in reader]
+    except UnicodeDecodeError as exc:
+        # an audit: a binary file (X.npy) or Latin-1 text gave the bare codec error
+        raise ValueError(f"{path} is not an rssm results CSV: not UTF-8 text (byte "
+                         f"{exc.start})") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path} is not an rssm results CSV: {exc}") from None
+
+
+_TYPES = {"part": str, "problem": str, "method": str, "blocks": int, "seed": int,
+          "stepsize": str, "iteration": int, "time": float, "flops": float, "cost": float,
+          "error": float}
+
+
+def _typed_row(path: Path, line: int, row: dict) -> dict:
+    out = {}
+    for c, kind in _TYPES.items():
+        try:
+            out[c] = row[c] if kind is str else kind(row[c])
+        except (TypeError, ValueError):
+            # an audit: one bad cell said only "could not convert string to float"
+            what = "missing" if row[c] is None else f"{row[c]!r}, not " + (
+                "an integer" if kind is int else "a number")
+            raise ValueError(f"{path}, line {line}: column {c} is {what}") from None
     return out
 
 
