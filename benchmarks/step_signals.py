@@ -385,6 +385,76 @@ class BatchedSuccess(Auto):
         return self._t / g
 
 
+class PlateauSignal(BlockRule):
+    """`BlockRule` with its plateau cut (f above f_0 while the steps are held at the cap:
+    the decay goes on from the cap) replaced by another signal, or by none
+    (``signal=None``: the rule before the cut). Candidates of 2026-11-27, scored with
+    ``--candidates`` over the ten cells (log `plateau.log`):
+
+    * ``"sweep rise"``: f at the end of a sweep (binom(l, 2) iterations) not below f at
+      the end of the sweep before (f_0 for the first);
+    * ``"rise fraction"``: rises f_k > f_{k-1} in at least 40 % of the plateau's
+      iterations, after one sweep;
+    * ``"stall"``: no new least f for a sweep while the subgradient has not grown (root
+      mean of the last binom(l, 2) estimates below 1.5 g_0);
+    * ``"rise"``: the kept rule, with ``fast`` the decay per sweep after the cut (at
+      ``l <= max_blocks`` only).
+    """
+
+    def __init__(self, signal: str | None = None, fast: float | None = None,
+                 max_blocks: int = 10**9, **kw):
+        self.signal, self.fast, self.max_blocks = signal, fast, max_blocks
+        super().__init__(**kw)
+
+    def reset(self) -> None:
+        super().reset()
+        self._plateau_cut = True          # the built-in cut never fires
+        self._ended = False
+        self._f_sweep = math.nan
+        self._f_prev = math.nan
+        self._rises = self._seen = self._since_best = 0
+        self._best = math.inf
+        self._g2w: list = []
+
+    def _fires(self, k, ctx) -> bool:
+        f = ctx.cost
+        if self.signal == "rise":
+            return f > self._f0
+        if self.signal == "sweep rise":
+            if k % ctx.n_pairs:
+                return False
+            prev = self._f0 if math.isnan(self._f_sweep) else self._f_sweep
+            self._f_sweep = f
+            return f >= prev
+        if self.signal == "rise fraction":
+            prev = self._f0 if math.isnan(self._f_prev) else self._f_prev
+            self._f_prev = f
+            self._seen += 1
+            self._rises += f > prev
+            return self._seen >= ctx.n_pairs and self._rises >= 0.4 * self._seen
+        # "stall"
+        if f < self._best:
+            self._best, self._since_best = f, 0
+        else:
+            self._since_best += 1
+        self._g2w = (self._g2w + [ctx.grad_sq])[-ctx.n_pairs:]
+        g = math.sqrt(sum(self._g2w) / len(self._g2w))
+        return self._since_best >= ctx.n_pairs and g < 1.5 * self._g0
+
+    def __call__(self, k, ctx):
+        first = self._branch is None
+        gamma = super().__call__(k, ctx)
+        cap = max_gamma(ctx) * self._g0
+        if (not first and self.signal is not None and self._branch == "sweep"
+                and not self._ended and self._restarts == 0 and self._escapes == 0
+                and self._t > cap and self._fires(k, ctx)):
+            self._ended = True
+            self._t = cap
+            if self.fast is not None and ctx.n_blocks <= self.max_blocks:
+                self._beta = self.fast ** (ctx.epoch / ctx.n_pairs)
+        return gamma
+
+
 class TrackingAcceleration(BlockRule):
     """`BlockRule` whose per-sweep decay speeds up once the best cost follows it.
 
@@ -534,6 +604,14 @@ CANDIDATES = {
     "auto before BlockRule": lambda: Auto(scale="length"),
     "block rule": lambda: BlockRule(),
     "block rule, no search": lambda: BlockRule(search=False),
+    "block rule, plateau kept": lambda: PlateauSignal(),
+    "plateau ends on a rise (as block rule)": lambda: PlateauSignal("rise"),
+    "plateau ends on a sweep's rise": lambda: PlateauSignal("sweep rise"),
+    "plateau ends on a rise fraction": lambda: PlateauSignal("rise fraction"),
+    "plateau ends on a stall": lambda: PlateauSignal("stall"),
+    "plateau ends on a rise, then 0.6 per sweep": lambda: PlateauSignal("rise", 0.6),
+    "plateau ends on a rise, then 0.55 per sweep at l <= 3": lambda: PlateauSignal(
+        "rise", 0.55, 3),
     **{f"block rule {b:g}/{c:g}": (lambda b=b, c=c: BlockRule(sweep_decay=b, frozen=c))
        for b in (0.6, 0.65, 0.7) for c in (0.4, 0.5, 0.6, 0.8)},
     "cosine then auto": lambda: CosineThenAuto(),
@@ -734,12 +812,15 @@ def compare(names, cells, seeds, grid_csv) -> None:
                 hit = first_at(run, 1e-10)
                 its.append(hit[0] if hit else None)
                 grid = best.get((name, key, seed))
-                ratios.append((hit[0] + 0.5 * hit[1]) / grid if hit and grid else math.inf)
+                ratios.append(math.nan if not grid else
+                              (hit[0] + 0.5 * hit[1]) / grid if hit else math.inf)
             ok = sum(r <= 1.5 for r in ratios)
+            scored = sum(not math.isnan(r) for r in ratios)
             reach = sum(i is not None for i in its)
             print(f"{label} {cell}: reach 1e-10 {reach}/{len(its)}, within 1.5x {ok}/"
-                  f"{len(its)}, over best grid "
-                  + " ".join("-" if math.isinf(r) else f"{r:.2f}" for r in ratios)
+                  f"{scored}, over best grid "
+                  + " ".join("n/a" if math.isnan(r) else "-" if math.isinf(r) else f"{r:.2f}"
+                             for r in ratios)
                   + f" its {its}", flush=True)
 
 
@@ -874,6 +955,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-sweep", action="store_true",
                     help="the best grid points' decays per sweep of the block pairs, instead")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=1,
+                    help="seeds first..first + seeds - 1 (beyond 5 the grid CSV has no "
+                         "best point: iterations only, 'n/a' ratios)")
     ap.add_argument("--candidates", nargs="*", default=list(CANDIDATES),
                     choices=list(CANDIDATES))
     ap.add_argument("--cells", nargs="*", default=list(CELLS))
@@ -908,7 +992,8 @@ def main(argv: list[str] | None = None) -> int:
             for m in ("rsm", "rssm-l3", "rssm-l5")]
         polyak_level(cells, list(range(1, args.seeds + 1)), args.grid_csv)
     else:
-        compare(args.candidates, args.cells, list(range(1, args.seeds + 1)), args.grid_csv)
+        compare(args.candidates, args.cells,
+                list(range(args.first_seed, args.first_seed + args.seeds)), args.grid_csv)
     return 0
 
 

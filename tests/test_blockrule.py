@@ -468,3 +468,62 @@ def test_autos_first_search_settings_reach_rssm():
     # the search's constant and trials: with c = 0.9 and one trial the first step differs
     other = rssm.minimize(prob, x0, stepsize=rssm.stepsizes.Auto(c=0.9, patience=1), **kw)
     assert not np.array_equal(other.x_last, plain.x_last)
+
+
+def test_a_rise_above_the_start_ends_the_plateau_once():
+    """The per-sweep branch holds a random start's steps at the cap while its virtual
+    length (3 caps) decays; where those steps take f above f_0 (l1 Procrustes: f swings
+    around its start for the plateau's iterations) the decay goes on from the cap.
+    Hand-made: 3 block pairs of 2 + 2 columns, ||direction|| = 4, g_0 = 4, so the cap
+    is a length of 4 and the plateau starts at 12."""
+    part = Partition.uniform(6, 3)
+    f = [100.0]
+    ctx = StepContext("rssm", 3, (4, 6), cost=lambda: f[0], trial=lambda g: 0.0,
+                      partition=part)
+    pairs = [((0, 1), np.array([0, 1, 2, 3])), ((0, 2), np.array([0, 1, 4, 5])),
+             ((1, 2), np.array([2, 3, 4, 5]))]
+    rng = np.random.default_rng(0)
+
+    def run(rises_at):
+        rule = BlockRule()
+        lengths = []
+        for k in range(6):
+            pair, cols = pairs[k % 3]
+            f[0] = 101.0 if k == rises_at else 100.0 - k
+            ctx.advance(k, 4.0, 16.0, direction=rng.standard_normal((4, 4)), columns=cols,
+                        pair=pair, cross_sq=4.0)
+            rule(k, ctx)
+            lengths.append(rule.length)
+        return rule, lengths
+
+    rule, lengths = run(rises_at=None)       # f falls: the plateau runs its course
+    beta = 0.7 ** (1.5 / 3)
+    assert rule.branch == "sweep" and not rule.plateau_cut
+    assert lengths == pytest.approx([12.0 * beta ** (k / 1.5) for k in range(6)], rel=1e-12)
+    rule, lengths = run(rises_at=2)          # f(X_2) > f(X_0): from the cap on
+    assert rule.plateau_cut and rule.restarts == 0
+    assert lengths[:2] == pytest.approx([12.0, 12.0 * beta ** (1 / 1.5)], rel=1e-12)
+    assert lengths[2] == pytest.approx(4.0, rel=1e-12)
+    assert lengths[3:] == pytest.approx([4.0 * beta ** (k / 1.5) for k in (1, 2, 3)],
+                                        rel=1e-12)
+
+
+def test_l1_procrustes_whose_plateau_raised_f_converges_without_an_escape():
+    """l1 Procrustes (seed 2, l = 5): the plateau's steps at the cap took f above its
+    start and froze the run at error 4e-3 from iteration 320 until the loop's escape
+    (1819 iterations); with the decay from the cap once f rose, 833. ODL and the planted
+    sparse basis, whose f falls during the plateau, keep it."""
+    from rssm.problems import PlantedSparseBasis
+
+    prob = L1Procrustes.synthetic(seed=2)
+    rule = Auto()
+    res = rssm.minimize(prob, prob.initial_point(2), method="rssm", stepsize=rule,
+                        options={"n_blocks": 5}, seed=2)
+    assert res.success and res.n_iter < 1000 and res.error < 1e-10
+    assert rule._block.plateau_cut and rule._block.restarts == 0
+    for prob in (ODL.synthetic(n=20, seed=1), PlantedSparseBasis.synthetic(seed=1)):
+        rule = Auto()
+        res = rssm.minimize(prob, prob.initial_point(1), method="rssm", stepsize=rule,
+                            options={"n_blocks": 3}, seed=1)
+        assert res.success and res.error < 1e-10
+        assert rule._block.branch == "sweep" and not rule._block.plateau_cut

@@ -114,7 +114,7 @@ class Auto(StepSize):
       of the first gradient estimate that lies in rotations between blocks
       (`StepContext.cross_sq`), steered by the cosine of successive subgradients
       (per epoch) or restarted when the steps froze (per sweep); within 1.5x of the
-      best tuned geometric schedule on 24 of 30 paper instances where the success rule
+      best tuned geometric schedule on 25 of 30 paper instances where the success rule
       below was on 3 (docs/stepsizes.md, "Auto for RSSM: the unit of the decay").
     * **RSSM with** ``scale="length"`` (the RSSM rule before): the success rule on t_k
       itself (grow 1.3 for l <= 4 blocks, 1.4 from 5 on; shrink 0.6).

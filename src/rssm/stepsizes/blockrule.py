@@ -34,8 +34,12 @@ first was 0 by accident, and the rule goes on per sweep from its current length)
   times that step (`max_step_length`; the steps stay at that cap until the decay has
   brought the virtual length below it, which is what the best schedules on ODL's and l1
   Procrustes' random starts do); if it accepts a shorter one (a start close to a
-  solution), that length. Then beta = 0.7 per sweep; every 2 epochs the cancel ratio of
-  the last 3 subgradients of each pair (the quantity of the convergence test,
+  solution), that length. The first time f(X_k) rises above f(X_0) while the steps are
+  held at the cap (before any restart), the virtual length drops to the cap: those
+  steps are too long for this f (l1 Procrustes; on ODL and the sparse basis f falls
+  during the plateau, and it runs its course). Then beta = 0.7 per sweep; every 2
+  epochs the cancel ratio of the last 3 subgradients of each pair (the quantity of the
+  convergence test,
   `rssm.solvers.certificate.least_norm`) is read, and above 0.8 (the subgradients no
   longer cancel: the steps froze before X converged) the length starts again at the
   first length with a slower decay, beta <- sqrt(beta), unless f is below every f read
@@ -56,10 +60,11 @@ the iterates unchanged (to rounding).
 
 Measured against the best of a 54-point geometric grid on the same instance, RSSM with
 l = 3 and 5, five seeds each (`python -m benchmarks.step_signals --seeds 5
---candidates "block rule" "auto before BlockRule" --cells ...`): within 1.5x on 24
+--candidates "block rule" "auto before BlockRule" --cells ...`): within 1.5x on 25
 of the 30 DPCP, ODL and l1 Procrustes instances (the success rule that was Auto's RSSM
 rule before: 3), and on 39 of 50 with from_functions and the planted sparse basis
-(before: 6), reaching 1e-10 within the budget on 49 of 50.
+(before: 6), reaching 1e-10 within the budget on 50 of 50 (docs/stepsizes.md, "A
+plateau that raises f").
 """
 
 from __future__ import annotations
@@ -190,6 +195,7 @@ class BlockRule(StepSize):
         self._g0 = math.nan
         self._t = self._t0 = math.nan
         self._f0 = math.nan
+        self._plateau_cut = False             # the plateau ended on f above f_0
         self._unstable = False
         self._f_best = math.inf               # least f read after the grace period
         self._vanished = False                # the mean estimate fell below VANISH g_0
@@ -317,6 +323,16 @@ class BlockRule(StepSize):
                     self._since = 0
                     if c > self.frozen and not self._falling(ctx):
                         self._restart()
+            gamma = self._gamma(ctx)
+            if (not self._plateau_cut and self._restarts == 0 and self._escapes == 0
+                    and self._t > max_gamma(ctx) * self._g0 and ctx.cost > self._f0):
+                # The plateau holds the steps at the cap because on ODL's random starts
+                # those steps keep f falling; where they have taken f above its start
+                # (l1 Procrustes: f swings around f_0 for the plateau's 9 iterations at
+                # l = 3), the decay starts from the cap instead
+                self._plateau_cut = True
+                self._t = max_gamma(ctx) * self._g0
+            return gamma
         return self._gamma(ctx)
 
     def _bounces(self, ctx: StepContext) -> bool:
@@ -392,6 +408,12 @@ class BlockRule(StepSize):
     def share(self) -> float:
         """The share ``cross_sq / grad_sq`` the first iteration read (NaN before)."""
         return self._share
+
+    @property
+    def plateau_cut(self) -> bool:
+        """The per-sweep branch's plateau ended early: f rose above f_0 while its steps
+        were held at the cap, and the decay went on from the cap."""
+        return self._plateau_cut
 
     @property
     def unstable(self) -> bool:
