@@ -157,6 +157,61 @@ class CompositeProblem(DataProblem):
         return f"{type(self).__name__}(n={n}, p={p}, m={self.m}, loss={self.loss.name}{extra})"
 
 
+#: Up to this many columns `signed_permutation_distance` matches them with its own
+#: Hungarian algorithm: importing scipy.optimize took 0.39 s, which the first default
+#: call on sparse PCA or the planted sparse basis paid (its error evaluations), doubling
+#: or tripling its wall time (0.64 s against 0.31 s; 0.52 s against 0.16 s).
+SMALL_ASSIGNMENT = 32
+
+
+def _max_assignment(w: np.ndarray) -> np.ndarray:
+    """Column assigned to each row of the square matrix ``w`` by a one-to-one matching of
+    largest total weight: each row's largest entry where those fall in distinct columns,
+    else the Hungarian algorithm with potentials (Kuhn-Munkres, in the shortest
+    augmenting path form), O(p^3), its inner loop over columns vectorized."""
+    w = np.asarray(w, dtype=np.float64)
+    n = w.shape[0]
+    best = np.argmax(w, axis=1)
+    if np.unique(best).size == n:
+        # each row's largest entry, in distinct columns: no matching can beat it term by
+        # term (near a solution, where X = X* P S up to small terms, always)
+        return best
+    a = -w                                        # a least-cost matching of -w
+    u = np.zeros(n + 1)
+    v = np.zeros(n + 1)
+    match = np.zeros(n + 1, dtype=np.intp)       # row (1-based) matched to column j
+    way = np.zeros(n + 1, dtype=np.intp)
+    for i in range(1, n + 1):
+        match[0] = i
+        j0 = 0
+        minv = np.full(n + 1, np.inf)
+        used = np.zeros(n + 1, dtype=bool)
+        while True:
+            used[j0] = True
+            i0 = match[j0]
+            cur = a[i0 - 1] - u[i0] - v[1:]
+            free = ~used[1:]
+            better = free & (cur < minv[1:])
+            minv[1:][better] = cur[better]
+            way[1:][better] = j0
+            cand = np.where(free, minv[1:], np.inf)
+            j1 = int(np.argmin(cand)) + 1
+            delta = cand[j1 - 1]
+            u[match[used]] += delta
+            v[used] -= delta
+            minv[~used] -= delta
+            j0 = j1
+            if match[j0] == 0:
+                break
+        while j0:
+            j1 = way[j0]
+            match[j0] = match[j1]
+            j0 = j1
+    cols = np.empty(n, dtype=np.intp)
+    cols[match[1:] - 1] = np.arange(n)
+    return cols
+
+
 def signed_permutation_distance(x: np.ndarray, x_star: np.ndarray) -> float:
     """min over signed permutations P of ||X - X* P||_F (columns matched one to one).
 
@@ -165,11 +220,14 @@ def signed_permutation_distance(x: np.ndarray, x_star: np.ndarray) -> float:
     maximizes sum |x_i^T x*_pi(i)| (Hungarian algorithm on p x p, O(p^3)). Both arguments
     must be finite, of the same shape, with unit-norm columns (else ValueError).
     """
-    from scipy.optimize import linear_sum_assignment
-
     x, x_star = metric_inputs(x, x_star, "signed_permutation_distance", same_shape=True)
     c = x.T @ x_star
-    rows, cols = linear_sum_assignment(-np.abs(c))
+    if c.shape[0] <= SMALL_ASSIGNMENT:
+        rows, cols = np.arange(c.shape[0]), _max_assignment(np.abs(c))
+    else:
+        from scipy.optimize import linear_sum_assignment
+
+        rows, cols = linear_sum_assignment(-np.abs(c))
     s = np.sign(c[rows, cols])
     s[s == 0] = 1.0
     diff = x[:, rows] - x_star[:, cols] * s
