@@ -36,8 +36,8 @@ first was 0 by accident, and the rule goes on per sweep from its current length)
   Procrustes' random starts do); if it accepts a shorter one (a start close to a
   solution), that length. The first time f(X_k) rises above f(X_0) while the steps are
   held at the cap (before any restart), the virtual length drops to the cap: those
-  steps are too long for this f (l1 Procrustes; on ODL and the sparse basis f falls
-  during the plateau, and it runs its course). Then beta = 0.7 per sweep; every 2
+  steps are too long for this f (l1 Procrustes; on the paper's ODL and the sparse
+  basis f falls during the plateau, and it runs its course). Then beta = 0.7 per sweep; every 2
   epochs the cancel ratio of the last 3 subgradients of each pair (the quantity of the
   convergence test,
   `rssm.solvers.certificate.least_norm`) is read, and above 0.8 (the subgradients no
