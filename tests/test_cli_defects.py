@@ -262,9 +262,11 @@ def test_a_first_row_with_na_is_not_a_header(tmp_path):
 def test_numeric_header_is_ambiguous_unless_said(tmp_path):
     path = tmp_path / "f.csv"
     path.write_text("0,1,2\n0.5,1.5,2.5\n3.5,4.5,5.5\n")
-    with pytest.raises(dio.DataFileError, match="header='yes' or 'no'") as exc:
+    with pytest.raises(dio.DataFileError, match="say which with header='yes' or header='no'$"
+                       ) as exc:
         dio.read_csv(path)
     assert exc.value.argument == "header"
+    assert exc.value.cli_message.endswith("say which with --header yes or --header no")
     assert dio.read_csv(path, header="yes").shape == (2, 3)
     assert dio.read_csv(path, header="no").shape == (3, 3)
 
@@ -279,7 +281,16 @@ def test_cli_header_option(tmp_path, capsys):
     a = np.random.default_rng(0).standard_normal((60, 5))
     np.savetxt(tmp_path / "h.csv", a, delimiter=",", header="0,1,2,3,4", comments="")
     rc = main(["solve", "dpcp", "--data", str(tmp_path / "h.csv"), "--d", "2"])
-    assert "argument --header:" in _one_line(capsys, 2, rc)
+    line = _one_line(capsys, 2, rc)
+    # the command line's words only (it said "header='yes' or 'no' (--header yes|no)")
+    assert "argument --header:" in line and line.endswith("--header yes or --header no")
+    assert "header=" not in line
+    (tmp_path / "w.csv").write_text("c1,2\n1,2\n3,4\n")
+    line = _one_line(capsys, 2, main(["solve", "dpcp", "--data", str(tmp_path / "w.csv"),
+                                      "--d", "1"]))
+    assert line.endswith("if line 1 is a header, use --header yes"), line
+    with pytest.raises(dio.DataFileError, match="if line 1 is a header, use header='yes'$"):
+        dio.read_csv(tmp_path / "w.csv")
     assert main(["solve", "dpcp", "--data", str(tmp_path / "h.csv"), "--d", "2", "--header",
                  "yes", "--max-iter", "2", "--quiet"]) == 0
     assert "m=60 samples, n=5" in capsys.readouterr().out

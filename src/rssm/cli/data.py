@@ -132,7 +132,8 @@ def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
     try:
         arr = dio.load(args.data, key=args.key, dataset=args.dataset, header=args.header)
     except dio.DataFileError as exc:
-        raise UsageError(f"argument {option.get(exc.argument, '--data')}: {exc}") from None
+        raise UsageError(f"argument {option.get(exc.argument, '--data')}: "
+                         f"{exc.cli_message}") from None
     cols = args.samples_as_columns
     rows_, cols_ = (int(s) for s in arr.shape)
     m, n = (cols_, rows_) if cols else (rows_, cols_)

@@ -31,9 +31,11 @@ FORMATS = (".npy", ".npz", ".csv", ".txt", ".h5", ".hdf5", ".zarr", ".zip")
 class DataFileError(ValueError):
     """A data file that cannot be used; ``argument`` names the parameter at fault."""
 
-    def __init__(self, argument: str, message: str):
+    def __init__(self, argument: str, message: str, cli_message: str | None = None):
         super().__init__(message)
         self.argument = argument
+        #: the same in the command line's words (``--header yes`` for ``header='yes'``)
+        self.cli_message = message if cli_message is None else cli_message
 
 
 def _need(module: str):
@@ -129,10 +131,10 @@ def _header_line(first: list[str], second: list[str] | None, header: str, path: 
         return True
     if (_looks_like_column_numbers(first) and second is not None
             and not all(c.lstrip("+-").isdigit() for c in second)):
-        raise DataFileError(
-            "header", f"{path} starts with the row {','.join(first)}, which may be a header of "
-                      "column numbers or a sample; say which with header='yes' or 'no' "
-                      "(--header yes|no)")
+        said = (f"{path} starts with the row {','.join(first)}, which may be a header of "
+                "column numbers or a sample; say which with ")
+        raise DataFileError("header", said + "header='yes' or header='no'",
+                            said + "--header yes or --header no")
     return False
 
 
@@ -158,7 +160,7 @@ def _first_bad_cell(path: Path, delimiter: str | None, skip: int, width: int,
                 what = ("a missing value: fill or drop it first" if cell.lower() in (
                     "", "na", "n/a", "null", "none", "?") else "every column must hold numbers")
                 comma = _decimal_comma(cell, delimiter)
-                hint = "; if line 1 is a header, use header='yes' (--header yes)" if (
+                hint = "; if line 1 is a header, use header='yes'" if (
                     names is None and i == 0 and not comma) else ""
                 if comma:
                     hint += ("; the file seems to write numbers with a comma inside (0,5 or "
@@ -217,7 +219,8 @@ def read_csv(path: str | os.PathLike, header: str = "auto") -> np.ndarray:
                           quotechar='"', comments="#", encoding="utf-8-sig", ndmin=2)
     except ValueError:
         names = first_cells if has_header else None
-        raise DataFileError("path", _first_bad_cell(path, delimiter, skip, width, names)) \
+        said = _first_bad_cell(path, delimiter, skip, width, names)
+        raise DataFileError("path", said, said.replace("header='yes'", "--header yes")) \
             from None
 
 
