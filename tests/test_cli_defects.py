@@ -428,10 +428,10 @@ def test_plot_of_a_file_that_is_no_results_csv_names_the_file_and_the_cell(tmp_p
     convert string to float: 'abc'", naming neither the file nor where."""
     np.save(tmp_path / "x.npy", np.eye(3))
     line = _one_line(capsys, 2, main(["plot", str(tmp_path / "x.npy")]))
-    assert line.endswith("x.npy is not an rssm results CSV: not UTF-8 text (byte 0)"), line
+    assert line.endswith("x.npy is not an rssm results CSV: not UTF-8 text at byte 0, line 1"), line
     (tmp_path / "latin.csv").write_bytes("part,probl\xe8me\n".encode("latin-1"))
     line = _one_line(capsys, 2, main(["plot", str(tmp_path / "latin.csv")]))
-    assert "latin.csv is not an rssm results CSV: not UTF-8 text (byte 10)" in line, line
+    assert line.endswith("latin.csv is not an rssm results CSV: not UTF-8 text at byte 10, line 1")
     cols = "part,problem,method,blocks,seed,stepsize,iteration,time,flops,cost,error"
     good = "paper,dpcp,rsm,1,1,paper,0,0.0,0.0,1.0,0.5"
     bad = "paper,dpcp,rsm,1,1,paper,1,abc,0.0,1.0,0.5"
@@ -629,3 +629,21 @@ def test_sigterm_while_the_results_are_written_keeps_them(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["X.npy", "settings.json", "trace.csv"]
     assert "the run so far is saved in" in proc.stderr
     json.loads((out / "settings.json").read_text())
+
+
+def test_plot_names_the_byte_and_line_of_a_late_bad_byte_and_reads_a_bom(tmp_path, capsys):
+    """An audit: a results CSV with one Latin-1 byte after 500 good rows was said to be
+    "not UTF-8 text (byte 7082)" where the byte was at 23466 (the position within the
+    reader's last chunk); a CSV saved with a byte order mark was "missing column(s)
+    part"."""
+    cols = "part,problem,method,blocks,seed,stepsize,iteration,time,flops,cost,error"
+    good = "paper,dpcp,rsm,1,1,paper,0,0.0,0.0,1.0,0.5"
+    data = ("\n".join([cols] + [good] * 500) + "\n").encode() + b"\xe9\n"
+    (tmp_path / "late.csv").write_bytes(data)
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "late.csv")]))
+    assert line.endswith(f"not UTF-8 text at byte {len(data) - 2}, line 502"), line
+    from rssm.experiments import io as eio
+
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + data[:-2])
+    rows = eio.read_rows(tmp_path / "bom.csv")
+    assert len(rows) == 500 and rows[0]["part"] == "paper" and rows[0]["error"] == 0.5

@@ -485,3 +485,20 @@ def test_a_folder_without_a_run_keeps_a_users_report_and_figures(tmp_path, capsy
     # --overwrite replaces them, as it says
     assert main(argv + ["--overwrite"]) == 0
     assert (mine / "dpcp.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_results_json_that_is_no_run_does_not_turn_the_check_off(tmp_path, capsys):
+    """An audit: a folder holding a user's own results.json ({"mine": 1}) beside their
+    report.md counted as a run, and both were replaced without a word."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "results.json").write_text('{"mine": 1}')
+    (mine / "report.md").write_text("my notes")
+    argv = ["reproduce", "dpcp", "--budget", str(BUDGET), "--seeds", "1", "--quiet",
+            "--formats", "png", "--out", str(mine)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "report.md, results.json" in err and "--overwrite" in err
+    assert (mine / "results.json").read_text() == '{"mine": 1}'
+    assert main(argv + ["--resume"]) == 2
+    assert (mine / "report.md").read_text() == "my notes"

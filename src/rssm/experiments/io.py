@@ -117,17 +117,26 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
     """
     path = Path(path)
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
+        # (utf-8-sig: a CSV saved again by a spreadsheet starts with a byte order mark,
+        # which made the first column's name "\ufeffpart": "missing column(s) part")
+        with path.open(encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
             missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
                 raise ValueError(f"{path} is not an rssm results CSV: missing column(s) "
                                  f"{', '.join(missing)}")
             return [_typed_row(path, reader.line_num, row) for row in reader]
-    except UnicodeDecodeError as exc:
-        # an audit: a binary file (X.npy) or Latin-1 text gave the bare codec error
-        raise ValueError(f"{path} is not an rssm results CSV: not UTF-8 text (byte "
-                         f"{exc.start})") from None
+    except UnicodeDecodeError:
+        # an audit: a binary file (X.npy) or Latin-1 text gave the bare codec error (and
+        # the error's position counts from the reader's last chunk, not the file's start)
+        data = path.read_bytes()
+        try:
+            data.decode("utf-8")
+            at = ""
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            at = f" at byte {exc.start}, line {line}"
+        raise ValueError(f"{path} is not an rssm results CSV: not UTF-8 text{at}") from None
     except csv.Error as exc:
         raise ValueError(f"{path} is not an rssm results CSV: {exc}") from None
 

@@ -319,6 +319,17 @@ def _differences(old: dict, new: dict) -> list[str]:
     return out
 
 
+def _run_json(path: Path) -> bool:
+    """``path`` is the results.json of a run (a JSON object with its settings)."""
+    if not path.is_file():
+        return False
+    try:
+        doc = io.read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("settings"), dict)
+
+
 def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: Sequence[int],
               *, quick: bool = False, tuned: bool = False, resume: bool = False,
               overwrite: bool = False, progress: bool | None = None, command: str = "",
@@ -374,10 +385,11 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
     if csv_path.exists() and not (resume or overwrite):
         raise ValueError(f"--out {out} already holds {CSV_NAME}; pass --resume to continue "
                          "it or --overwrite to start over")
-    if not (csv_path.exists() or json_path.exists() or overwrite):
+    if not (csv_path.exists() or _run_json(json_path) or overwrite):
         # a folder that holds no run: files with the names the run writes are a user's own
-        # (an audit: a user's report.md was replaced without a word)
-        mine = [p.name for p in [out / "report.md"]
+        # (an audit: a user's report.md was replaced without a word; and a results.json
+        # of their own turned the check off)
+        mine = [p.name for p in [out / "report.md", json_path]
                 + [out / f"{name}{suffix}.{fmt}" for name in configs
                    for suffix in ("", "-tuned") for fmt in FIGURE_FORMATS] if p.exists()]
         if mine:
