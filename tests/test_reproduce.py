@@ -234,6 +234,17 @@ def test_plot_redraws(outdir, tmp_path, capsys):
     # the same report, less the links to PDFs that this plot did not write
     full = (outdir / "report.md").read_text()
     assert (out / "report.md").read_text() == re.sub(r"\[PDF\]\([^)]+\)\n\n", "", full)
+    # its own report.md it redraws; a user's file of that name it keeps (an audit: it was
+    # replaced without a word)
+    assert main(["plot", str(outdir / "results.csv"), "--out", str(out), "--formats", "png"]) == 0
+    capsys.readouterr()
+    (out / "report.md").write_text("my notes")
+    assert main(["plot", str(outdir / "results.csv"), "--out", str(out), "--formats", "png"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a report rssm wrote; pass --no-report" in err and len(err.splitlines()) == 1
+    assert (out / "report.md").read_text() == "my notes"
+    assert main(["plot", str(outdir / "results.csv"), "--out", str(out), "--formats", "png",
+                 "--no-report"]) == 0
 
 
 def _links(report: Path) -> list[str]:

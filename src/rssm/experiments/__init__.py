@@ -16,10 +16,19 @@ from rssm.experiments import io
 from rssm.experiments.analysis import group_runs
 from rssm.experiments.configs import PROBLEMS, make_configs, stepsize_label
 from rssm.experiments.plots import plot_comparison
-from rssm.experiments.report import write_report
+from rssm.experiments.report import REPORT_TITLE, write_report
 from rssm.experiments.runner import CSV_NAME, JSON_NAME, reproduce
 
 __all__ = ["make_configs", "reproduce", "render", "CSV_NAME", "JSON_NAME", "PROBLEMS"]
+
+
+def _written_by_rssm(path: Path) -> bool:
+    """``path`` starts with the first line of `write_report`'s text."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return fh.readline().startswith(REPORT_TITLE)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
@@ -49,6 +58,12 @@ def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
         raise ValueError(f"{csv_path} holds no runs to plot")
     json_path = csv_path.parent / JSON_NAME
     doc = io.read_json(json_path) if json_path.exists() else None
+    if report and doc is not None:
+        # an audit: `rssm plot --out DIR` replaced a report.md of the user's in DIR
+        mine = out / "report.md"
+        if mine.is_file() and not _written_by_rssm(mine):
+            raise ValueError(f"{mine} is not a report rssm wrote; pass --no-report or "
+                             "another --out to keep it")
     runs = group_runs(rows)
     written: list[Path] = []
     problems = doc["settings"]["problems"] if doc else {}

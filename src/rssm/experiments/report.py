@@ -19,7 +19,11 @@ from rssm.experiments.configs import (
     stepsize_label,
 )
 
-__all__ = ["median_or_inf", "write_report", "claim_check"]
+__all__ = ["median_or_inf", "write_report", "claim_check", "REPORT_TITLE"]
+
+#: The first line of every report.md `write_report` makes (how `rssm plot` tells its own
+#: report from a user's file of that name).
+REPORT_TITLE = "# Reproduction of Section 5 (`sect-exp`): RSSM vs RSM"
 
 
 def median_or_inf(values: Sequence[float]) -> float:
@@ -230,7 +234,7 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict,
                    if r.part in ("paper", "tuned")})
     asked = [int(s) for s in settings.get("requested_seeds", settings.get("seeds", []))]
     machine = doc.get("machine", {})
-    lines = ["# Reproduction of Section 5 (`sect-exp`): RSSM vs RSM", ""]
+    lines = [REPORT_TITLE, ""]
     if settings.get("quick"):
         scale = settings.get("budget_scale", 1.0 / QUICK_DIVISOR)
         lines += [f"> **Reduced run**: iteration budgets are {scale:.3g} times the full ones "
