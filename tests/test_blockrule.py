@@ -394,18 +394,24 @@ def test_a_frozen_default_rssm_run_on_odl_starts_again_and_converges(seed):
     assert res.n_iter < 2500 and res.error < 1e-18
 
 
+def _three_pairs():
+    """A hand-made RSSM context: shape (4, 6), 3 blocks of 2 columns, its 3 block pairs, and
+    f read from a list the test changes (f[0] = 100 at first)."""
+    f = [100.0]
+    ctx = StepContext("rssm", 3, (4, 6), cost=lambda: f[0], trial=lambda g: 0.0,
+                      partition=Partition.uniform(6, 3))
+    pairs = [((0, 1), np.array([0, 1, 2, 3])), ((0, 2), np.array([0, 1, 4, 5])),
+             ((1, 2), np.array([2, 3, 4, 5]))]
+    return f, ctx, pairs
+
+
 def test_the_freeze_test_waits_while_f_falls():
     """Subgradients that agree (cancel ratio 1 here: the same direction every time) while
     f falls are a descent on its way: the per-sweep branch does not restart. Once f stops
     falling at the test, it does (from the first length, beta <- sqrt(beta)). Before,
     the test fired on the first reading (l1 Procrustes l = 3 seed 5: 12 iterations in,
     while f fell from 5068 to 4947)."""
-    part = Partition.uniform(6, 3)
-    f = [100.0]
-    ctx = StepContext("rssm", 3, (4, 6), cost=lambda: f[0], trial=lambda g: 0.0,
-                      partition=part)
-    pairs = [((0, 1), np.array([0, 1, 2, 3])), ((0, 2), np.array([0, 1, 4, 5])),
-             ((1, 2), np.array([2, 3, 4, 5]))]
+    f, ctx, pairs = _three_pairs()
     d = np.ones((4, 4))
     rule = BlockRule()
 
@@ -476,12 +482,7 @@ def test_a_rise_above_the_start_ends_the_plateau_once():
     around its start for the plateau's iterations) the decay goes on from the cap.
     Hand-made: 3 block pairs of 2 + 2 columns, ||direction|| = 4, g_0 = 4, so the cap
     is a length of 4 and the plateau starts at 12."""
-    part = Partition.uniform(6, 3)
-    f = [100.0]
-    ctx = StepContext("rssm", 3, (4, 6), cost=lambda: f[0], trial=lambda g: 0.0,
-                      partition=part)
-    pairs = [((0, 1), np.array([0, 1, 2, 3])), ((0, 2), np.array([0, 1, 4, 5])),
-             ((1, 2), np.array([2, 3, 4, 5]))]
+    f, ctx, pairs = _three_pairs()
     rng = np.random.default_rng(0)
 
     def run(rises_at):
