@@ -388,7 +388,7 @@ class BatchedSuccess(Auto):
 class PlateauSignal(BlockRule):
     """`BlockRule` with its plateau cut (f above f_0 while the steps are held at the cap:
     the decay goes on from the cap) replaced by another signal, or by none
-    (``signal=None``: the rule before the cut). Candidates of 2026-11-27, scored with
+    (``signal=None``: the rule before the cut). Candidates of 2026-11-26, scored with
     ``--candidates`` over the ten cells (log `plateau.log`):
 
     * ``"sweep rise"``: f at the end of a sweep (binom(l, 2) iterations) not below f at
