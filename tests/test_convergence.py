@@ -198,3 +198,26 @@ def test_stop_messages_name_the_limit_and_the_criterion(small_dpcp):
     stat = rssm.minimize(small_dpcp, stop=MinStationarity(1e9), max_iter=100,
                          record=rssm.Record(every=1, stationarity=True))
     assert stat.message.startswith("||P_T(G)||_F is at most 1e+09 (MinStationarity) after")
+
+
+def test_a_budget_that_ended_a_falling_run_says_more_iterations_may_help():
+    """A run cut short by its budget while f still fell said the same as one that had
+    stalled (l1 Procrustes at n = 500, p = 2: error 0.12 at the default budget of 1000,
+    converged at 2322): the message now says which."""
+    from rssm.problems import L1Procrustes
+    from rssm.stepsizes import Constant
+
+    prob = L1Procrustes.synthetic(seed=1)
+    short = rssm.minimize(prob, seed=1, max_iter=20)
+    assert short.stop_reason is StopReason.MAX_ITER
+    assert short.message.startswith(
+        "reached the iteration limit (20) before the convergence test held; f was still "
+        "falling (a new least value at iteration ")
+    assert short.message.endswith("): more iterations may let it converge")
+    done = rssm.minimize(prob, seed=1)
+    assert done.success
+    # from the solution, fixed steps only move away: no new least value, no advice
+    stuck = rssm.minimize(prob, done.x, seed=1, stepsize=Constant(1e-2), max_iter=50,
+                          tol=1e-30)
+    assert stuck.stop_reason is StopReason.MAX_ITER and stuck.best_iteration == 0
+    assert stuck.message == "reached the iteration limit (50) before the convergence test held"
