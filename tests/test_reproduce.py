@@ -513,3 +513,20 @@ def test_a_results_json_that_is_no_run_does_not_turn_the_check_off(tmp_path, cap
     assert (mine / "results.json").read_text() == '{"mine": 1}'
     assert main(argv + ["--resume"]) == 2
     assert (mine / "report.md").read_text() == "my notes"
+
+
+def test_fewer_formats_name_the_figures_left_from_an_earlier_draw(outdir, tmp_path, capsys):
+    """An audit: `--resume --formats png` (or `rssm plot --formats png`) after a png,pdf
+    draw left the PDFs, drawn from fewer runs, without a word. They are kept (a file of
+    that name may be a user's) and named in one line on stderr."""
+    out = tmp_path / "res"
+    shutil.copytree(outdir, out)
+    (out / "dpcp.pdf").write_bytes(b"%PDF earlier")           # the earlier draw's PDFs
+    assert main(["plot", str(out / "results.csv"), "--formats", "png", "--no-report"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["rssm: note: dpcp-tuned.pdf, dpcp.pdf, odl-tuned.pdf, odl.pdf drawn "
+                   "earlier, not redrawn (--formats png): they may show fewer runs; delete "
+                   "them or add their format"], err
+    assert (out / "dpcp.pdf").read_bytes() == b"%PDF earlier"
+    assert main(["plot", str(out / "results.csv"), "--formats", "png,pdf", "--no-report"]) == 0
+    assert capsys.readouterr().err == ""

@@ -204,3 +204,18 @@ def first_line(doc: str | None) -> str:
     if not doc:
         return ""
     return inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ")
+
+
+def note_not_redrawn(written, fmts) -> None:
+    """One line on stderr naming earlier figures in other formats that this draw left as
+    they were (an audit: `--resume --formats png` after a png,pdf run left the PDFs,
+    drawn from fewer seeds, without a word)."""
+    import sys
+
+    from rssm.experiments import not_redrawn
+
+    left = not_redrawn(written)
+    if left:
+        print(f"rssm: note: {', '.join(p.name for p in left)} drawn earlier, not redrawn "
+              f"(--formats {','.join(fmts)}): they may show fewer runs; delete them or "
+              "add their format", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rssm.cli._common import Formatter, UsageError, formats, out
+from rssm.cli._common import Formatter, UsageError, formats, note_not_redrawn, out
 
 __all__ = ["add_parser", "run"]
 
@@ -43,4 +43,5 @@ def run(args) -> int:
     written = render(path, args.out, fmts, report=report)
     for w in written:
         out(w)
+    note_not_redrawn(written, fmts)
     return 0

@@ -13,6 +13,7 @@ from rssm.cli._common import (
     Formatter,
     UsageError,
     formats,
+    note_not_redrawn,
     out,
     positive_float,
     positive_int,
@@ -123,6 +124,8 @@ def run(args, argv: Sequence[str]) -> int:
                 raise UsageError(f"argument {opt}: {text[len(opt):].lstrip(': ')}") from None
         raise
     written = render(Path(args.out) / "results.csv", args.out, fmts, report=True)
+    if not args.quiet:
+        note_not_redrawn(written, fmts)
     if not args.quiet:
         # the figures and report, and results.csv and results.json beside them
         out(f"rssm: {len(written) + 2} files written to {args.out} in "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rssm.experiments import io
 from rssm.experiments.analysis import group_runs
-from rssm.experiments.configs import PROBLEMS, make_configs, stepsize_label
+from rssm.experiments.configs import FIGURE_FORMATS, PROBLEMS, make_configs, stepsize_label
 from rssm.experiments.plots import plot_comparison
 from rssm.experiments.report import REPORT_TITLE, write_report
 from rssm.experiments.runner import CSV_NAME, JSON_NAME, reproduce
@@ -29,6 +29,15 @@ def _written_by_rssm(path: Path) -> bool:
             return fh.readline().startswith(REPORT_TITLE)
     except (OSError, UnicodeDecodeError):
         return False
+
+
+def not_redrawn(written: Sequence[Path]) -> list[Path]:
+    """Figures beside ``written`` (what `render` returned) of the same name in another
+    format that this draw did not write: drawn earlier, perhaps from fewer runs."""
+    drawn = {Path(w) for w in written}
+    return sorted(sib for w in drawn if w.suffix[1:] in FIGURE_FORMATS
+                  for fmt in FIGURE_FORMATS
+                  if (sib := w.with_suffix("." + fmt)) not in drawn and sib.is_file())
 
 
 def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
