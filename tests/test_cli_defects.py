@@ -444,6 +444,10 @@ def test_plot_of_a_file_that_is_no_results_csv_names_the_file_and_the_cell(tmp_p
     (tmp_path / "results.csv").write_text("\n".join([cols, good, good + ",7,8"]) + "\n")
     line = _one_line(capsys, 2, main(["plot", str(tmp_path / "results.csv")]))
     assert line.endswith("results.csv, line 3: 13 cells, the header has 11"), line
+    (tmp_path / "results.csv").write_text("\n".join([cols, good + ",", good + ",,"]) + "\n")
+    from rssm.experiments import io as eio
+
+    assert len(eio.read_rows(tmp_path / "results.csv")) == 2    # empty trailing cells
 
 
 def test_max_iter_help_names_the_budget_the_problem_declares(capsys):

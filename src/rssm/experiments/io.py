@@ -147,9 +147,10 @@ _TYPES = {"part": str, "problem": str, "method": str, "blocks": int, "seed": int
 
 
 def _typed_row(path: Path, line: int, row: dict) -> dict:
-    if row.get(None):
+    if any(c.strip() for c in row.get(None) or ()):
         # csv.DictReader files cells beyond the header under None: a row that was cut and
-        # glued to the next, or columns added by hand
+        # glued to the next, or columns added by hand (empty ones, a trailing comma a
+        # spreadsheet wrote, are let through)
         raise ValueError(f"{path}, line {line}: {len(row) - 1 + len(row[None])} cells, the "
                          f"header has {len(row) - 1}")
     out = {}
