@@ -216,6 +216,9 @@ def note_not_redrawn(written, fmts) -> None:
 
     left = not_redrawn(written)
     if left:
-        print(f"rssm: note: {', '.join(p.name for p in left)} drawn earlier, not redrawn "
-              f"(--formats {','.join(fmts)}): they may show fewer runs; delete them or "
-              "add their format", file=sys.stderr)
+        try:
+            print(f"rssm: note: {', '.join(p.name for p in left)} drawn earlier, not "
+                  f"redrawn (--formats {','.join(fmts)}): they may show fewer runs; delete "
+                  "them or add their format", file=sys.stderr, flush=True)
+        except (BrokenPipeError, OSError, ValueError, AttributeError):
+            pass        # advisory: a closed or missing stderr does not fail the command

@@ -125,9 +125,9 @@ def run(args, argv: Sequence[str]) -> int:
         raise
     written = render(Path(args.out) / "results.csv", args.out, fmts, report=True)
     if not args.quiet:
-        note_not_redrawn(written, fmts)
-    if not args.quiet:
         # the figures and report, and results.csv and results.json beside them
         out(f"rssm: {len(written) + 2} files written to {args.out} in "
             f"{time.perf_counter() - t0:.1f} s (report: {Path(args.out) / 'report.md'})")
+    # a warning, not progress: --quiet does not hide it
+    note_not_redrawn(written, fmts)
     return 0

@@ -413,12 +413,6 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             if isinstance(fired, MaxIterations):
                 message += (" before the convergence test held" if cert is not None
                             else " (the convergence test is off: tol=0)")
-                if cert is not None and 0 < st.best_k and st.k - st.best_k <= st.k // 10:
-                    # a new user could not tell a run cut short from one that had stalled
-                    # (l1 Procrustes at n = 500, p = 2: error 0.12 at the budget of 1000,
-                    # converged at 2322)
-                    message += (f"; f was still falling (a new least value at iteration "
-                                f"{st.best_k}): more iterations may let it converge")
         if held.interrupted:
             reason, converged = StopReason.INTERRUPTED, False
             message = f"interrupted by the user after {iterations(st.k)}"
@@ -581,6 +575,22 @@ def _record(rec: TraceRecorder, st, certificate, observers) -> Progress:
     return prog
 
 
+def _still_falling(trace: dict, k: int, best: int, fun: float) -> str:
+    """The advice a run ended by its budget gets where its least cost came in the last
+    tenth of the run, below every recorded cost before that tenth by more than rounding
+    (a new user could not tell a run cut short from one that had stalled: l1 Procrustes
+    at n = 500, p = 2 ended at error 0.12 on the budget of 1000, and converged at 2322)."""
+    if not (0 < best and k - best <= k // 10 and math.isfinite(fun)):
+        return ""
+    its = np.asarray(trace.get("iteration", ()), dtype=float)
+    costs = np.asarray(trace.get("cost", ()), dtype=float)
+    before = costs[(its <= k - k // 10 - 1) & np.isfinite(costs)] if costs.size else costs
+    if before.size and not before.min() - fun > 1e-12 * max(abs(fun), abs(before.min())):
+        return ""
+    return (f"; f was still falling (a new least value at iteration {best}): more "
+            "iterations may let it converge")
+
+
 def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, stepsize,
             settings, tol, dead=False, last_certified=False) -> Result:
     if not message:
@@ -639,6 +649,8 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             reason, converged = StopReason.INTERRUPTED, False
     if trace is None:
         raise KeyboardInterrupt
+    if reason is StopReason.MAX_ITER and cert is not None:
+        message += _still_falling(trace, st.k, st.best_k if use_best else st.k, fun)
     # Ctrl-C held while the Result is built (real SIGINTs landed in the feasibility's
     # product and lost a finished run), then noted on it
     with HeldInterrupt() as held:
