@@ -654,3 +654,20 @@ def test_plot_names_the_byte_and_line_of_a_late_bad_byte_and_reads_a_bom(tmp_pat
     (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + data[:-2])
     rows = eio.read_rows(tmp_path / "bom.csv")
     assert len(rows) == 500 and rows[0]["part"] == "paper" and rows[0]["error"] == 0.5
+
+
+def test_a_nul_byte_or_an_overlong_cell_is_named_by_line(tmp_path, capsys):
+    """An audit: a NUL byte inside a name cell of a results CSV was read without a word
+    (into the run's key and the figures' legends); a cell over the csv module's field
+    limit named the file but not the line."""
+    cols = "part,problem,method,blocks,seed,stepsize,iteration,time,flops,cost,error"
+    good = "paper,dpcp,rsm,1,1,paper,0,0.0,0.0,1.0,0.5"
+    (tmp_path / "nul.csv").write_text(
+        "\n".join([cols, good, good.replace("dpcp", "dp\x00cp")]) + "\n", encoding="utf-8")
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "nul.csv")]))
+    assert line.endswith("nul.csv, line 3: column problem holds a NUL byte"), line
+    (tmp_path / "long.csv").write_text(
+        "\n".join([cols, good, good, good.replace("dpcp", "d" * 200_000)]) + "\n",
+        encoding="utf-8")
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "long.csv")]))
+    assert "long.csv, line 4 is not an rssm results CSV: field larger than" in line, line

@@ -116,6 +116,7 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
         If the file lacks any column of `CSV_COLUMNS`.
     """
     path = Path(path)
+    reader = None
     try:
         # (utf-8-sig: a CSV saved again by a spreadsheet starts with a byte order mark,
         # which made the first column's name "\ufeffpart": "missing column(s) part")
@@ -138,7 +139,10 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
             at = f" at byte {exc.start}, line {line}"
         raise ValueError(f"{path} is not an rssm results CSV: not UTF-8 text{at}") from None
     except csv.Error as exc:
-        raise ValueError(f"{path} is not an rssm results CSV: {exc}") from None
+        # (a cell over the csv module's field limit said which file, not where in it;
+        # the reader counts the lines it has finished, not the one it failed on)
+        at = f", line {reader.line_num + 1}" if reader is not None else ""
+        raise ValueError(f"{path}{at} is not an rssm results CSV: {exc}") from None
 
 
 _TYPES = {"part": str, "problem": str, "method": str, "blocks": int, "seed": int,
@@ -155,6 +159,10 @@ def _typed_row(path: Path, line: int, row: dict) -> dict:
                          f"header has {len(row) - 1}")
     out = {}
     for c, kind in _TYPES.items():
+        if row[c] is not None and "\x00" in row[c]:
+            # an audit: a NUL byte inside a name cell was read without a word (and carried
+            # into the run's key and the figures' legends)
+            raise ValueError(f"{path}, line {line}: column {c} holds a NUL byte")
         try:
             out[c] = row[c] if kind is str else kind(row[c])
         except (TypeError, ValueError):
