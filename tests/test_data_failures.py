@@ -423,3 +423,30 @@ def test_a_ctrl_c_as_a_cache_file_is_made_leaves_no_file_and_no_descriptor(tmp_p
     assert os.listdir(tmp_path) == []
     with pytest.raises(OSError):
         os.fstat(made[0])                            # closed
+
+
+def test_a_ctrl_c_while_the_cache_file_closes_is_raised_after_the_close(tmp_path,
+                                                                         monkeypatch):
+    """A real SIGINT inside the cache file's close was held so the descriptor closed,
+    then lost: ``close()`` returned as if nothing had come. It is raised once the file is
+    closed; a second close does nothing."""
+    import signal
+
+    from rssm.data import statefile
+
+    f = statefile.StateFile(str(tmp_path))
+    fd = f.fd
+    real = os.close
+
+    def close(d):
+        os.kill(os.getpid(), signal.SIGINT)          # lands inside the held close
+        real(d)
+
+    monkeypatch.setattr(statefile.os, "close", close)
+    with pytest.raises(KeyboardInterrupt):
+        f.close()
+    monkeypatch.setattr(statefile.os, "close", real)
+    with pytest.raises(OSError):
+        os.fstat(fd)                                 # closed
+    f.close()                                        # nothing left to do, no raise
+    assert os.listdir(tmp_path) == []

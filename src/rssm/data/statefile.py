@@ -53,19 +53,23 @@ class StateFile:
             raise KeyboardInterrupt
 
     @staticmethod
-    def _remove(fd: int, path: str | None) -> None:
-        # held: a Ctrl-C here skipped the close (a finalizer's exception is only printed,
-        # so the interrupt itself is lost either way; the descriptor is not)
-        with HeldInterrupt():
+    def _remove(fd: int, path: str | None) -> bool:
+        # held: a Ctrl-C here skipped the close; it is returned, and `close` raises it
+        # (from the garbage collector a finalizer's exception is only printed, so there
+        # the interrupt is lost either way; the descriptor is not)
+        with HeldInterrupt() as held:
             try:
                 os.close(fd)
             finally:
                 if path is not None and os.path.exists(path):
                     os.unlink(path)
+        return held.interrupted
 
     def close(self) -> None:
-        """Close (and, where it still has a name, delete) the file."""
-        self._fin()
+        """Close (and, where it still has a name, delete) the file; a Ctrl-C that came
+        while it closed is raised once it is closed."""
+        if self._fin():
+            raise KeyboardInterrupt
 
     def reserve(self, nbytes: int) -> int:
         """Reserve ``nbytes`` at the end of the file (see `allocate`); return their offset."""
