@@ -256,8 +256,9 @@ def make_selector(selection: Any) -> PairSelector:
     ``"shuffled"``) or pass a `PairSelector` instance through."""
     if isinstance(selection, PairSelector):
         return selection
-    if isinstance(selection, str) and selection in SELECTION_RULES:
-        return SELECTION_RULES[selection]()
+    # (any case, as ``method=`` and ``stepsize=`` names: "Cyclic" was refused)
+    if isinstance(selection, str) and selection.lower() in SELECTION_RULES:
+        return SELECTION_RULES[selection.lower()]()
     raise ValueError(
         f"selection must be one of {sorted(SELECTION_RULES)} or a PairSelector, "
         f"got {describe(selection)}"

@@ -13,6 +13,8 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from rssm._validation import as_int, as_positive_float, iterations
 from rssm.progress import Progress
 
@@ -315,7 +317,18 @@ class CallbackStop(StoppingCriterion):
         self.fn = fn
 
     def check(self, progress: Progress) -> StopReason | None:
-        return StopReason.CALLBACK if self.fn(progress) else None
+        ret = self.fn(progress)
+        try:
+            stop = bool(ret)
+        except (TypeError, ValueError):
+            # an audit: an array returned said only "The truth value of an array with
+            # more than one element is ambiguous", naming neither the callback nor what
+            # it may return
+            what = (f"an array of shape {ret.shape}" if isinstance(ret, np.ndarray)
+                    else f"a {type(ret).__name__}")
+            raise TypeError(f"callback returned {what}, which is neither true nor false: "
+                            "return True to stop the run, False or None to go on") from None
+        return StopReason.CALLBACK if stop else None
 
     def message(self, progress: Progress) -> str:
         return f"the callback asked to stop after {iterations(progress.iteration)}"

@@ -90,8 +90,8 @@ class ODL(DataProblem):
 
         X* is the first draw from ``seed``: a Haar start drawn from a generator seeded the
         same way (``initial_point(numpy.random.default_rng(seed))``) is X* itself. Seed the
-        start differently (``rssm.minimize(..., x0=None, seed=seed)`` draws it from a spawned
-        child stream; ``rssm reproduce`` uses ``default_rng([seed, 1])``)."""
+        start differently: ``rssm.minimize(..., x0=None, seed=seed)`` and ``rssm
+        reproduce`` draw it from ``default_rng([seed, 1])``."""
         n = as_int(n, "n", minimum=2)
         theta = as_positive_float(theta, "theta", upper=1.0)
         m = round(10 * n**1.5) if m is None else as_int(m, "m", minimum=1)

@@ -36,6 +36,7 @@ from rssm.solvers.options import (
 from rssm.solvers.record import Observer, Record, as_record, error_at
 from rssm.stepsizes import StepSize, from_spec
 from rssm.stopping import (
+    AllOf,
     AnyOf,
     CallbackStop,
     Converged,
@@ -125,14 +126,16 @@ def minimize(
         One meaning everywhere: seed s starts at ``problem.initial_point(s)`` (the stream
         ``default_rng([s, 1])``) and draws the block pairs from ``default_rng([s, 2])``
         (``synthetic(seed=s)`` data use ``default_rng(s)``). None is s = 0. A Generator
-        draws both (the start from a spawned child).
+        draws both (the start from four words it draws first), and is advanced by the
+        call: two Generators in the same state give the same bits.
     tol : float, optional
         Tolerance of the convergence test (`rssm.solvers.certificate`; default
         `DEFAULT_TOL` = 1e-10): stop, with ``success=True``, once the recent iterates lie
         within ``tol * ||X||_F`` of each other and their subgradients cancel or vanish.
         ``tol=0`` turns the test off.
     max_iter, max_time : int, float, optional
-        Iteration limit and solver-time limit (seconds). Without any limit:
+        Iteration limit and solver-time limit (seconds). Without any limit (here or
+        inside ``stop``: a `MaxIterations` or `MaxTime` there counts):
         ``problem.default_max_epochs()`` epochs, else 1000 (1000 RSM iterations, 1000 l/2
         RSSM iterations); sparse PCA and the planted sparse basis, whose default rules
         decay slowly, take more.
@@ -261,7 +264,9 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
         criteria.append(MaxIterations(as_int(budget, "max_iter", minimum=0)))
     if kw["max_time"] is not None:
         criteria.append(MaxTime(as_positive_float(kw["max_time"], "max_time")))
-    if budget is None and kw["max_time"] is None and kw["stop"] is None:
+    # (an audit: any stop= took the default budget away, so stop=CostBelow(level) ran for
+    # ever where the level was never reached; only a limit inside it does now)
+    if budget is None and kw["max_time"] is None and not _limits(kw["stop"]):
         budget = default_budget(n_blocks, problem.default_max_epochs())
         criteria.append(MaxIterations(budget))
     if tol > 0:
@@ -400,12 +405,23 @@ def _streams(seed: Any) -> tuple[np.random.Generator, Any]:
 
 
 def _child(rng: np.random.Generator) -> np.random.Generator:
-    """An independent child stream of ``rng`` for the start (``rng.spawn(1)[0]``, or four
-    words drawn from ``rng`` when its bit generator cannot spawn)."""
-    try:
-        return rng.spawn(1)[0]
-    except TypeError:
-        return np.random.default_rng(rng.integers(0, 2**32, size=4, dtype=np.uint64))
+    """A stream for the start seeded by four words drawn from ``rng``: it depends on the
+    state of ``rng`` alone (``rng.spawn`` also depends on how many children its seed
+    sequence has spawned before, which the state does not hold: two Generators in the
+    same state gave different runs)."""
+    return np.random.default_rng(rng.integers(0, 2**32, size=4, dtype=np.uint64))
+
+
+def _limits(stop: Any) -> bool:
+    """Whether the criterion ``stop`` ends every run by itself: a `MaxIterations` or
+    `MaxTime`, an `AnyOf` with one, an `AllOf` of such."""
+    if isinstance(stop, (MaxIterations, MaxTime)):
+        return True
+    if isinstance(stop, AnyOf):
+        return any(_limits(c) for c in stop.criteria)
+    if isinstance(stop, AllOf):
+        return all(_limits(c) for c in stop.criteria)
+    return False
 
 
 def _legacy(args: tuple, legacy: dict, kw: dict) -> dict:
