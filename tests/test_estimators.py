@@ -263,7 +263,8 @@ def test_transform_and_inverse_transform():
     (dict(contamination=0.0), r"contamination must be a number in \(0, 1\)"),
     (dict(contamination="some"), r"contamination must be 'auto' or a number"),
     (dict(center="yes"), r"center must be True or False"),
-    (dict(random_state=-1), r"random_state must be None, a non-negative int"),
+    (dict(random_state=-1), r"^RobustSubspace: random_state must be None, a non-negative"),
+    (dict(random_state=1.5), r"^RobustSubspace: random_state must be None, a non-negative"),
     (dict(method="newton"), r"method must be None, .rsm. or .rssm."),
 ])
 def test_robust_subspace_bad_parameters_one_line(kwargs, match):
@@ -864,3 +865,40 @@ def test_a_ctrl_c_stops_a_fit_and_leaves_one_whole_fit(cls, monkeypatch):
             est.set_params(max_iter=2).fit(x2)
     assert est.result_ is kept
     np.testing.assert_array_equal(est.components_, earlier)
+
+
+def test_upper_case_rssm_draws_its_seed_like_rssm():
+    """An audit: ``method="RSSM"`` ran RSSM but passed no seed, so random_state=None
+    repeated the random_state=0 run every time."""
+    x, _, _ = subspace_data()
+    for est in (RobustSubspace, OrthogonalSparsePCA):
+        a, b, zero = (est(3, method="RSSM", max_iter=30, random_state=r).fit(x)
+                      for r in (None, None, 0))
+        assert a.result_.method == "rssm"
+        assert not np.array_equal(a.result_.x_last, b.result_.x_last), est.__name__
+        lower = est(3, method="rssm", max_iter=30, random_state=0).fit(x)
+        np.testing.assert_array_equal(zero.components_, lower.components_)
+
+
+def test_sparse_pca_constant_column_whose_value_binary_cannot_hold():
+    """An audit: a constant column of 0.1 (not exact in binary) kept a residue of 5e-16
+    once centred, normalize=True divided it by its own std (scale_ 5e-16), a loading
+    landed on it and a change of 1e-9 in it moved a score by 2e6. Its rounding residue
+    counts as constant now: the fit is the one with a constant 0.5, bit for bit."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 8)) @ rng.standard_normal((8, 8))
+    fits = []
+    for c in (0.1, 0.5):
+        xc = x.copy()
+        xc[:, 3] = c
+        fits.append(OrthogonalSparsePCA(6, mu=0.2, random_state=0).fit(xc))
+    a, b = fits
+    assert a.scale_[3] == 1.0 and b.scale_[3] == 1.0
+    assert np.all(a.components_[:, 3] == 0.0)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    np.testing.assert_array_equal(a.explained_variance_ratio_, b.explained_variance_ratio_)
+    xc = x.copy()
+    xc[:, 3] = 0.1
+    moved = xc[:1].copy()
+    moved[0, 3] += 1e-9
+    assert np.abs(a.transform(moved) - a.transform(xc[:1])).max() < 1e-6

@@ -109,10 +109,14 @@ class SolverMixin:
             # was accepted there without a word
             raise InvalidParameterError(f"{type(self).__name__}: method must be None, 'rsm' "
                                         f"or 'rssm', got {method!r}")
-        rssm_run = (method == "rssm" or (method is None and "n_blocks" in params)) and (
-            p is None or p >= 2)
+        # (method in any case: "RSSM" ran RSSM with seed 0 whatever random_state said)
+        rssm_run = ((method is not None and method.lower() == "rssm")
+                    or (method is None and "n_blocks" in params)) and (p is None or p >= 2)
         if random_start or rssm_run or self.random_state is not None:
-            params["seed"] = as_seed(self.random_state)
+            try:
+                params["seed"] = as_seed(self.random_state)
+            except ValueError as exc:
+                raise InvalidParameterError(f"{type(self).__name__}: {exc}") from None
         return params
 
     def _run(self, problem: rssm.Problem, x0: np.ndarray | None = None,

@@ -172,7 +172,21 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
             for _, _, blk in row_chunks(X):
                 c = blk - mean
                 gram += c.T @ c
-        std = np.sqrt(np.maximum(np.diag(gram), 0.0) / m)
+        var = np.maximum(np.diag(gram), 0.0) / m
+        # A constant column whose value binary cannot hold (0.1) keeps a rounding residue
+        # of about eps |mean| once centred: scaled by its own std, that residue became a
+        # unit-variance feature, a loading landed on it and a change of 1e-9 in it moved a
+        # score by 2e6 (an audit). A variance within the rounding of the centring, eps^2
+        # (m |mean|)^2 plus m eps times itself, is a constant column: zeroed, scale 1.
+        eps = np.finfo(np.float64).eps
+        const = var <= m * eps * var + (m * np.abs(mean) * eps) ** 2
+        if np.any(const):
+            gram[const, :] = 0.0
+            gram[:, const] = 0.0
+            var[const] = 0.0
+            if a is not None:
+                a[:, const] = 0.0
+        std = np.sqrt(var)
         scale = np.where(std > 0, std, 1.0) if self.normalize else np.ones(n)
         # Sigma = D^-1 G D^-1 / m with D the scale: the correlation or covariance matrix.
         d = 1.0 / (scale * np.sqrt(m))
