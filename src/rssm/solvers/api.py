@@ -95,9 +95,12 @@ def minimize(
     """Minimize a weakly convex ``problem`` over St(n, p) with RSSM or RSM.
 
     With nothing but the problem, ``minimize(problem)`` starts at
-    ``problem.initial_point(0)``, runs `DEFAULT_METHOD` with the tuning-free step
-    ``"auto"``, stops when the convergence test holds (``Result.success``) or after 1000
-    epochs, and returns the best iterate it saw; the same call gives the same bits.
+    ``problem.initial_point(0)``, runs `DEFAULT_METHOD` with the problem's default step
+    (the tuning-free ``"auto"`` but for sparse PCA and the planted sparse basis, whose
+    own geometric rules converge where Auto does not always), stops when the convergence
+    test holds (``Result.success``) or after the problem's budget (1000 epochs unless it
+    declares another), and returns the best iterate it saw; the same call gives the same
+    bits.
 
     Parameters
     ----------
@@ -115,9 +118,10 @@ def minimize(
     stepsize : StepSize, callable, float or "auto", optional
         Rule ``(k, ctx) -> gamma_k`` (`rssm.stepsizes.StepContext` says what ``ctx``
         offers); a number is a constant step; a spec such as ``"geometric:mu0=0.1,beta=0.9"``
-        (`rssm.stepsizes.from_spec`). Default: the rule a custom problem was built with,
-        else ``"auto"`` (`rssm.stepsizes.Auto`, no tuning). Steps are never longer than
-        `rssm.solvers.max_step`.
+        (`rssm.stepsizes.from_spec`). Default: ``problem.default_stepsize()``: the rule a
+        custom problem was built with, the reference geometric rule of `SparsePCA` and
+        `PlantedSparseBasis`, else ``"auto"`` (`rssm.stepsizes.Auto`, no tuning). Steps
+        are never longer than `rssm.solvers.max_step`.
     options : dict or RSSMOptions, optional
         Options of the method: for RSSM ``n_blocks`` (default ``min(5, p)``),
         ``partition``, ``selection`` (`RSSMOptions`). Options of the other method are
