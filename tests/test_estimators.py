@@ -902,3 +902,12 @@ def test_sparse_pca_constant_column_whose_value_binary_cannot_hold():
     moved = xc[:1].copy()
     moved[0, 3] += 1e-9
     assert np.abs(a.transform(moved) - a.transform(xc[:1])).max() < 1e-6
+    # a column of tiny but real variation is no constant (a review of a first version,
+    # a tolerance on the variance, zeroed timestamps of 1.7e9 s spread over 0.2 s)
+    m = 200_000
+    t = 1.7e9 + 0.1 * rng.random(m)
+    drift = (t - 1.7e9) / 0.03 + 0.01 * rng.standard_normal(m)
+    xt = np.column_stack([t, drift, rng.standard_normal((m, 2))])
+    est = OrthogonalSparsePCA(1, mu=0.05, random_state=0).fit(xt)
+    assert est.scale_[0] != 1.0
+    assert abs(est.components_[0, 0]) > 0.6 and abs(est.components_[0, 1]) > 0.6

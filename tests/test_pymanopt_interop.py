@@ -339,3 +339,15 @@ def test_a_ctrl_c_after_the_run_does_not_lose_it(dpcp, monkeypatch):
     assert out.cost == pytest.approx(dpcp.cost(out.point), rel=1e-14)
     # the Ctrl-C is not dropped: the result says it came (as minimize's would)
     assert "interrupted by the user after 20 iterations" in out.stopping_criterion
+
+
+def test_a_cost_budget_without_an_iteration_limit_is_the_runs_only_limit():
+    """A review of the default budget's return beside stop=: the bridge's budget of cost
+    evaluations counts as a limit (``limits_run``), so max_iterations=None with
+    max_cost_evaluations=3000 runs to that budget, not to rssm's default 1000
+    iterations ("max iterations reached", a limit the user had turned off)."""
+    problem, calls = _counting_problem(12, 6)
+    result = RSM(stepsize=1e-5, seed=0, max_iterations=None, max_time=None,
+                 max_cost_evaluations=3000, verbosity=0, min_step_size=None).run(problem)
+    assert result.stopping_criterion.startswith("Terminated - max cost evals reached")
+    assert result.iterations > 1000

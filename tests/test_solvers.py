@@ -503,6 +503,12 @@ def test_generators_in_the_same_state_give_the_same_bits(method, small_odl):
     # the call draws from the Generator: its next call is another run
     assert g1.bit_generator.state == g2.bit_generator.state
     assert not np.array_equal(rssm.minimize(small_odl, seed=g1, **kw).x, runs[0].x)
+    # a start given: nothing is drawn for it (RSM then draws nothing at all)
+    g = np.random.default_rng(3)
+    state = g.bit_generator.state
+    rssm.minimize(small_odl, small_odl.initial_point(0), method="rsm", seed=g,
+                  stepsize=0.01, max_iter=5)
+    assert g.bit_generator.state == state
 
 
 def test_a_stop_criterion_without_a_limit_keeps_the_default_budget(small_dpcp):
@@ -539,3 +545,15 @@ def test_selection_names_in_any_case(small_odl):
     a = rssm.minimize(small_odl, options={"n_blocks": 3, "selection": "Cyclic"}, **kw)
     b = rssm.minimize(small_odl, options={"n_blocks": 3, "selection": "cyclic"}, **kw)
     _same_result(a, b)
+    # "Uniform" is the paper's rule, as "uniform": no method asked for, RSM it is (a
+    # review: it chose RSSM, which only a selection other than "uniform" asks for)
+    for sel in ("uniform", "Uniform", "UNIFORM"):
+        res = rssm.minimize(small_odl, options={"selection": sel}, max_iter=3, seed=0)
+        assert res.method == "rsm", sel
+
+
+def test_a_callback_returning_a_tensor_is_named(small_dpcp):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=r"callback returned a Tensor, which is neither"):
+        rssm.minimize(small_dpcp, callback=lambda progress: torch.tensor([False, False]),
+                      max_iter=5, seed=0)

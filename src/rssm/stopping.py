@@ -85,11 +85,16 @@ class StoppingCriterion(abc.ABC):
     (`rssm.Result.success`). A new criterion is one subclass: nothing else needs editing.
 
     ``needs_record`` is True for criteria that can only be decided at recording points.
+    ``limits_run`` is True for a budget that ends every run by itself (iterations, time,
+    evaluations): `rssm.minimize` adds its default iteration budget unless ``stop=`` holds
+    one.
     """
 
     needs_record = False
     #: True when this criterion's stop means convergence (`rssm.Result.success`).
     indicates_convergence = False
+    #: True when this criterion ends every run on its own (a budget).
+    limits_run = False
 
     @abc.abstractmethod
     def check(self, progress: Progress) -> StopReason | None:
@@ -139,6 +144,8 @@ def _check_criteria(criteria: tuple) -> tuple:
 class MaxIterations(StoppingCriterion):
     """Stop after ``n`` iterations."""
 
+    limits_run = True
+
     def __init__(self, n: int):
         self.n = as_int(n, "n", minimum=0)
 
@@ -157,6 +164,8 @@ class MaxIterations(StoppingCriterion):
 
 class MaxTime(StoppingCriterion):
     """Stop once the solver time (recording excluded) reaches ``seconds``."""
+
+    limits_run = True
 
     def __init__(self, seconds: float):
         self.seconds = as_positive_float(seconds, "seconds")
@@ -320,7 +329,7 @@ class CallbackStop(StoppingCriterion):
         ret = self.fn(progress)
         try:
             stop = bool(ret)
-        except (TypeError, ValueError):
+        except Exception:                 # (a torch tensor's is a RuntimeError)
             # an audit: an array returned said only "The truth value of an array with
             # more than one element is ambiguous", naming neither the callback nor what
             # it may return
@@ -378,6 +387,10 @@ class AnyOf(_Combination):
 
     _joiner = " | "
 
+    @property
+    def limits_run(self) -> bool:  # type: ignore[override]
+        return any(c.limits_run for c in self.criteria)
+
     def check(self, progress: Progress) -> StopReason | None:
         reason = None
         for c in self.criteria:
@@ -393,6 +406,10 @@ class AllOf(_Combination):
     """Stop when every member fires; the reason is the last member's."""
 
     _joiner = " & "
+
+    @property
+    def limits_run(self) -> bool:  # type: ignore[override]
+        return all(c.limits_run for c in self.criteria)
 
     def check(self, progress: Progress) -> StopReason | None:
         reason = None

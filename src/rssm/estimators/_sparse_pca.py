@@ -160,8 +160,12 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
             raise ValueError(f"{name}: one sample (n_samples = 1) is 0 once centred, which "
                              "leaves no variance to explain; fit needs n_samples >= 2")
         mean = np.zeros(n)
+        lo = np.full(n, np.inf)
+        hi = np.full(n, -np.inf)
         for _, _, blk in row_chunks(X):
             mean += blk.sum(axis=0)
+            np.minimum(lo, blk.min(axis=0), out=lo)
+            np.maximum(hi, blk.max(axis=0), out=hi)
         mean /= m
         if m <= n:  # A itself is the smaller matrix: at most n x n entries
             a = np.asarray(X, dtype=np.float64) - mean
@@ -176,10 +180,10 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         # A constant column whose value binary cannot hold (0.1) keeps a rounding residue
         # of about eps |mean| once centred: scaled by its own std, that residue became a
         # unit-variance feature, a loading landed on it and a change of 1e-9 in it moved a
-        # score by 2e6 (an audit). A variance within the rounding of the centring, eps^2
-        # (m |mean|)^2 plus m eps times itself, is a constant column: zeroed, scale 1.
-        eps = np.finfo(np.float64).eps
-        const = var <= m * eps * var + (m * np.abs(mean) * eps) ** 2
+        # score by 2e6 (an audit). A column whose entries are all equal is constant:
+        # zeroed, scale 1 (a tolerance on the variance zeroed real ones: timestamps of
+        # 1.7e9 s spread over 0.2 s).
+        const = lo == hi
         if np.any(const):
             gram[const, :] = 0.0
             gram[:, const] = 0.0

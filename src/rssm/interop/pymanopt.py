@@ -94,7 +94,10 @@ class _CountedCost:
 class _CostBudget(StoppingCriterion):
     """Stops (reason ``callback``) once the counted cost calls reach ``limit``; checked
     after every iteration, so a run overshoots by at most one iteration's calls (a
-    step-size rule's trials) and the final recording."""
+    step-size rule's trials) and the final recording. A budget: minimize adds no
+    iteration limit of its own beside it."""
+
+    limits_run = True
 
     def __init__(self, counted: _CountedCost, limit: float, state: dict):
         self.counted, self.limit, self.state = counted, limit, state

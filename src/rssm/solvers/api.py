@@ -36,7 +36,6 @@ from rssm.solvers.options import (
 from rssm.solvers.record import Observer, Record, as_record, error_at
 from rssm.stepsizes import StepSize, from_spec
 from rssm.stopping import (
-    AllOf,
     AnyOf,
     CallbackStop,
     Converged,
@@ -139,7 +138,8 @@ def minimize(
         ``tol=0`` turns the test off.
     max_iter, max_time : int, float, optional
         Iteration limit and solver-time limit (seconds). Without any limit (here or
-        inside ``stop``: a `MaxIterations` or `MaxTime` there counts):
+        inside ``stop``: a `MaxIterations`, a `MaxTime` or a criterion whose
+        ``limits_run`` is True there counts):
         ``problem.default_max_epochs()`` epochs, else 1000 (1000 RSM iterations, 1000 l/2
         RSSM iterations); sparse PCA and the planted sparse basis, whose default rules
         decay slowly, take more.
@@ -244,7 +244,10 @@ def _mark_interrupted(res: Result) -> None:
 def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) -> Result:
     """The start, the rule, the stopping criteria and the run, under the run's thread
     setting (`minimize`)."""
-    x = problem.initial_point(start) if x0 is None else x0
+    if x0 is None:
+        x = problem.initial_point(_child(rng) if start is None else start)
+    else:
+        x = x0
     x = problem.check_x(x, "x0", atol=kw.get("atol", 1e-8))
     part = selector = None
     if isinstance(opts, RSSMOptions):
@@ -382,7 +385,8 @@ def _asks_for_blocks(options: Any) -> bool:
     if not isinstance(options, Mapping):
         return False
     return (options.get("n_blocks") is not None or options.get("partition") is not None
-            or options.get("selection", "uniform") != "uniform")
+            or not (isinstance(sel := options.get("selection", "uniform"), str)
+                    and sel.lower() == "uniform"))
 
 
 def _check_observers(observers: Any) -> tuple:
@@ -400,9 +404,11 @@ def _check_observers(observers: Any) -> tuple:
 
 
 def _streams(seed: Any) -> tuple[np.random.Generator, Any]:
-    """(solver stream, start) for ``seed``: see `minimize`."""
+    """(solver stream, start) for ``seed``: see `minimize`. For a Generator the start is
+    None: `_setup_and_run` draws it only where no ``x0`` is given (so a given start leaves
+    the Generator's stream for the block pairs as it was)."""
     if isinstance(seed, np.random.Generator):
-        return seed, _child(seed)
+        return seed, None
     s = 0 if seed is None else seed
     make_rng(s)                                        # type and sign checks
     return np.random.default_rng([int(s), 2]), start_rng(int(s))
@@ -417,15 +423,10 @@ def _child(rng: np.random.Generator) -> np.random.Generator:
 
 
 def _limits(stop: Any) -> bool:
-    """Whether the criterion ``stop`` ends every run by itself: a `MaxIterations` or
-    `MaxTime`, an `AnyOf` with one, an `AllOf` of such."""
-    if isinstance(stop, (MaxIterations, MaxTime)):
-        return True
-    if isinstance(stop, AnyOf):
-        return any(_limits(c) for c in stop.criteria)
-    if isinstance(stop, AllOf):
-        return all(_limits(c) for c in stop.criteria)
-    return False
+    """Whether the criterion ``stop`` ends every run by itself (``limits_run``: a
+    `MaxIterations` or `MaxTime`, an `AnyOf` with one, an `AllOf` of such, or a budget of
+    the user's or a bridge's that says so)."""
+    return isinstance(stop, StoppingCriterion) and bool(stop.limits_run)
 
 
 def _legacy(args: tuple, legacy: dict, kw: dict) -> dict:
