@@ -585,3 +585,33 @@ def test_a_default_call_on_sparse_pca_does_not_import_scipy_optimize():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("t", [1e-150, 1e-160, 1e-200, 1e-300])
+def test_subspace_distance_keeps_its_digits_below_the_square_roots_underflow(t):
+    """An audit: the terms were squared before they were summed, and below about 1e-154
+    the squares underflowed: a distance of 1e-200 read as 0.0."""
+    s = np.array([[1.0], [0.0]])
+    x = np.array([[np.sin(t)], [np.cos(t)]])
+    assert subspace_distance(s, x) == pytest.approx(2.0 * np.sin(t / 2.0), rel=1e-15)
+
+
+def test_error_metrics_refuse_repeated_columns_and_too_many_columns():
+    """An audit: X made of copies of one unit vector read as a perfect recovery (2e-16
+    and 0.0, where the distances they stand for are 2.35 and more)."""
+    rng = np.random.default_rng(0)
+    q = stiefel.random_point(8, 8, rng)
+    s, s_perp = q[:, :3], q[:, 3:]
+    rep = np.repeat(s_perp[:, :1], 5, axis=1)
+    with pytest.raises(ValueError, match=r"subspace_distance: the columns of x must be "
+                                         r"orthonormal .* columns \d and \d have inner "
+                                         r"product 1"):
+        subspace_distance(s, rep)
+    with pytest.raises(ValueError, match=r"dictionary_error: the columns of x must be "
+                                         r"orthonormal"):
+        dictionary_error(np.repeat(q[:, :1], 8, axis=1), q)
+    with pytest.raises(ValueError, match=r"x has 6 columns, more than n - d = 5"):
+        subspace_distance(s, q[:, :6])
+    # fewer columns than S^perp has: the distance of span X to S^perp, 0 inside it
+    assert subspace_distance(s, s_perp[:, :2]) < 1e-15
+    assert subspace_distance(s, stiefel.polar(s_perp[:, :2] + 0.1 * s[:, :2])) > 0.1

@@ -149,7 +149,7 @@ def as_float_matrix(
     return out
 
 
-#: Columns of a metric's arguments must have unit norm to this tolerance: loose enough
+#: Columns of a metric's arguments must be orthonormal to this tolerance: loose enough
 #: for a start accepted with ``minimize(..., atol=1e-3)`` (recorded at iteration 0),
 #: tight enough to refuse a zero or scaled X, which read as a perfect recovery.
 UNIT_COLUMNS_ATOL = 1e-2
@@ -158,8 +158,9 @@ UNIT_COLUMNS_ATOL = 1e-2
 def metric_inputs(x: Any, ref: Any, what: str, names: tuple[str, str] = ("x", "x_star"),
                   same_shape: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The two arguments of an error metric as float64 matrices: finite, with as many
-    rows, (``same_shape``: as many columns) and columns of unit norm (points of St(n, .)
-    up to rounding; a zero or scaled X read as a perfect recovery before)."""
+    rows, (``same_shape``: as many columns) and orthonormal columns (points of St(n, .)
+    up to `UNIT_COLUMNS_ATOL`; a zero, scaled or repeated X read as a perfect recovery
+    before)."""
     a = as_float_matrix(x, names[0])
     b = as_float_matrix(ref, names[1])
     if a.shape[0] != b.shape[0] or (same_shape and a.shape != b.shape):
@@ -174,6 +175,14 @@ def metric_inputs(x: Any, ref: Any, what: str, names: tuple[str, str] = ("x", "x
             raise InvalidValue(name, f"{what}: the columns of {name} must have unit norm "
                                      f"(points of the Stiefel manifold); column {j} has "
                                      f"norm {norms[j]:.6g}")
+        # (an audit: five copies of one unit vector read as a perfect recovery, 2e-16,
+        # where the distance it stands for is 2.35)
+        off = np.abs(arr.T @ arr - np.diag(norms * norms))
+        if off.size and off.max() > UNIT_COLUMNS_ATOL:
+            i, j = np.unravel_index(int(np.argmax(off)), off.shape)
+            raise InvalidValue(name, f"{what}: the columns of {name} must be orthonormal "
+                                     f"(points of the Stiefel manifold); columns {i} and "
+                                     f"{j} have inner product {arr[:, i] @ arr[:, j]:.6g}")
     return a, b
 
 
