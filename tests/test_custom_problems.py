@@ -788,3 +788,33 @@ def test_a_minimize_in_a_callback_with_the_outer_runs_rule_gets_its_own():
     nested = rssm.minimize(prob, stepsize=rule, max_iter=60, seed=0, tol=0, record=1,
                            callback=polish)
     np.testing.assert_array_equal(nested.x, alone.x)
+
+
+@pytest.mark.parametrize("p, m", [(1, 40), (3, 1)])
+def test_an_offset_is_copied_whatever_its_shape(p, m):
+    """An audit: with p = 1 or m = 1 the transposed offset was already contiguous and
+    the problem kept the user's array: ``b += 100`` afterwards moved f (43.7 -> 3993)."""
+    from rssm.problems import CompositeProblem, L1Procrustes, NormLoss
+
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal((5, m))
+    b = rng.standard_normal((m, p))
+    x = rssm.stiefel.random_point(5, p, rng)
+    probs = [CompositeProblem(y, p, NormLoss.norm(), offset=b)]
+    if m > 1:
+        probs.append(L1Procrustes(y.T, b))
+    before = [pr.cost(x) for pr in probs]
+    b += 100.0
+    assert [pr.cost(x) for pr in probs] == before
+
+
+def test_an_offset_or_weights_beyond_float64s_squares_are_refused():
+    """An audit: an offset of 1e200 (or weights of 1e307) was accepted and f was inf at
+    every point, the run stopping non_finite with no word on why."""
+    from rssm.problems import CompositeProblem, NormLoss
+
+    y = np.ones((5, 50))
+    with pytest.raises(ValueError, match=r"offset: the largest entry is 1e\+200"):
+        CompositeProblem(y, 2, NormLoss.norm(), offset=np.full((50, 2), 1e200))
+    with pytest.raises(ValueError, match=r"sample_weights: the largest entry is 1e\+307"):
+        CompositeProblem(y, 2, NormLoss.norm(), sample_weights=np.full(50, 1e307))

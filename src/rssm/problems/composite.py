@@ -23,7 +23,14 @@ import math
 
 import numpy as np
 
-from rssm._validation import as_float_matrix, as_int, as_positive_float, metric_inputs
+from rssm._validation import (
+    as_float_matrix,
+    as_int,
+    as_positive_float,
+    check_data_scale,
+    max_abs,
+    metric_inputs,
+)
 from rssm.data.chunked import ChunkedData, is_out_of_core
 from rssm.data.engine import DataOracle
 from rssm.problems._data import DataProblem
@@ -111,7 +118,10 @@ class CompositeProblem(DataProblem):
             self._offset_store = off
         elif offset is not None:
             b = as_float_matrix(offset, "offset", shape=(m, self.p))
-            self.bt = np.ascontiguousarray(b.T)
+            check_data_scale(max_abs(b), "offset")
+            # a copy always (an audit: with p = 1 or m = 1, b.T was contiguous and
+            # ascontiguousarray kept the user's array, whose later changes moved f)
+            self.bt = np.array(b.T, order="C")
         self.cw = None
         if sample_weights is not None:
             w = np.asarray(sample_weights)
@@ -130,6 +140,7 @@ class CompositeProblem(DataProblem):
             neg = int(np.count_nonzero(w < 0))
             if neg:
                 raise ValueError(f"{want}, got {neg} negative (the least {w.min():.3g})")
+            check_data_scale(max_abs(w), "sample_weights")   # (1e307 made f infinite)
             self.cw = w.copy()
         self.l1_penalty = as_positive_float(l1_penalty, "l1_penalty", allow_zero=True)
         self._stepsize = None if stepsize is None else as_stepsize(stepsize)
