@@ -493,3 +493,46 @@ def test_the_step_kernels_compute_integer_and_low_precision_input_in_float64():
             np.testing.assert_array_equal(got, want)   # exact inputs: the same bits
     with pytest.raises(TypeError, match="real numbers"):
         stiefel.tangent_projection(x.astype(complex), g)
+
+
+def test_public_steps_name_a_wrong_shape_or_step():
+    """An audit: retract and tangent_projection broadcast an xi of shape (6, 1) or (3,)
+    beside an x of (6, 3) into a (6, 3) result without a word; full_step with gamma NaN
+    and submanifold_step with a NaN G said only "SVD did not converge"."""
+    rng = np.random.default_rng(0)
+    x = stiefel.random_point(6, 3, rng)
+    for f in (stiefel.retract, stiefel.tangent_projection):
+        with pytest.raises(ValueError, match=r"xi must have shape \(6, 3\) beside x of "
+                                             r"shape \(6, 3\), got \(6, 1\)"):
+            f(x, np.ones((6, 1)))
+        with pytest.raises(ValueError, match=r"xi must be 2-D"):
+            f(x, np.ones(3))
+    with pytest.raises(ValueError, match=r"gamma must be finite, got nan"):
+        stiefel.full_step(x, np.ones((6, 3)), np.nan)
+    with pytest.raises(TypeError, match=r"gamma must be a real number, got bool"):
+        stiefel.submanifold_step(x, [0, 1], np.ones((6, 2)), True)
+    with pytest.raises(ValueError, match=r"g contains 12 NaN or infinite entries"):
+        stiefel.submanifold_step(x, [0, 1], np.full((6, 2), np.nan), 0.1)
+    with pytest.raises(ValueError, match=r"g must have shape \(6, 2\) \(n x the columns "
+                                         r"C\)"):
+        stiefel.submanifold_step(x, [0, 1], np.ones((6, 3)), 0.1)
+    with pytest.raises(ValueError, match=r"xi_c must have shape \(6, 1\)"):
+        stiefel.block_tangent_projection(x, [2], np.ones((6, 2)))
+    with pytest.raises(ValueError, match=r"big_xi must have shape \(6, 2\)"):
+        stiefel.project_submanifold_block(x, slice(0, 2), np.ones((6, 3)))
+
+
+def test_huge_steps_and_entries_raise_no_overflow_warning():
+    """An audit: feasibility of an X with an entry of 1e200 (inf, right) and steps of
+    gamma 1e300 (feasible results) warned "overflow encountered in matmul"."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    x = stiefel.random_point(6, 3, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stiefel.feasibility(np.array([[1e200], [0.0]])) == np.inf
+        assert stiefel.feasibility(stiefel.full_step(x, rng.standard_normal((6, 3)),
+                                                     1e300)) < 1e-14
+        assert stiefel.feasibility(stiefel.submanifold_step(
+            x, [0, 1], rng.standard_normal((6, 2)), 1e300)) < 1e-14

@@ -178,7 +178,7 @@ def check_subgradient(
     x0 = problem.initial_point(rng) if x is None else problem.check_x(x, "x", atol=1e-6)
 
     def tangent(at: np.ndarray) -> np.ndarray:
-        xi = stiefel.tangent_projection(at, rng.standard_normal((n, p)))
+        xi = stiefel._tangent_projection(at, rng.standard_normal((n, p)))
         return xi / np.linalg.norm(xi)
 
     xs = stiefel.retract(x0, radius * tangent(x0))
@@ -190,7 +190,7 @@ def check_subgradient(
         report.items.append(CheckItem(f"subgradient(X) has X's shape {(n, p)}", math.inf,
                                       0.0, f"it returned shape {g.shape}"))
         return report
-    rg = stiefel.tangent_projection(xs, g)
+    rg = stiefel._tangent_projection(xs, g)
     out = np.asarray(problem.cost(xs.copy()))
     if out.shape != () and out.size != 1:
         report.items.append(CheckItem("cost(X) is a number", math.inf, 0.0,
@@ -333,7 +333,7 @@ def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator
     pairs = [(i, j) for i in range(partition.n_blocks) for j in range(i + 1, partition.n_blocks)]
     x = np.array(xs, order="C", copy=True)
     o = _quiet_oracle(problem, x, partition)
-    g0 = stiefel.tangent_projection(
+    g0 = stiefel._tangent_projection(
         xs, np.asarray(problem.subgradient(xs.copy()), dtype=np.float64))
     # steps that move each pair by about 0.05 in Frobenius norm
     gamma = 0.05 / max(float(np.linalg.norm(g0)), 1e-300)

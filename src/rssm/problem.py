@@ -89,7 +89,7 @@ class Problem(abc.ABC):
 
     def riemannian_subgradient(self, x: np.ndarray) -> np.ndarray:
         """P_T(subgradient(X)), the Riemannian subgradient (eq. ``eq-Rsubdiff``)."""
-        return stiefel.tangent_projection(x, self.subgradient(x))
+        return stiefel._tangent_projection(x, self.subgradient(x))
 
     def make_oracle(self, x: np.ndarray, partition: Partition | None) -> Oracle:
         """A stateful oracle bound to the solver's iterate ``x``."""

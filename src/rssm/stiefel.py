@@ -14,6 +14,8 @@ import math
 import numpy as np
 
 from rssm._validation import (
+    InvalidType,
+    InvalidValue,
     as_float_matrix,
     as_int,
     as_positive_float,
@@ -68,25 +70,48 @@ def skew(a: np.ndarray) -> np.ndarray:
     return 0.5 * (a - a.T)
 
 
-def _f64(a) -> np.ndarray:
-    """``a`` as a float64 array (as is when it is one): integers, float32 and float16 are
-    computed in float64, as everywhere in rssm (an int X truncated an in-place write)."""
-    if type(a) is np.ndarray and a.dtype == np.float64:
-        return a
-    a = np.asarray(a)
-    if a.dtype.kind not in "iuf":
-        raise TypeError(f"expected an array of real numbers (int or float dtypes, computed "
-                        f"in float64), got dtype {a.dtype}")
-    return a.astype(np.float64)
+def _checked(x, xi, name: str, cols=None) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` (n x p, p <= n) and ``xi`` (n x p, or n x |C| with ``cols``) as finite
+    float64 matrices, or a ValueError / TypeError naming the argument (an audit: an xi of
+    shape (6, 1) beside an x of (6, 3) broadcast into a (6, 3) result without a word)."""
+    x = as_float_matrix(x, "x")
+    xi = as_float_matrix(xi, name)
+    n, p = x.shape
+    if p > n:
+        raise InvalidValue("x", f"x must be n x p with p <= n (a point of St(n, p)), got "
+                                f"shape {x.shape}")
+    want = (n, p) if cols is None else (n, int(np.arange(p)[cols].size))
+    if xi.shape != want:
+        raise InvalidValue(name, f"{name} must have shape {want}"
+                                 f"{'' if cols is None else ' (n x the columns C)'} beside x "
+                                 f"of shape {x.shape}, got {xi.shape}")
+    return x, xi
+
+
+def _gamma(gamma) -> float:
+    """The step ``gamma`` as a finite float (NaN or inf failed deep in an SVD)."""
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer,
+                                                         np.floating)):
+        raise InvalidType("gamma", f"gamma must be a real number, got "
+                                   f"{type(gamma).__name__}")
+    if not math.isfinite(float(gamma)):
+        raise InvalidValue("gamma", f"gamma must be finite, got {float(gamma)}")
+    return float(gamma)
 
 
 def tangent_projection(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
     """Project ``xi`` onto the tangent space T_X St(n, p).
 
     P_T(xi) = xi - X sym(X^T xi)  (Section 2.1, after eq. ``eq-Rsubdiff``).
-    Cost: 4 n p^2 flops. Computed in float64.
+    Cost: 4 n p^2 flops. Computed in float64; ``xi`` must have the shape of ``x``.
     """
-    x, xi = _f64(x), _f64(xi)
+    x, xi = _checked(x, xi, "xi")
+    return _tangent_projection(x, xi)
+
+
+def _tangent_projection(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
+    """`tangent_projection` without its checks (for rssm's own float64 arrays; NaN
+    passes through)."""
     return xi - x @ sym(x.T @ xi)
 
 
@@ -118,7 +143,7 @@ def block_tangent_projection(
     ndarray, shape (n, c)
         In float64.
     """
-    x, xi_c = _f64(x), _f64(xi_c)
+    x, xi_c = _checked(x, xi_c, "xi_c", cols)
     y = x.T @ xi_c
     yc = y[cols, :]
     y[cols, :] = 0.5 * (yc + yc.T)
@@ -315,21 +340,26 @@ def submanifold_step(
     `project_submanifold_block`, with fewer temporaries. ``x`` is not modified.
 
     Cost: 8 n p c (four n x p x c products) + 4 n c + 4 n c^2 + O(c^3) flops. Computed in
-    float64.
+    float64; ``g`` is n x |C| and finite, ``gamma`` a finite number.
     """
-    x, g = _f64(x), _f64(g)
+    x, g = _checked(x, g, "g", sel)
+    gamma = _gamma(gamma)
     neg, _ = block_descent_direction(x, sel, g)
-    return block_step(x, sel, neg, gamma)
+    with np.errstate(over="ignore"):      # (huge steps: the polar factor rescales)
+        return block_step(x, sel, neg, gamma)
 
 
 def full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
     """One RSM update, polar(X - gamma P_T(G)) (eqs. ``eq-Rsubdiff``, ``eq-polarretr``),
     with fewer temporaries than `tangent_projection` + `retract`. ``x`` is not modified.
 
-    Cost: 4 n p^2 + 4 n p + 4 n p^2 + O(p^3) flops. Computed in float64.
+    Cost: 4 n p^2 + 4 n p + 4 n p^2 + O(p^3) flops. Computed in float64; ``g`` has the
+    shape of ``x`` and is finite, ``gamma`` a finite number.
     """
-    x, g = _f64(x), _f64(g)
-    return full_retraction_step(x, descent_direction(x, g), gamma)
+    x, g = _checked(x, g, "g")
+    gamma = _gamma(gamma)
+    with np.errstate(over="ignore"):      # (huge steps: the polar factor rescales)
+        return full_retraction_step(x, descent_direction(x, g), gamma)
 
 
 def block_descent_direction(x, sel, g):
@@ -354,7 +384,8 @@ def block_descent_direction(x, sel, g):
 def block_step(x: np.ndarray, sel, neg: np.ndarray, gamma: float) -> np.ndarray:
     """Second half of `submanifold_step`: the new columns
     P_{M_{X_{-C}}}(X_C - gamma P(G_C)) (eq. ``eq-projsubmfdblk``) from ``neg`` = -P(G_C) of
-    `block_descent_direction`."""
+    `block_descent_direction`. The solver's kernel: its arguments are not checked and keep
+    their dtype (`submanifold_step` checks them and computes in float64)."""
     return block_candidate(x, sel, neg, gamma)[0]
 
 
@@ -407,7 +438,8 @@ def descent_direction_parts(x, g):
 
 
 def full_retraction_step(x: np.ndarray, neg: np.ndarray, gamma: float) -> np.ndarray:
-    """Second half of `full_step`: polar(X - gamma P_T(G)) from ``neg`` = -P_T(G)."""
+    """Second half of `full_step`: polar(X - gamma P_T(G)) from ``neg`` = -P_T(G). The
+    solver's kernel: its arguments are not checked (`full_step` checks them)."""
     return full_candidate(x, neg, gamma)[0]
 
 
@@ -436,8 +468,7 @@ def project_submanifold_block(
     (`block_candidate`). Computed in float64. Cost: 6 n p c + 4 n c^2 + O(c^3) flops (the
     re-projection, when it runs, as much again).
     """
-    x = _f64(x)
-    xi = _f64(big_xi)
+    x, xi = _checked(x, big_xi, "big_xi", cols)
     w = x.T @ xi
     w[cols, :] = 0.0
     q = polar(xi - x @ w)                # checked (finite, nonzero) and rescaled
@@ -455,7 +486,9 @@ _LEAK = 1e-14
 
 
 def retract(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
-    """Polar retraction Retr_X(xi) = P_St(X + xi) (eq. ``eq-polarretr``)."""
+    """Polar retraction Retr_X(xi) = P_St(X + xi) (eq. ``eq-polarretr``); ``xi`` has the
+    shape of ``x``."""
+    x, xi = _checked(x, xi, "xi")
     return polar(x + xi)
 
 
@@ -495,7 +528,8 @@ def feasibility(x: np.ndarray) -> float:
 
 
 def _feasibility(x: np.ndarray) -> float:
-    g = x.T @ x
+    with np.errstate(over="ignore", invalid="ignore"):   # entries of 1e200: inf, said so
+        g = x.T @ x
     g[np.diag_indices_from(g)] -= 1.0
     return float(np.max(np.abs(g))) if g.size else 0.0
 

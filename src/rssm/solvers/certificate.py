@@ -496,7 +496,7 @@ def probe(problem, x: np.ndarray, direction: np.ndarray, oracle=None,
     probe that lowers f and the oracle told (``update(None)``)."""
     from rssm import stiefel
 
-    d = stiefel.tangent_projection(x, direction)
+    d = stiefel._tangent_projection(x, direction)
     norm = float(np.linalg.norm(d))
     if not (norm > 0 and math.isfinite(norm)):
         return True
@@ -550,7 +550,7 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     lower = False
     try:
         for i in range(steps):
-            y = _zig(x, stiefel.tangent_projection(x, oracle.subgradient()), length)
+            y = _zig(x, stiefel._tangent_projection(x, oracle.subgradient()), length)
             if y is None:
                 return True, i
             _place(x, y, oracle)
@@ -613,7 +613,7 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     # the bundle, one subgradient per row, grown as null steps come (a verdict that stands
     # ends in 3-8; the budget's 129 rows of a large X would be a large allocation)
     vecs = np.empty((min(steps + 1, 16), x.size))
-    vecs[0] = stiefel.tangent_projection(start, g0).ravel()
+    vecs[0] = stiefel._tangent_projection(start, g0).ravel()
     gram = np.array([[vecs[0] @ vecs[0]]])
     k = 1
     lower = False
@@ -638,7 +638,7 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
                     lower = True
                     taken += _further(x, start, d, t_k, fy, oracle)
                 return False, taken
-            v = stiefel.tangent_projection(start, sub()).ravel()
+            v = stiefel._tangent_projection(start, sub()).ravel()
             if not np.all(np.isfinite(v)):
                 return True, taken
             row = vecs[:k] @ v
@@ -701,7 +701,7 @@ def full_cancel(problem, x: np.ndarray, oracle=None, steps: int = FULL_BUNDLE,
     y = x
     try:
         for i in range(steps):
-            g = stiefel.tangent_projection(
+            g = stiefel._tangent_projection(
                 y, problem.subgradient(y) if oracle is None else oracle.subgradient())
             vecs.append(g)
             if i + 1 == steps:
@@ -732,7 +732,7 @@ def zigzag_points(problem, x: np.ndarray, steps: int = ZIGZAG_STEPS,
     length = first * math.sqrt(x.shape[1])
     y = x
     for _ in range(steps):
-        y = _zig(y, stiefel.tangent_projection(y, problem.subgradient(y)), length)
+        y = _zig(y, stiefel._tangent_projection(y, problem.subgradient(y)), length)
         if y is None:
             return
         yield y

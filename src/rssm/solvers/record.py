@@ -210,7 +210,7 @@ def _stationarity(oracle: Any, x: np.ndarray) -> float:
     it is not finite."""
     with np.errstate(all="ignore"):
         g = np.asarray(oracle.subgradient(), dtype=np.float64)
-        val = float(np.linalg.norm(stiefel.tangent_projection(x, g)))
+        val = float(np.linalg.norm(stiefel._tangent_projection(x, g)))
     return val if math.isfinite(val) else math.nan
 
 
