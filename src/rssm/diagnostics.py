@@ -342,6 +342,9 @@ def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator
         cols = partition.columns(*pairs[step % len(pairs)])  # (0,1), (0,2), (1,2), ...
         sel = cols.selector
         g = np.asarray(o.partial_subgradient(cols), dtype=np.float64)
+        if not np.isfinite(g).all():
+            return CheckItem("oracle after RSSM steps on contiguous blocks vs a from-scratch "
+                             "oracle", math.inf, tol, "the partial subgradient is not finite")
         new = stiefel.submanifold_step(x, sel, g, gamma)  # the RSSM step (RSSMSolver.step)
         if not np.isfinite(new).all():
             return CheckItem("oracle after RSSM steps on contiguous blocks vs a from-scratch "
