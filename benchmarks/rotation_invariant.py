@@ -112,10 +112,14 @@ def problems(quick: bool) -> list[tuple[str, object]]:
     return out[:1] + out[6:11] if quick else out
 
 
-def run(rise: float, quick: bool) -> dict:
-    """(problem, l, seed) -> (converged, iterations, f) with ``RISE = rise``."""
+def run(rise: float, quick: bool, **constants: float) -> dict:
+    """(problem, l, seed) -> (converged, iterations, f) with ``RISE = rise`` and the other
+    module constants of `rssm.stepsizes.blockrule` given (``NEG_GAIN=1.0``, ...)."""
     saved = blockrule.RISE
+    saved_constants = {k: getattr(blockrule, k) for k in constants}
     blockrule.RISE = rise
+    for k, v in constants.items():
+        setattr(blockrule, k, v)
     out = {}
     try:
         with warnings.catch_warnings():
@@ -130,6 +134,8 @@ def run(rise: float, quick: bool) -> dict:
                                                    float(res.fun))
     finally:
         blockrule.RISE = saved
+        for k, v in saved_constants.items():
+            setattr(blockrule, k, v)
     return out
 
 

@@ -316,7 +316,8 @@ def test_a_smooth_cost_converges_at_every_scale(ell):
         res = rssm.minimize(prob, method="rssm", options={"n_blocks": ell}, stepsize=rule,
                             seed=1)
         assert res.success, (c, res.message)
-        assert rule.handed_over and rule._block.unstable
+        # (with half the cut on overshooting steps while the gradient keeps its norm,
+        # some scales converge before the hand-over is needed)
         assert res.fun / c == pytest.approx(f_star, rel=1e-12), c
 
 
@@ -325,7 +326,9 @@ def test_noisy_dpcp_whose_gradient_vanishes_does_not_hand_over():
     below 1e-3 g_0 after 11-46 iterations), but cosine control converges there and f
     falls monotonically after that: the hand-over on a smooth minimizer must not fire
     (handing over as soon as the gradient had vanished, a variant measured first, these
-    runs took up to 3.4x the iterations: 58 -> 195 at noise 1e-2, l = 3)."""
+    runs took up to 3.4x the iterations: 58 -> 195 at noise 1e-2, l = 3). Today 53-158
+    iterations (158 at noise 1e-4, l = 5: 132 before the half cut on overshooting steps,
+    `NEG_GAIN`); the bound is 1.5 times the slowest before it."""
     for noise in (1e-4, 1e-2):
         prob = DPCP.synthetic(n=30, d=5, n_inliers=300, n_outliers=200, noise=noise, seed=1)
         for ell in (3, 5):
@@ -334,7 +337,7 @@ def test_noisy_dpcp_whose_gradient_vanishes_does_not_hand_over():
                                 stepsize=rule, seed=1)
             assert res.success and not rule.handed_over, (noise, ell)
             assert rule._block._vanished, (noise, ell)
-            assert res.n_iter < 150, (noise, ell, res.n_iter)
+            assert res.n_iter < 198, (noise, ell, res.n_iter)
 
 
 def test_an_escape_of_the_loop_restarts_the_sweep_branch_from_the_check_length():
@@ -528,3 +531,45 @@ def test_l1_procrustes_whose_plateau_raised_f_converges_without_an_escape():
                             options={"n_blocks": 3}, seed=1)
         assert res.success and res.error < 1e-10
         assert rule._block.branch == "sweep" and not rule._block.plateau_cut
+
+
+def test_overshooting_steps_are_cut_half_as_hard_where_the_subgradients_keep_their_norm(
+        monkeypatch):
+    """Cosine control moves log t by an epoch's mean cosine m; where m < 0 and the mean
+    gradient estimate is at least `SHARP` g_0 (a sharp minimizer's subgradients keep their
+    norm: DPCP's), by m / 2. The paper's DPCP, default RSSM calls at l = 2, 3, seeds 0-3:
+    fewer iterations in all than with the full cut (benchmarks.cosine_gain: 13-18 % at
+    these l over seeds 0-7). On -trace(X^T A X), a smooth minimizer, the gradient
+    vanishes and the gate is shut by the end of the run."""
+    from rssm.stepsizes import blockrule
+
+    def total():
+        n = 0
+        for ell in (2, 3):
+            for seed in range(4):
+                prob = DPCP.synthetic(seed=seed)
+                res = rssm.minimize(prob, method="rssm", options={"n_blocks": ell},
+                                    seed=seed)
+                assert res.success
+                n += res.n_iter
+        return n
+
+    half = total()
+    monkeypatch.setattr(blockrule, "NEG_GAIN", 1.0)
+    full = total()
+    monkeypatch.undo()
+    assert half < 0.92 * full, (half, full)
+    rule = Auto()
+    prob = DPCP.synthetic(seed=0)
+    rssm.minimize(prob, method="rssm", options={"n_blocks": 3}, stepsize=rule, seed=0)
+    assert rule._block._sharp()
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((12, 12))
+    a = m @ m.T
+    smooth = rssm.Problem.from_functions(
+        lambda x: -np.trace(x.T @ a @ x), lambda x: -2 * a @ x,
+        lambda x, cols: -2 * a @ x[:, cols], shape=(12, 4))
+    rule = Auto()
+    res = rssm.minimize(smooth, method="rssm", options={"n_blocks": 3}, stepsize=rule,
+                        seed=1)
+    assert res.success and not rule._block._sharp()
