@@ -509,6 +509,9 @@ def test_public_steps_name_a_wrong_shape_or_step():
             f(x, np.ones(3))
     with pytest.raises(ValueError, match=r"gamma must be finite, got nan"):
         stiefel.full_step(x, np.ones((6, 3)), np.nan)
+    # a 0-d array is its number (a review of the first version refused it)
+    np.testing.assert_array_equal(stiefel.full_step(x, np.ones((6, 3)), np.array(0.1)),
+                                  stiefel.full_step(x, np.ones((6, 3)), 0.1))
     with pytest.raises(TypeError, match=r"gamma must be a real number, got bool"):
         stiefel.submanifold_step(x, [0, 1], np.ones((6, 2)), True)
     with pytest.raises(ValueError, match=r"g contains 12 NaN or infinite entries"):

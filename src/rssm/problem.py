@@ -89,7 +89,9 @@ class Problem(abc.ABC):
 
     def riemannian_subgradient(self, x: np.ndarray) -> np.ndarray:
         """P_T(subgradient(X)), the Riemannian subgradient (eq. ``eq-Rsubdiff``)."""
-        return stiefel._tangent_projection(x, self.subgradient(x))
+        # (as float64: a subclass's subgradient may return a list, float32 or a tensor)
+        return stiefel._tangent_projection(np.asarray(x, dtype=np.float64),
+                                           np.asarray(self.subgradient(x), dtype=np.float64))
 
     def make_oracle(self, x: np.ndarray, partition: Partition | None) -> Oracle:
         """A stateful oracle bound to the solver's iterate ``x``."""

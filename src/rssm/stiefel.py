@@ -89,7 +89,11 @@ def _checked(x, xi, name: str, cols=None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _gamma(gamma) -> float:
-    """The step ``gamma`` as a finite float (NaN or inf failed deep in an SVD)."""
+    """The step ``gamma`` as a finite float (NaN or inf failed deep in an SVD); a 0-d
+    array of a real dtype counts as its number."""
+    kind = np.asarray(gamma).dtype.kind if isinstance(gamma, np.ndarray) else None
+    if isinstance(gamma, np.ndarray) and gamma.ndim == 0 and kind in "iuf":
+        gamma = gamma.item()
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer,
                                                          np.floating)):
         raise InvalidType("gamma", f"gamma must be a real number, got "
