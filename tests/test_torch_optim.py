@@ -600,3 +600,25 @@ def test_a_ctrl_c_while_a_step_writes_leaves_the_step_whole(monkeypatch):
         opt.step()
     assert all(not torch.equal(w.detach(), b) for w, b in zip(ws, before, strict=True))
     assert [opt.state[w]["step"] for w in ws] == [1, 1]
+
+
+def test_a_scheduler_annealing_to_zero_through_a_rounding_below_it_steps_on():
+    """A user's audit: LinearLR(end_factor=0.0) from lr 0.05 over 5 steps (its default
+    start_factor 1/3) lands on
+    lr = -7.4e-19, and step() refused it as a negative lr (torch's SGD steps on). A
+    rounding below 0 of at most 1e-12 of the scheduler's initial lr is a zero step; a
+    negative lr set by hand is still refused."""
+    w = _param(20, 5)
+    opt = rt.RSSM([w], lr=0.05, seed=0)
+    sched = torch.optim.lr_scheduler.LinearLR(opt, end_factor=0.0, total_iters=5)
+    for _ in range(7):
+        w.grad = torch.ones_like(w)
+        before = w.detach().clone()
+        opt.step()
+        sched.step()
+    assert opt.param_groups[0]["lr"] <= 0.0
+    assert torch.equal(w.detach(), before)          # the last steps at lr ~ 0: no move
+    opt.param_groups[0]["lr"] = -1e-3
+    w.grad = torch.ones_like(w)
+    with pytest.raises(ValueError, match=r"'lr'\] must be a finite number >= 0"):
+        opt.step()

@@ -120,6 +120,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
+def _rounded_zero(lr: float, group: dict) -> bool:
+    """``lr`` is below 0 by a rounding of the group's first lr as PyTorch's schedulers
+    record it (``initial_lr``): by 1e-12 of it at most."""
+    if not (math.isfinite(lr) and lr < 0):
+        return False
+    ref = group.get("initial_lr")
+    return _is_number(ref) and lr >= -1e-12 * abs(float(ref))
+
+
 def _as_rule(lr: Any) -> tuple[float, StepSize | None]:
     """(initial group lr, rule or None) from the ``lr`` argument."""
     if isinstance(lr, (bool, np.bool_)):
@@ -371,6 +380,10 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             lr = group["lr"]
             if isinstance(lr, torch.Tensor):
                 lr = float(lr)
+            if _is_number(lr) and _rounded_zero(lr, group):
+                # a scheduler that anneals to 0 can land a rounding below it (LinearLR with
+                # end_factor=0 gave -7.4e-19 from lr 0.05, a user's audit): a zero step
+                lr = 0.0
             if not (_is_number(lr) and math.isfinite(lr) and lr >= 0):
                 # set after construction (a hand edit of param_groups; 0 is allowed, where
                 # an annealing LR scheduler ends)

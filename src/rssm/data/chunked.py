@@ -290,10 +290,12 @@ class ChunkedData(SampleStore):
                 raise DataError(f"the data file {path} can no longer be read: {exc}") \
                     from None
         if size < need:
+            # (not "during the run": it is checked before a run's start too, a file cut
+            # after the problem was built and before any run read so, a user's audit)
             raise DataError(
-                f"the data file {path} shrank to {size} bytes during the run (its samples "
-                f"need {need}); reading it would crash the process (SIGBUS), so the run "
-                "stops here")
+                f"the data file {path} shrank to {size} bytes since it was opened (its "
+                f"samples need {need}); reading it would crash the process (SIGBUS), so "
+                "the read stops here")
 
     def _dask_rows(self):
         """The Dask source as m x n (a lazy transpose when needed)."""
