@@ -217,6 +217,8 @@ def test_help_lists_defaults():
         (["solve", "dpcp", "--mu0", "0.1"],
          ["--mu0", "geometric", "no --stepsize given", "default step size is auto",
           "add --stepsize geometric"]),
+        (["solve", "dpcp", "--stepsize", "default", "--mu0", "0.1"],
+         ["--mu0", "(--stepsize default: this problem's default step size is auto"]),
         (["solve", "dpcp", "--stepsize", "auto", "--delta", "0.5"],
          ["--delta", "paper", "(got --stepsize auto)"]),
         (["solve", "dpcp", "--stepsize", "geometric", "--mu0", "1"], ["--beta"]),

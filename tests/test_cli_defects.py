@@ -293,7 +293,7 @@ def test_cli_header_option(tmp_path, capsys):
         dio.read_csv(tmp_path / "w.csv")
     assert main(["solve", "dpcp", "--data", str(tmp_path / "h.csv"), "--d", "2", "--header",
                  "yes", "--max-iter", "2", "--quiet"]) == 0
-    assert "m=60 samples, n=5" in capsys.readouterr().out
+    assert "m=60 samples of 5 numbers" in capsys.readouterr().out
 
 
 def test_damaged_npy_header_is_one_line(tmp_path, capsys):
@@ -671,3 +671,27 @@ def test_a_nul_byte_or_an_overlong_cell_is_named_by_line(tmp_path, capsys):
         encoding="utf-8")
     line = _one_line(capsys, 2, main(["plot", str(tmp_path / "long.csv")]))
     assert "long.csv, line 4 is not an rssm results CSV: field larger than" in line, line
+
+
+def test_a_new_users_walk_plot_of_a_trace_and_sizes_that_follow_n(tmp_path, capsys):
+    """A new user's walk: `rssm plot` on the trace.csv of `rssm solve --out` was told only
+    which columns it lacked; `rssm solve sparse_pca --n 300` was refused for an --m the
+    user never passed (its default stayed 200 whatever n); the l1_procrustes data label
+    called the file's 13 columns n beside St(10, 3)."""
+    out = tmp_path / "run"
+    assert main(["solve", "dpcp", "--n", "20", "--d", "3", "--n-inliers", "100",
+                 "--n-outliers", "50", "--max-iter", "5", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    line = _one_line(capsys, 2, main(["plot", str(out / "trace.csv")]))
+    assert line.endswith("it looks like the trace.csv of one run (rssm solve --out): rssm "
+                         "plot draws the results.csv that rssm reproduce writes"), line
+    from rssm.problems import SparsePCA
+
+    assert SparsePCA.synthetic(n=300, seed=0).m == 301
+    assert SparsePCA.synthetic(n=100, seed=0).m == 200          # as before
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((60, 10))
+    np.savetxt(tmp_path / "proc.csv", np.hstack([a, a[:, :3]]), delimiter=",")
+    assert main(["solve", "l1_procrustes", "--data", str(tmp_path / "proc.csv"), "--p", "3",
+                 "--max-iter", "3"]) == 0
+    assert "(m=60 samples of 13 numbers)" in capsys.readouterr().out

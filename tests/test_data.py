@@ -248,7 +248,7 @@ def test_cli_data_formats_match_the_api(files, dpcp_data, extra, capsys):
     res = rssm.minimize(api, api.initial_point(np.random.default_rng([2, 1])), max_iter=60,
                         seed=2, record=None)
     assert _final_cost(out) == pytest.approx(res.fun, rel=1e-9)
-    assert "m=700 samples, n=20" in out
+    assert "m=700 samples of 20 numbers" in out
 
 
 def test_cli_chunk_size_without_streaming_is_refused(files, capsys):
@@ -289,9 +289,9 @@ def test_cli_out_folder(files, dpcp_data, tmp_path, capsys):
     (["dpcp", "--data", "flat.npy"], ["--data", "1-D", "one sample per row"]),
     (["dpcp", "--data", "empty.npy"], ["--data", "empty"]),
     (["dpcp", "--data", "text.csv"], ["--data", "column 3", "'label'", "not numeric"]),
-    (["dpcp", "--data", "pts.npy", "--d", "25"], ["--d", "<= n - 1 = 19", "n = 20"]),
-    (["odl", "--data", "pts.npy", "--p", "21"], ["--p", "<= n = 20", "n = 20"]),
-    (["sparse_pca", "--data", "pts.npy", "--r", "30"], ["--r", "n = 20"]),
+    (["dpcp", "--data", "pts.npy", "--d", "25"], ["--d", "<= n - 1 = 19", "20 numbers per sample"]),
+    (["odl", "--data", "pts.npy", "--p", "21"], ["--p", "<= n = 20", "20 numbers per sample"]),
+    (["sparse_pca", "--data", "pts.npy", "--r", "30"], ["--r", "20 numbers per sample"]),
     (["dpcp", "--data", "pts.npy", "--n-inliers", "5"], ["--n-inliers", "--data"]),
     (["dpcp", "--data", "pts.npy", "--key", "a"], ["--key", ".npz"]),
     (["dpcp", "--data", "pts.csv", "--out-of-core", "always"], ["--out-of-core", ".csv"]),

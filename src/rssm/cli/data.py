@@ -193,12 +193,14 @@ def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
         arg = entry.arguments.get(arg, arg)
         if arg not in values:
             raise
+        # (numbers per sample, not "n": for l1_procrustes a row holds a_j and b_j, n + p)
         raise UsageError(f"argument --{arg}: {' '.join(str(exc).split())} (the data has "
-                         f"n = {n} features per sample, m = {m} samples)") from None
+                         f"{n} numbers per sample, m = {m} samples)") from None
     settings.update({k: v for k, v in values.items()})
     if "p" in values and values["p"] is None:
         settings["p"] = problem.shape[1]
     extra = ", ".join(f"{k}={v}" for k, v in values.items() if v is not None)
-    label = (f"{name} data={args.data} (m={m} samples, n={n}{', streamed' if stream else ''})"
+    label = (f"{name} data={args.data} (m={m} samples of {n} numbers"
+             f"{', streamed' if stream else ''})"
              + (f" {extra}" if extra else ""))
     return problem, settings, label

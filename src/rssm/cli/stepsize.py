@@ -24,10 +24,23 @@ PARAMS = {
 _ALL = sorted({n for ps in PARAMS.values() for n in ps})
 
 
+class _NotGiven(str):
+    """``--stepsize``'s default: equal to "default", but told apart from the option given
+    as ``--stepsize default`` (a refusal of --mu0 said "no --stepsize given" to a user
+    who had given it)."""
+
+
+_DEFAULT = _NotGiven("default")
+
+
+def _given(args: argparse.Namespace) -> bool:
+    return args.stepsize is not _DEFAULT
+
+
 def add_options(p: argparse.ArgumentParser) -> None:
     """The step-size group of ``rssm solve PROBLEM``."""
     s = p.add_argument_group("step size")
-    s.add_argument("--stepsize", choices=["auto", "default", *PARAMS], default="default",
+    s.add_argument("--stepsize", choices=["auto", "default", *PARAMS], default=_DEFAULT,
                    help="default: what rssm.minimize uses with no step size, the problem's "
                         "own rule when it has one (sparse_pca, sparse_basis), else auto; "
                         "auto: the tuning-free rule rssm.stepsizes.Auto (docs/stepsizes.md); "
@@ -66,8 +79,9 @@ def _unused(args: argparse.Namespace, rule: str, allowed: tuple[str, ...]) -> No
         if getattr(args, name) is not None and name not in allowed:
             users = [r for r, ps in PARAMS.items() if name in ps]
             got = (f"got --stepsize {rule}" if args.stepsize != "default" else
-                   f"no --stepsize given: this problem's default step size is {rule}; add "
-                   f"--stepsize {users[0]}")
+                   f"{'--stepsize default' if _given(args) else 'no --stepsize given'}: "
+                   f"this problem's default step size is {rule}; add --stepsize "
+                   f"{users[0]}")
             raise UsageError(f"argument --{name}: only used with --stepsize "
                              f"{' or '.join(users)} ({got})")
 

@@ -124,8 +124,14 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
             reader = csv.DictReader(fh)
             missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
+                names = set(reader.fieldnames or [])
+                # (a user plotted the trace.csv of `rssm solve --out` and was told only
+                # which columns it lacked)
+                hint = ("; it looks like the trace.csv of one run (rssm solve --out): "
+                        "rssm plot draws the results.csv that rssm reproduce writes"
+                        if {"iteration", "cost"} <= names and "part" not in names else "")
                 raise ValueError(f"{path} is not an rssm results CSV: missing column(s) "
-                                 f"{', '.join(missing)}")
+                                 f"{', '.join(missing)}{hint}")
             return [_typed_row(path, reader.line_num, row) for row in reader]
     except UnicodeDecodeError:
         # an audit: a binary file (X.npy) or Latin-1 text gave the bare codec error (and

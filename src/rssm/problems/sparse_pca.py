@@ -110,7 +110,7 @@ class SparsePCA(CompositeProblem):
         cls,
         n: int = 100,
         r: int = 5,
-        m: int = 200,
+        m: int | None = None,
         support: int = 10,
         theta: float = 4.0,
         mu: float = 0.2,
@@ -124,8 +124,10 @@ class SparsePCA(CompositeProblem):
             Number of variables (columns of A).
         r : int
             Number of sparse loading vectors.
-        m : int
-            Number of samples (rows of A), m >= n + 1.
+        m : int, optional
+            Number of samples (rows of A), m >= n + 1; default max(200, n + 1) (200 for
+            every n below 200, as before it followed n: ``--n 300`` was refused for the
+            default m).
         support : int
             Nonzeros per loading vector; the r supports are disjoint, so
             r * support <= n.
@@ -150,7 +152,8 @@ class SparsePCA(CompositeProblem):
         """
         n = as_int(n, "n", minimum=2)
         r = as_int(r, "r", minimum=1, maximum=n - 1, maximum_is="n - 1")
-        m = as_int(m, "m", minimum=n + 1, minimum_is="n + 1")
+        m = max(200, n + 1) if m is None else as_int(m, "m", minimum=n + 1,
+                                                      minimum_is="n + 1")
         s = as_int(support, "support", minimum=1)
         if r * s > n:
             raise ValueError(f"r * support must be <= n = {n} (disjoint supports), got {r} * {s}")
