@@ -108,7 +108,7 @@ BETA_MAX = 2.0
 #: Cosine control on overshooting steps: an epoch's mean cosine m < 0 cuts the length by
 #: exp(NEG_GAIN m) instead of exp(m) while the mean of the last binom(l, 2) estimates of
 #: ||grad f||^2 is at least (SHARP g_0)^2 (`BlockRule._sharp`). Measured (docs/stepsizes.md,
-#: "Cosine control: cutting less where the subgradients keep their norm"): DPCP, seeds
+#: "Kept: cosine control cutting less where the subgradients keep their norm"): DPCP, seeds
 #: 6-45, iterations to 1e-10 9 % fewer at l = 3 (27 seeds faster, 11 slower) and 7 % at
 #: l = 5 (29, 11); without the gate 34 of the 510 rotation-invariant calls took more than
 #: 1.5x the iterations, with it 14 (a control that moves only the path: 12).
