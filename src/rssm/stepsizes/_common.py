@@ -58,7 +58,10 @@ class GradMean:
 def max_step_length(ctx: StepContext) -> float:
     """The longest step an adaptive rule proposes: 2 sqrt(|C|), the diameter of
     St(n, |C|) in the Frobenius norm, |C| the number of columns a step moves (p for RSM;
-    for RSSM at most 2 ceil(p / l), the size of a block pair of the uniform partition).
+    for RSSM one length for every pair, |C| = min(p, 2 ceil(p / l)), a pair of the uniform
+    partition's largest blocks: where blocks differ in size a pair of more columns gets a
+    cap below its diameter, one of fewer a cap above it, which the loop's `max_step`
+    shortens; docs/stepsizes.md, "Two guards").
 
     Two columns of unit norm are at most 2 apart, so no step that moves |C| columns can
     usefully be longer. This is not the bound of the paper's analysis: Lemma
