@@ -622,3 +622,10 @@ def test_a_scheduler_annealing_to_zero_through_a_rounding_below_it_steps_on():
     w.grad = torch.ones_like(w)
     with pytest.raises(ValueError, match=r"'lr'\] must be a finite number >= 0"):
         opt.step()
+    opt.param_groups[0]["initial_lr"] = math.inf      # (a review: inf let it through)
+    with pytest.raises(ValueError, match=r"'lr'\] must be a finite number >= 0"):
+        opt.step()
+    opt.param_groups[0]["initial_lr"] = torch.tensor(0.05)
+    opt.param_groups[0]["lr"] = -1e-19
+    opt.step()                                        # a tensor initial_lr is read too
+    assert torch.equal(w.detach(), before)

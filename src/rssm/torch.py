@@ -126,7 +126,10 @@ def _rounded_zero(lr: float, group: dict) -> bool:
     if not (math.isfinite(lr) and lr < 0):
         return False
     ref = group.get("initial_lr")
-    return _is_number(ref) and lr >= -1e-12 * abs(float(ref))
+    if isinstance(ref, torch.Tensor) and ref.numel() == 1:
+        ref = float(ref)
+    # (finite: an initial_lr of inf, set by hand, let every negative lr through, a review)
+    return _is_number(ref) and math.isfinite(ref) and lr >= -1e-12 * abs(float(ref))
 
 
 def _as_rule(lr: Any) -> tuple[float, StepSize | None]:
