@@ -123,9 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         c = ri.compare(base_rot, rot)
         print(f"{name}: {'; '.join(cells)} | default calls {conv} of {len(calls)} converge, "
               f"mean iterations {per_l} | rotation-invariant {c['converged']} of "
-              f"{len(rot)} converge: {c['gained']} gained, {c['lost']} lost, {c['slower']} "
-              f"more than 1.5x the iterations, {c['faster']} fewer than 1/1.5, "
-              f"{c['higher']} on the budget both ways at a higher f", flush=True)
+              f"{len(rot)} converge: {ri.counts_text(c)}", flush=True)
     return 0
 
 

@@ -155,6 +155,13 @@ def compare(base: dict, new: dict) -> dict:
     return c
 
 
+def counts_text(c: dict) -> str:
+    """The counts of `compare` in words (shared with `benchmarks.cosine_gain`)."""
+    return (f"{c['gained']} gained, {c['lost']} lost, {c['slower']} more than 1.5x the "
+            f"iterations, {c['faster']} fewer than 1/1.5, {c['higher']} on the budget both "
+            "ways at a higher f")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.rotation_invariant",
                                  description=__doc__.split("\n\n")[0])
@@ -167,9 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     for rise in args.rise:
         c = compare(base, run(rise, args.quick))
         print(f"RISE = {rise:g}: {c['converged']} of {len(base)} converge; against the "
-              f"hand-over off: {c['gained']} gained, {c['lost']} lost, {c['slower']} more "
-              f"than 1.5x the iterations, {c['faster']} fewer than 1/1.5, {c['higher']} on "
-              "the budget both ways at a higher f", flush=True)
+              f"hand-over off: {counts_text(c)}", flush=True)
     return 0
 
 

@@ -362,14 +362,19 @@ class BlockRule(StepSize):
         self._f_best = min(best, f)
         g2 = self._g2
         if not self._vanished and len(g2) == ctx.n_pairs:
-            self._vanished = math.fsum(g2) < ctx.n_pairs * (VANISH * self._g0) ** 2
+            self._vanished = self._mean_grad_below(VANISH)
         return self._vanished and f > best + RISE * (self._f0 - best)
 
     def _sharp(self) -> bool:
         """The mean of the last binom(l, 2) estimates of ||grad f||^2 is at least
         (`SHARP` g_0)^2: the subgradients keep their norm, as near a sharp minimizer."""
+        return not self._g2 or not self._mean_grad_below(SHARP)
+
+    def _mean_grad_below(self, level: float) -> bool:
+        """The mean of the kept estimates of ||grad f||^2 is below (level g_0)^2 (summed
+        exactly; read by the hand-over and by the half cut)."""
         g2 = self._g2
-        return not g2 or math.fsum(g2) >= len(g2) * (SHARP * self._g0) ** 2
+        return math.fsum(g2) < len(g2) * (level * self._g0) ** 2
 
     def _falling(self, ctx: StepContext) -> bool:
         """Subgradients that agree while f still falls are a descent on its way, not a
