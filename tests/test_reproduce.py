@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rssm
@@ -392,7 +393,6 @@ def test_each_seed_line_starts_at_the_starting_error():
     """On a log axis the start (flops 0) was dropped, so each method seemed to start at
     the error of its first iterate; it is now drawn as a step down at the first
     iteration's cost. Time axes whose first row is already > 0 are unchanged."""
-    import numpy as np
 
     from rssm.experiments.plots import seed_line
 
@@ -541,3 +541,92 @@ def test_fewer_formats_name_the_figures_left_from_an_earlier_draw(outdir, tmp_pa
     closed.close()
     monkeypatch.setattr(sys, "stderr", closed)
     note_not_redrawn([out / "dpcp.png"], ["png"])      # dpcp.pdf is left: no exception
+
+
+def _trace_run(method, seed, xs, errors, axis="flops"):
+    from rssm.experiments.analysis import Run
+
+    rows = []
+    for i, (x, e) in enumerate(zip(xs, errors, strict=True)):
+        t, f = (x, 10.0 * i) if axis == "time" else (0.01 * (i + 1), x)
+        rows.append({"part": "paper", "problem": "odl", "method": method, "blocks": 1,
+                     "seed": seed, "stepsize": "s", "iteration": i, "time": t, "flops": f,
+                     "cost": 1.0, "error": e})
+    return Run(rows)
+
+
+def test_the_median_starts_at_the_starting_errors_on_both_axes():
+    """A figure audit: on the flops axis (start at 0 flops, off the log axis) the median
+    began at the first iterates' errors (DPCP RSM at 1.5e-3) while the time panel's began
+    at the starting error (0.12), and the seeds' lines were drawn straight between records
+    while the median held each record's error: on the time axis the median lay above
+    every seed it summarised. Now both panels start from the starting errors, a run not
+    yet at its first record counts with its start, and the seeds' lines are steps."""
+    from rssm.experiments.analysis import median_band, step_values
+
+    runs = [_trace_run("rsm", s, [0.0, 4e8, 8e8], [0.12, 5e-3 * (s + 1), 2e-3])
+            for s in range(3)]
+    grid, med, lo, hi = median_band(runs, "flops")
+    assert grid[0] == 4e8 and med[0] == 0.12 and lo[0] == hi[0] == 0.12
+    assert med[1] == 1e-2                       # then the iterates' errors, same x
+    # time axis: the records start at t > 0; a seed that has not recorded yet holds its start
+    late = _trace_run("rsm", 9, [0.5, 0.9, 2.0], [0.12, 1e-3, 1e-4], axis="time")
+    early = _trace_run("rsm", 8, [0.1, 0.2, 2.0], [0.12, 1e-2, 1e-4], axis="time")
+    grid, med, lo, hi = median_band([late, early], "time")
+    assert grid[0] == 0.1 and hi[0] == 0.12
+    np.testing.assert_array_equal(step_values(late.time, late.error, np.array([0.05, 0.6])),
+                                  [0.12, 0.12])
+    assert np.isnan(step_values(np.empty(0), np.empty(0), np.array([1.0]))).all()
+
+
+def test_seed_lines_are_drawn_held_between_records(tmp_path, monkeypatch):
+    """The thin lines use the median's reading: each record's error held until the next."""
+    import matplotlib.axes
+
+    from rssm.experiments.plots import plot_comparison
+
+    styles = []
+    real = matplotlib.axes.Axes.plot
+
+    def spy(self, *args, **kw):
+        styles.append((kw.get("linewidth"), kw.get("drawstyle")))
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    runs = [_trace_run("rsm", s, [0.0, 4e8, 8e8], [0.12, 5e-3, 2e-3]) for s in range(2)]
+    plot_comparison(runs, "t", "err", tmp_path / "f", formats=("png",))
+    thin = [d for w, d in styles if w == 0.6]
+    assert len(thin) == 4 and set(thin) == {"steps-post"}
+
+
+def test_report_words_for_seed_lists_and_levels():
+    """A reader's audit of report.md: "faster than RSM on seeds none", "1/5 (seeds 2)",
+    "does not reach 0.00058" beside a median final error of 0.000579 (the level, 0.000576,
+    rounded to 2 digits), and "it starts at 39.8 and reaches up to 39.8"."""
+    from rssm.experiments.report import _bad_runs, _on_seeds, _speedup
+
+    assert _on_seeds([]) == "on no seed"
+    assert _on_seeds([2]) == "on seed 2"
+    assert _on_seeds([0, 3]) == "on seeds 0, 3"
+    base = [_trace_run("rsm", s, [0.0, 1e8, 2e8], [0.12, 1e-3, e])
+            for s, e in enumerate([5.76e-4, 3.9e-4, 1.1e-3])]
+    other = [_trace_run("rssm-l3", s, [0.0, 1e8, 2e8], [0.12, 1e-3, e])
+             for s, e in enumerate([5.79e-4, 1e-3, 1.2e-3])]
+    assert _speedup(base, other) == "does not reach 0.000576"
+    flat = [_trace_run("rssm-l5", 0, [0.0, 1e8, 2e8], [39.8, 39.8, 0.314])]
+    (line,) = _bad_runs(flat)
+    assert "on seed 0 the error ends at up to 0.314 (it starts at 39.8)." in line
+    rise = [_trace_run("rssm-l5", 0, [0.0, 1e8, 2e8, 3e8], [39.8, 45.0, 41.0, 0.314])]
+    assert "reaches up to 45" in _bad_runs(rise)[0]
+
+
+def test_figure_titles_carry_the_derived_sizes_and_a_reduced_run():
+    """A figure passed on alone said neither that it came from a reduced run nor p = 90
+    (DPCP) and m = 4648 (ODL)."""
+    from rssm.experiments.configs import PROBLEMS, sizes_text
+
+    assert sizes_text("dpcp", PROBLEMS["dpcp"].synthetic).endswith("X in St(100, 90)")
+    assert "m=4648; X in St(60, 60)" in sizes_text("odl", PROBLEMS["odl"].synthetic)
+    assert sizes_text("odl", {"n": 10, "theta": 0.3, "m": 50}) == (
+        "n=10, theta=0.3, m=50; X in St(10, 10)")
+    assert sizes_text("other", {"k": 1}) == "k=1"

@@ -14,7 +14,14 @@ from pathlib import Path
 
 from rssm.experiments import io
 from rssm.experiments.analysis import group_runs
-from rssm.experiments.configs import FIGURE_FORMATS, PROBLEMS, make_configs, stepsize_label
+from rssm.experiments.configs import (
+    FIGURE_FORMATS,
+    PROBLEMS,
+    QUICK_DIVISOR,
+    make_configs,
+    sizes_text,
+    stepsize_label,
+)
 from rssm.experiments.plots import plot_comparison
 from rssm.experiments.report import REPORT_TITLE, write_report
 from rssm.experiments.runner import CSV_NAME, JSON_NAME, reproduce
@@ -77,6 +84,9 @@ def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
     written: list[Path] = []
     problems = doc["settings"]["problems"] if doc else {}
     choice = doc.get("tuned_choice", {}) if doc else {}
+    settings = doc["settings"] if doc else {}
+    scale = settings.get("budget_scale", 1.0 / QUICK_DIVISOR if settings.get("quick") else 1.0)
+    reduced = f"{scale:.3g}" if settings.get("quick") or scale != 1.0 else ""
     for part, suffix in (("paper", ""), ("tuned", "-tuned")):
         names = sorted({k[1] for k in runs if k[0] == part})
         for name in names:
@@ -84,9 +94,10 @@ def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
             cfg = problems.get(name) or (PROBLEMS[name].as_dict() if name in PROBLEMS else {})
             title = cfg.get("title", name)
             if cfg.get("synthetic"):
-                prob_args = ", ".join(f"{k}={v}" for k, v in cfg["synthetic"].items())
-                title += f" [{prob_args}]"
+                title += f" [{sizes_text(name, cfg['synthetic'])}]"
             title += ": paper's step sizes" if part == "paper" else ": tuned step sizes"
+            if reduced:     # a figure passed on alone still says it is not the full run
+                title += f"\n(reduced run: iteration budgets {reduced} times the full ones)"
             steps = None
             if part == "tuned" and name in choice:
                 steps = {k: stepsize_label(v) for k, v in choice[name].items()}

@@ -186,6 +186,27 @@ def temp_prefix(stem: str) -> str:
     next draw or run where a killed one left it)."""
     return f".{stem}.rssm-tmp-"
 
+def sizes_text(name: str, synthetic: dict) -> str:
+    """The instance's sizes for a figure title, the derived ones included (a reader of
+    the title "[n=100, d=10, ...]" had to work out p = 90; ODL's m = round(10 n^1.5) was
+    not in its title at all): the ``synthetic`` keywords, then, for the paper's two
+    problems, X's shape on St(n, p) and the sample count where ``synthetic`` leaves them
+    to their defaults."""
+    text = ", ".join(f"{k}={v}" for k, v in synthetic.items())
+    try:
+        n = int(synthetic["n"])
+        if name == "dpcp":
+            text += f"; X in St({n}, {n - int(synthetic['d'])})"
+        elif name == "odl":
+            m = synthetic.get("m")
+            m = round(10 * n**1.5) if m is None else int(m)
+            text += f", m={m}" if "m" not in synthetic else ""
+            text += f"; X in St({n}, {n})"
+    except (KeyError, TypeError, ValueError):
+        pass                                  # a hand-made config: its keywords alone
+    return text
+
+
 #: Full-size settings: the paper's sizes and step sizes, our budgets.
 PROBLEMS = {
     "dpcp": ProblemConfig(

@@ -90,7 +90,8 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
             ax.fill_between(grid, lo, hi, color=color, alpha=0.15, linewidth=0)
             for r in group:  # each seed, faint, so a split across seeds stays visible
                 xp, ep = seed_line(getattr(r, axis), r.error)
-                ax.plot(xp, ep, color=color, linewidth=0.6, alpha=0.35)
+                # held between records, as the median and the report's tables read them
+                ax.plot(xp, ep, color=color, linewidth=0.6, alpha=0.35, drawstyle="steps-post")
             ax.plot(grid, med, color=color, linestyle=ls, linewidth=1.8, label=label,
                     marker=marker, markevery=max(1, grid.size // 6), markersize=5)
     for ax, xlabel in zip(axes, ("flops (model count)", "CPU time (s, solver only)"),
@@ -109,8 +110,8 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
                    fontsize=9, framealpha=0.9,
                    title=f"thick line: median of {n_seeds} seeds, drawn until half of them "
                          "have ended; shaded band: min to max over seeds;\nthin lines: each "
-                         "seed, from its starting error (a vertical drop at its first "
-                         "iteration's cost)",
+                         "seed from its starting error; every recorded error is held until "
+                         "the next record",
                    title_fontsize=9)
     fig.suptitle(title, fontsize=12)
     out_stem = Path(out_stem)
