@@ -818,3 +818,28 @@ def test_an_offset_or_weights_beyond_float64s_squares_are_refused():
         CompositeProblem(y, 2, NormLoss.norm(), offset=np.full((50, 2), 1e200))
     with pytest.raises(ValueError, match=r"sample_weights: the largest entry is 1e\+307"):
         CompositeProblem(y, 2, NormLoss.norm(), sample_weights=np.full(50, 1e307))
+
+
+def test_a_subgradient_tensor_that_requires_grad_is_read_by_its_values():
+    """An audit: from_functions' subgradient returning a torch tensor with requires_grad
+    gave torch's "Can't call numpy() on Tensor that requires grad", which named neither
+    the callable nor what to do; a plain tensor was already read. Its values are used."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal((8, 40))
+
+    def cost(x):
+        return float(np.abs(y.T @ x).sum())
+
+    def plain(x):
+        return y @ np.sign(y.T @ x)
+
+    def tensor(x):
+        return torch.from_numpy(plain(x)).requires_grad_(True)
+
+    x0 = rssm.stiefel.polar(rng.standard_normal((8, 2)))
+    a = rssm.minimize(rssm.Problem.from_functions(cost, plain, shape=(8, 2)), x0,
+                      stepsize=1e-3, max_iter=20)
+    b = rssm.minimize(rssm.Problem.from_functions(cost, tensor, shape=(8, 2)), x0,
+                      stepsize=1e-3, max_iter=20)
+    np.testing.assert_array_equal(a.x, b.x)

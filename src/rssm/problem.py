@@ -370,6 +370,10 @@ class FunctionProblem(Problem):
         return _real(self._cost(x), "cost")
 
     def _check(self, g, what: str, cols: int) -> np.ndarray:
+        if callable(getattr(g, "detach", None)) and callable(getattr(g, "cpu", None)):
+            # a torch tensor that still requires grad, or lives on a GPU: its values (torch's
+            # own refusal did not name the callable)
+            g = g.detach().cpu()
         g = np.asarray(g)
         if g.dtype.kind not in "iuf":
             raise TypeError(f"{what} must return real numbers, got an array of dtype "
