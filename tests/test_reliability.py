@@ -374,6 +374,35 @@ def test_a_non_finite_subgradient_stops_without_numpy_warnings(method, bad):
     assert res.feasibility <= FEAS_TOL
 
 
+def test_a_non_finite_subgradient_at_a_checks_trial_point_raises_no_numpy_warning():
+    """An audit: a subgradient with an infinity only at points the convergence checks
+    visit (away from every iterate) reached the zigzag's tangent projection, which warned
+    "invalid value encountered in matmul". The checks now test it first and read such a
+    point as no information, as they did after the warning."""
+    n, p = 7, 6
+    y = np.random.default_rng(72).standard_normal((n, 72))
+
+    def bad(x):
+        return abs(x[0, 0]) > 0.6
+
+    def grad(x):
+        g = y @ np.sign(y.T @ x)
+        if bad(x):
+            g[0, 0] = np.inf
+        return g
+
+    prob = rssm.Problem.from_functions(
+        lambda x: float("nan") if bad(x) else float(np.abs(y.T @ x).sum()), grad,
+        lambda x, c: grad(x)[:, c], shape=(n, p))
+    x0 = rssm.stiefel.random_point(n, p, np.random.default_rng(889)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = rssm.minimize(prob, x0, stepsize=rssm.stepsizes.InverseSqrt(0.01),
+                            seed=np.random.default_rng(1), max_iter=150, tol=0.1)
+    assert res.stop_reason is StopReason.MAX_ITER and np.isfinite(res.fun)
+    assert res.feasibility <= FEAS_TOL
+
+
 @pytest.mark.parametrize("scale", [1e-162, 1e-170, 1e-200])
 def test_a_subgradient_whose_square_underflows_is_not_called_stationary(scale):
     """f scaled by 1e-170: ||G||^2 underflowed to 0 and the default call stopped at its start
@@ -413,15 +442,18 @@ def test_non_finite_cost_at_the_start():
     assert res.message == "f(x0) is not finite"
 
 
+@pytest.mark.parametrize("clip", [True, False])
 @pytest.mark.parametrize("method", ["rssm", "rsm"])
-def test_overflowing_step_size_stops_non_finite_or_stays_feasible(method):
+def test_overflowing_step_size_stops_non_finite_or_stays_feasible(method, clip):
     """gamma = 1e308 overflows X - gamma * grad: the run must end with a clear reason and a
-    feasible x, never a NaN result or a LinAlgError."""
+    feasible x, never a NaN result or a LinAlgError, and without NumPy's overflow warnings
+    (an audit: with the cap off, ``clip_steps=False``, the step's products warned)."""
     prob = DPCP.synthetic(n=10, d=3, n_inliers=30, n_outliers=20, seed=0)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # overflow inside the step
+        warnings.simplefilter("error")
         res = rssm.minimize(
-            prob, method=method, stepsize=1e308, max_iter=20, seed=1, options={"n_blocks": 3}
+            prob, method=method, stepsize=1e308, max_iter=20, seed=1,
+            options={"n_blocks": 3, "clip_steps": clip}
         )
     assert np.isfinite(res.x).all() and np.isfinite(res.fun)
     if res.stop_reason is StopReason.NON_FINITE:

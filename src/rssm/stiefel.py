@@ -396,9 +396,12 @@ def block_step(x: np.ndarray, sel, neg: np.ndarray, gamma: float) -> np.ndarray:
 def block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
     """`block_step` for any array library: (new columns, whether the SVD fallback
     ran, after which the columns may be non-finite)."""
-    xi = neg * gamma
-    xi += ops.cols(x, sel)               # Xi = X_C - gamma P(G_C)
-    return _project_block(x, sel, xi, ops)
+    # (a step of 1e308 with the cap off: the products overflow, the polar factor rescales;
+    # no NumPy warning, as from the public steps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        xi = neg * gamma
+        xi += ops.cols(x, sel)           # Xi = X_C - gamma P(G_C)
+        return _project_block(x, sel, xi, ops)
 
 
 def _project_block(x, sel, xi, ops: ArrayOps):
@@ -449,12 +452,13 @@ def full_retraction_step(x: np.ndarray, neg: np.ndarray, gamma: float) -> np.nda
 
 def full_candidate(x, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
     """`full_retraction_step` for any array library: (new X, whether the SVD fallback ran)."""
-    xi = neg * gamma
-    xi += x                              # X - gamma P_T(G)
-    q = _polar_gram(xi, ops)
-    if q is not None:
-        return q, False
-    return ops.svd_polar(xi), True
+    with np.errstate(over="ignore", invalid="ignore"):   # (as in `block_candidate`)
+        xi = neg * gamma
+        xi += x                          # X - gamma P_T(G)
+        q = _polar_gram(xi, ops)
+        if q is not None:
+            return q, False
+        return ops.svd_polar(xi), True
 
 
 def project_submanifold_block(

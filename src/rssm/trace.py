@@ -46,7 +46,9 @@ class Result:
     x : ndarray, shape (n, p)
         The best iterate by cost: the point of least f among those the run evaluated
         (every iterate for the data problems and whenever the step rule reads f; the
-        recorded ones otherwise). On St(n, p).
+        recorded ones otherwise). On St(n, p). A run stopped by ``target_error`` (the
+        `rssm.stopping.TargetError` criterion) returns the iterate that met the target,
+        the last one.
     fun : float
         f(x), as the solver evaluated it.
     n_iter : int

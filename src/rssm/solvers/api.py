@@ -164,7 +164,8 @@ def minimize(
     Returns
     -------
     Result
-        ``x`` is the best iterate by cost (``x_last`` the last), ``success`` says whether
+        ``x`` is the best iterate by cost (``x_last`` the last; a run stopped by
+        ``target_error`` returns the iterate that met it), ``success`` says whether
         a convergence criterion stopped the run, ``message`` why it stopped. Ctrl-C
         returns the Result so far (``interrupted``).
 

@@ -496,7 +496,9 @@ def probe(problem, x: np.ndarray, direction: np.ndarray, oracle=None,
     probe that lowers f and the oracle told (``update(None)``)."""
     from rssm import stiefel
 
-    d = stiefel._tangent_projection(x, direction)
+    d = _projected(x, direction)
+    if d is None:
+        return True
     norm = float(np.linalg.norm(d))
     if not (norm > 0 and math.isfinite(norm)):
         return True
@@ -531,7 +533,6 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     the run goes on from the lower point the check found (the loop's escape from a
     valley; docs/convergence.md).
     """
-    from rssm import stiefel
 
     length = ZIGZAG_FIRST * math.sqrt(x.shape[1])
     if f0 is None:
@@ -550,7 +551,7 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     lower = False
     try:
         for i in range(steps):
-            y = _zig(x, stiefel._tangent_projection(x, oracle.subgradient()), length)
+            y = _zig(x, _projected(x, oracle.subgradient()), length)
             if y is None:
                 return True, i
             _place(x, y, oracle)
@@ -613,7 +614,10 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     # the bundle, one subgradient per row, grown as null steps come (a verdict that stands
     # ends in 3-8; the budget's 129 rows of a large X would be a large allocation)
     vecs = np.empty((min(steps + 1, 16), x.size))
-    vecs[0] = stiefel._tangent_projection(start, g0).ravel()
+    v0 = _projected(start, g0)
+    if v0 is None:
+        return True, 0
+    vecs[0] = v0.ravel()
     gram = np.array([[vecs[0] @ vecs[0]]])
     k = 1
     lower = False
@@ -638,9 +642,10 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
                     lower = True
                     taken += _further(x, start, d, t_k, fy, oracle)
                 return False, taken
-            v = stiefel._tangent_projection(start, sub()).ravel()
-            if not np.all(np.isfinite(v)):
+            v = _projected(start, sub())
+            if v is None or not np.all(np.isfinite(v)):
                 return True, taken
+            v = v.ravel()
             row = vecs[:k] @ v
             gram = np.block([[gram, row[:, None]], [row[None, :], np.array([[v @ v]])]])
             if k == vecs.shape[0]:
@@ -693,7 +698,6 @@ def full_cancel(problem, x: np.ndarray, oracle=None, steps: int = FULL_BUNDLE,
     the oracle told each time (`zigzag`); without one, ``problem``'s on copies. NaN when
     a subgradient is 0 or not finite.
     """
-    from rssm import stiefel
 
     t = float(length) * math.sqrt(x.shape[1])
     start = None if oracle is None else x.copy()
@@ -701,8 +705,10 @@ def full_cancel(problem, x: np.ndarray, oracle=None, steps: int = FULL_BUNDLE,
     y = x
     try:
         for i in range(steps):
-            g = stiefel._tangent_projection(
-                y, problem.subgradient(y) if oracle is None else oracle.subgradient())
+            g = _projected(y, problem.subgradient(y) if oracle is None
+                           else oracle.subgradient())
+            if g is None:
+                return math.nan
             vecs.append(g)
             if i + 1 == steps:
                 break
@@ -727,12 +733,11 @@ def zigzag_points(problem, x: np.ndarray, steps: int = ZIGZAG_STEPS,
     at Y_i and t_i = first sqrt(p) factor^i; the points end early where a subgradient is
     0 or not finite.
     """
-    from rssm import stiefel
 
     length = first * math.sqrt(x.shape[1])
     y = x
     for _ in range(steps):
-        y = _zig(y, stiefel._tangent_projection(y, problem.subgradient(y)), length)
+        y = _zig(y, _projected(y, problem.subgradient(y)), length)
         if y is None:
             return
         yield y
@@ -751,10 +756,24 @@ def _margin(f0: float) -> float:
     return 1e-12 * abs(f0) + 1e-300
 
 
-def _zig(x: np.ndarray, g: np.ndarray, length: float) -> np.ndarray | None:
-    """polar(X - length g / ||g||), or None when g is 0 or not finite."""
+def _projected(x: np.ndarray, g) -> np.ndarray | None:
+    """P_{T_X}(G), or None when G has an entry that is not finite: a check's subgradient
+    is tested before rssm's products touch it (guarantees.md, section 4; an audit found
+    the zigzag's projection warning on an inf entry)."""
     from rssm import stiefel
 
+    g = np.asarray(g, dtype=np.float64)
+    if not np.isfinite(g).all():
+        return None
+    return stiefel._tangent_projection(x, g)
+
+
+def _zig(x: np.ndarray, g: np.ndarray | None, length: float) -> np.ndarray | None:
+    """polar(X - length g / ||g||), or None when g is None, 0 or not finite."""
+    from rssm import stiefel
+
+    if g is None:
+        return None
     norm = float(np.linalg.norm(g))
     if not (norm > 0 and math.isfinite(norm)):
         return None

@@ -43,7 +43,8 @@ class Record:
         Extra columns ``name -> fn(x)`` evaluated at each row (off the clock); they appear
         in ``Result.trace`` after the standard ones.
     best : bool, optional
-        Which iterates ``Result.x`` (the least f) is chosen from. None (default): every
+        Which iterates ``Result.x`` (the least f) is chosen from (but for a run stopped
+        by ``target_error``, which returns the iterate that met it). None (default): every
         iterate where f is cheap next to an iteration (the data problems: their caches
         give f in the pass that computes the subgradient) or where the step rule reads f
         (the default ``"auto"`` with RSM does); otherwise the iterates whose f was
