@@ -695,3 +695,46 @@ def test_a_new_users_walk_plot_of_a_trace_and_sizes_that_follow_n(tmp_path, caps
     assert main(["solve", "l1_procrustes", "--data", str(tmp_path / "proc.csv"), "--p", "3",
                  "--max-iter", "3"]) == 0
     assert "(m=60 samples of 13 numbers)" in capsys.readouterr().out
+
+
+def test_plot_out_that_cannot_be_a_folder_is_named_with_status_2(tmp_path, capsys):
+    """An audit: ``rssm plot --out`` gave a bare OSError and status 1 for a file, a path
+    under a file or one that cannot be created, and took ``--out ""`` as the current
+    folder; ``rssm solve`` and ``rssm reproduce`` name ``--out`` with status 2."""
+    from rssm.cli import main
+
+    csv_path = tmp_path / "results.csv"
+    csv_path.write_text("part,problem,method,blocks,seed,stepsize,iteration,time,flops,"
+                        "cost,error\n")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    for bad, says in ((str(blocker), "is a file; name a folder"),
+                      (str(blocker / "sub"), "cannot create folder"),
+                      ("", "empty; name a folder")):
+        assert main(["plot", str(csv_path), "--out", bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("rssm: error: argument --out: ")
+        assert says in err[0]
+    assert main(["reproduce", "dpcp", "--out", ""]) == 2
+    assert "argument --out: empty" in capsys.readouterr().err
+
+
+def test_the_command_ignores_a_further_ctrl_c_once_an_interrupted_run_is_saved(monkeypatch):
+    """An audit: a second Ctrl-C 50-100 ms after the first landed once the run was saved
+    and its summary printed, while the process exited, and ended it by the signal (raw
+    status -2 where the docs promise 130). The command's entry point ignores SIGINT
+    after an interrupted run's status; a plain run leaves the handler alone."""
+    import signal
+
+    import rssm.cli
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        for status, ignored in ((130, True), (143, True), (0, False), (2, False)):
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            monkeypatch.setattr(rssm.cli, "main", lambda s=status: s)
+            assert rssm.cli.console() == status
+            now = signal.getsignal(signal.SIGINT)
+            assert (now is signal.SIG_IGN) == ignored
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -2,6 +2,6 @@
 
 import sys
 
-from rssm.cli import main
+from rssm.cli import console
 
-sys.exit(main())
+sys.exit(console())

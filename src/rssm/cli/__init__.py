@@ -22,7 +22,7 @@ from rssm.cli.output import WriteError
 from rssm.cli.solve import problem_options
 from rssm.cli.solve import progress as _solve_progress  # noqa: F401 (tests reach it here)
 
-__all__ = ["main", "build_parser", "UsageError", "problem_options"]
+__all__ = ["main", "console", "build_parser", "UsageError", "problem_options"]
 
 _EXAMPLES = """\
 examples:
@@ -101,6 +101,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("rssm: interrupted" + (" (SIGTERM)" if term.received else ""), file=sys.stderr)
         status = 130
     return 143 if (term.received and status == 130) else status
+
+
+def console() -> int:
+    """The ``rssm`` command itself (``python -m rssm`` too): `main`, and after an
+    interrupted run (status 130 or 143) further Ctrl-Cs are ignored while the process
+    exits. A second Ctrl-C that came after the run had been saved and its summary
+    printed ended the process by the signal (status -2 to a caller reading the raw
+    status, where the docs promise 130; an audit, 6 of 12 double Ctrl-Cs 50-100 ms
+    apart). Not in `main`, which a Python caller may run in its own process."""
+    status = main()
+    if status in (130, 143):
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except (ValueError, OSError):      # not the main thread: nothing to ignore
+            pass
+    return status
 
 
 class _TermAsInterrupt:

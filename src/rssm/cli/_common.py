@@ -8,10 +8,11 @@ import inspect
 import math
 import types
 import typing
+from pathlib import Path
 
 __all__ = ["UsageError", "StdoutClosed", "out", "Parser", "Formatter", "Given", "given",
            "int_at_least", "positive_int", "nonneg_int", "positive_float", "threads", "formats",
-           "param_type", "first_line"]
+           "out_folder", "param_type", "first_line"]
 
 
 class UsageError(Exception):
@@ -134,6 +135,24 @@ def formats(text: str) -> list[str]:
         raise UsageError(f"argument --formats: invalid format(s) {', '.join(bad) or '(none)'} "
                          f"(choose from {', '.join(FORMATS)})")
     return fmts
+
+
+def out_folder(value: str, option: str = "--out") -> Path:
+    """The folder of a ``--out DIR`` (``rssm reproduce``, ``rssm plot``), created if
+    needed; `UsageError` (exit 2) naming the option where it is empty, a file, or cannot
+    be created (``rssm plot --out`` gave a bare OSError and exit 1 for these, and took
+    ``--out ""`` as the current folder)."""
+    if not str(value).strip():
+        raise UsageError(f"argument {option}: empty; name a folder")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"argument {option}: {value} is a file; name a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"argument {option}: cannot create folder {value}: "
+                         f"{exc.strerror or exc}") from None
+    return path
 
 
 def _number(text: str) -> int | float:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rssm.cli._common import Formatter, UsageError, formats, note_not_redrawn, out
+from rssm.cli._common import (
+    Formatter,
+    UsageError,
+    formats,
+    note_not_redrawn,
+    out,
+    out_folder,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -39,6 +46,8 @@ def run(args) -> int:
                          "writes (the trace.csv of rssm solve is not one)")
     if not path.is_file():
         raise UsageError(f"argument RESULTS.csv: no such file: {path}")
+    if args.out is not None:
+        out_folder(args.out)
     report = not args.no_report and (path.parent / "results.json").exists()
     written = render(path, args.out, fmts, report=report)
     for w in written:

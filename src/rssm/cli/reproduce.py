@@ -15,6 +15,7 @@ from rssm.cli._common import (
     formats,
     note_not_redrawn,
     out,
+    out_folder,
     positive_float,
     positive_int,
 )
@@ -89,13 +90,7 @@ def run(args, argv: Sequence[str]) -> int:
         # no "reduced run" banner, resumable without --budget); it overrides --quick
         args.budget, args.quick = None, False
     configs = make_configs(quick=args.quick, scale=args.budget)
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"argument --out: {args.out} is a file; name a folder")
-    try:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"argument --out: cannot create folder {args.out}: "
-                         f"{exc.strerror or exc}") from None
+    out_folder(args.out)
     if args.experiment != "all":
         configs = {args.experiment: configs[args.experiment]}
     # Progress bar on a terminal; one line per finished run otherwise (logs, nohup).
