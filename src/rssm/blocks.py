@@ -133,7 +133,20 @@ class Partition:
 
     @classmethod
     def uniform(cls, p: int, n_blocks: int) -> Partition:
-        """Contiguous blocks whose sizes differ by at most one (Prop. ``prop-periteration``)."""
+        """Contiguous blocks whose sizes differ by at most one (Prop. ``prop-periteration``).
+
+        Parameters
+        ----------
+        p : int
+            Number of columns, at least 2.
+        n_blocks : int
+            Number of blocks l, 2 <= l <= p; the first p mod l blocks get the extra column.
+
+        Returns
+        -------
+        Partition
+            Blocks 0..l-1 in column order.
+        """
         p = as_int(p, "p", minimum=2)
         n_blocks = as_int(n_blocks, "n_blocks")
         if not 2 <= n_blocks <= p:
@@ -179,13 +192,23 @@ def pair_table(n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
 class PairSelector(abc.ABC):
     """Base class of the rules that choose the block pair {i, j} at each iteration.
 
-    Subclasses implement `next_pair`; `bind` is called once with the partition and the
+    Subclasses implement `next_pair`; `bind` is called once with the number of blocks and the
     run's random generator before the first iteration.
     """
 
     name = "base"
 
     def bind(self, n_blocks: int, rng: np.random.Generator) -> None:
+        """Prepare the rule for a run: the number of blocks, the run's generator, and a
+        fresh position in the pair sequence (`pair_table`).
+
+        Parameters
+        ----------
+        n_blocks : int
+            Number of blocks l (at least 2).
+        rng : numpy.random.Generator
+            The run's random generator (the random rules draw from it).
+        """
         self.n_blocks = as_int(n_blocks, "n_blocks", minimum=2)
         self.rng = check_generator(rng)
         self._i, self._j = pair_table(self.n_blocks)

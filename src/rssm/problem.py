@@ -128,6 +128,11 @@ class Problem(abc.ABC):
             ``numpy.random.default_rng([s, 1])``, the start that ``rssm solve --seed s`` and
             ``rssm reproduce`` use (and a stream apart from the data of ``synthetic(seed=s)``).
             None is the seeded default, s = 0: the same start every call.
+
+        Returns
+        -------
+        numpy.ndarray
+            An n x p matrix with orthonormal columns (a point of St(n, p)).
         """
         return stiefel.random_point(*self.shape, start_rng(rng))
 

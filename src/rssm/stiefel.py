@@ -513,6 +513,11 @@ def random_point(n: int, p: int, rng: np.random.Generator) -> np.ndarray:
         Sizes, 1 <= p <= n.
     rng : numpy.random.Generator
         Source of randomness (required: no global state is used).
+
+    Returns
+    -------
+    numpy.ndarray
+        An n x p matrix with orthonormal columns.
     """
     check_generator(rng)
     n = as_int(n, "n")

@@ -148,6 +148,13 @@ class Result:
         arrays : bool
             Include ``x``, ``x_last`` and the trace as nested lists (default: only their
             shapes; write the arrays themselves with NumPy).
+
+        Returns
+        -------
+        dict
+            Field name -> value as plain Python data (the certificate as a dict, NaN in the
+            trace as None), without ``x``, ``x_last`` and ``trace`` unless ``arrays``; plus
+            ``success`` and ``shape`` (that of ``x``). `from_dict` reads it back.
         """
         out: dict[str, Any] = {}
         for f in fields(self):

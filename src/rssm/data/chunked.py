@@ -382,6 +382,11 @@ def samples(source: Any, *, chunk_size: int | None = None, check_finite: bool = 
     chunk_size, check_finite, cache, cache_dir, timeout
         See `ChunkedData`.
 
+    Returns
+    -------
+    ChunkedData
+        ``source`` wrapped with samples as rows (``rows_are_samples=True``).
+
     Examples
     --------
     >>> import numpy as np, rssm

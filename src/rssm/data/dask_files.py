@@ -30,6 +30,11 @@ def from_npy(path, chunk_size: int | None = None):
     chunk_size : int, optional
         Samples per chunk (default `rssm.data.store.default_chunk_size`, the partition of
         the same data in memory: the two runs then give the same bits).
+
+    Returns
+    -------
+    dask.array.Array
+        The m x n float64 array, in chunks of ``chunk_size`` rows (the last one shorter).
     """
     try:
         import dask

@@ -85,6 +85,13 @@ class DataError(RuntimeError):
     truncated, a cache file that cannot be written, a Dask worker that does not answer or
     a closed client).
 
+    Parameters
+    ----------
+    message : str
+        What became unavailable, and why (the exception's text).
+    x : ndarray, optional
+        Stored as the attribute ``x``.
+
     Attributes
     ----------
     x : ndarray or None

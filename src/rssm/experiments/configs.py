@@ -86,6 +86,11 @@ def make_stepsize(spec: dict) -> StepSize:
         ``{"rule": "geometric", "mu0": .., "beta": ..}`` or ``{"rule": "auto"}``
         (`rssm.stepsizes.Auto`, run beside the grid's pick in the ``--tuned`` part):
         any spec of `rssm.stepsizes.from_spec`, the one parser.
+
+    Returns
+    -------
+    StepSize
+        The rule, as `rssm.stepsizes.from_spec` builds it.
     """
     return from_spec(spec)
 
@@ -248,6 +253,13 @@ def make_configs(quick: bool = False, scale: float | None = None) -> dict[str, P
     scale : float, optional
         Multiply the iteration budgets by ``scale`` instead (at least 4 iterations); for
         tests and quick looks. Problem sizes never change.
+
+    Returns
+    -------
+    dict of str to ProblemConfig
+        Problem name -> its configuration: `PROBLEMS` itself when neither ``quick`` nor
+        ``scale`` is given, else new configurations with the budgets scaled and at most
+        40 recorded points per run.
     """
     if scale is None and not quick:
         return dict(PROBLEMS)

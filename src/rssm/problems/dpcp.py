@@ -146,6 +146,27 @@ class DPCP(DataProblem):
         instance bit for bit): the robust-subspace model of data that lie near, not on,
         a subspace, whose minimizer is blunt at the noise's scale (docs/stepsizes.md, "A
         window without a new best cost").
+
+        Parameters
+        ----------
+        n : int
+            Ambient dimension (rows of Yt), at least 2.
+        d : int
+            Dimension of the subspace S, 1 <= d < n; X has p = n - d columns.
+        n_inliers : int
+            Number of inliers m_1 (points in S), at least 0.
+        n_outliers : int
+            Number of outliers m_2, at least 0; m = m_1 + m_2 must be positive.
+        seed : int, numpy.random.Generator or None
+            Randomness of the instance.
+        noise : float
+            Standard deviation of the Gaussian noise added to each inlier (default 0).
+
+        Returns
+        -------
+        DPCP
+            The instance on St(n, n - d) with S as ``subspace`` (so `error` is available)
+            and ``n_inliers`` and ``n_outliers`` kept as attributes.
         """
         n = as_int(n, "n", minimum=2)
         d = as_int(d, "d", minimum=1, maximum=n - 1, maximum_is="n - 1")

@@ -232,6 +232,16 @@ class EntrywiseKernel:
         self.columns = {"rowc": ((p,), np.float64, 0.0), "stale": ((p,), np.bool_, True)}
 
     def after_update(self, ch, cols: ColumnSet | None) -> None:
+        """Mark the rows ``cols`` of Z^T on the chunk as stale, so that the next `cost`
+        recomputes their costs.
+
+        Parameters
+        ----------
+        ch : chunk
+            The chunk's arrays (`rssm.data.engine`).
+        cols : ColumnSet or None
+            The cache rows that changed; None: all of them.
+        """
         if cols is None:
             ch.stale.fill(True)
         else:
@@ -239,6 +249,18 @@ class EntrywiseKernel:
                 ch.stale[run] = True
 
     def cost(self, ch) -> float:
+        """The chunk's share of sum_j c_j h(.), recomputing only the stale rows of Z^T.
+
+        Parameters
+        ----------
+        ch : chunk
+            The chunk's arrays (`rssm.data.engine`).
+
+        Returns
+        -------
+        float
+            The sum of the per-row costs (``rowc``), all current on return.
+        """
         if ch.stale.any():
             # every column after an RSM step: one run, without searching for runs
             runs = ((slice(0, self.p),) if ch.stale.all()
@@ -272,6 +294,18 @@ class EntrywiseKernel:
         return float(rc.sum())
 
     def weights(self, ch, runs: tuple[slice, ...], out: np.ndarray) -> None:
+        """Write dh/dZ on the rows ``runs`` of Z^T, phi'(Z - B) (times the sample weights
+        c_j when given), into ``out``, one run after the other.
+
+        Parameters
+        ----------
+        ch : chunk
+            The chunk's arrays (`rssm.data.engine`).
+        runs : tuple of slice
+            Contiguous runs of rows of Z^T.
+        out : numpy.ndarray
+            Filled in place: its first rows, as many as the runs hold, stacked in order.
+        """
         off = 0
         for run in runs:
             c = run.stop - run.start
@@ -303,6 +337,16 @@ class NormKernel:
         self.is_norm = loss.is_norm
 
     def after_update(self, ch, cols: ColumnSet | None) -> None:
+        """Recompute the squared norms ``bn`` of the blocks that ``cols`` touches, then the
+        row norms ``r`` and the weights ``scale`` from all blocks.
+
+        Parameters
+        ----------
+        ch : chunk
+            The chunk's arrays (`rssm.data.engine`).
+        cols : ColumnSet or None
+            The cache rows that changed; None (or no partition): every block.
+        """
         nb = len(self.block_runs)
         blocks = range(nb) if cols is None or self.partition is None else cols.blocks
         for b in blocks:
@@ -333,6 +377,20 @@ class NormKernel:
         np.divide(num, r, out=ch.scale, where=ch.mask)
 
     def cost(self, ch) -> float:
+        """The chunk's share of s sum_j c_j psi(r_j), read from the row norms kept by
+        `after_update` (the scale s is not applied here).
+
+        Parameters
+        ----------
+        ch : chunk
+            The chunk's arrays (`rssm.data.engine`).
+
+        Returns
+        -------
+        float
+            The sum over the chunk's samples of c_j psi(r_j) (c_j = 1 without sample
+            weights).
+        """
         return self._cost_of(ch.r, ch.cw)
 
     def _cost_of(self, r: np.ndarray, cw: np.ndarray | None) -> float:
@@ -361,6 +419,18 @@ class NormKernel:
         return self._cost_of(r, ch.cw)
 
     def weights(self, ch, runs: tuple[slice, ...], out: np.ndarray) -> None:
+        """Write dh/dZ on the rows ``runs`` of Z^T, (Z - B) scaled per sample by ``scale``
+        (s c_j psi'(r_j) / r_j), into ``out``, one run after the other.
+
+        Parameters
+        ----------
+        ch : chunk
+            The chunk's arrays (`rssm.data.engine`).
+        runs : tuple of slice
+            Contiguous runs of rows of Z^T.
+        out : numpy.ndarray
+            Filled in place: its first rows, as many as the runs hold, stacked in order.
+        """
         off = 0
         for run in runs:
             c = run.stop - run.start

@@ -78,7 +78,22 @@ class ODL(DataProblem):
     @classmethod
     @single_blas()
     def from_data(cls, y, p: int | None = None, dictionary=None) -> ODL:
-        """Build from a user's observation matrix (n x m, samples as columns)."""
+        """Build from a user's observation matrix (n x m, samples as columns).
+
+        Parameters
+        ----------
+        y : array_like, shape (n, m)
+            Observations as columns; out-of-core arrays are streamed (see `DPCP`).
+        p : int, optional
+            Number of dictionary atoms sought, 1 <= p <= n; default n.
+        dictionary : array_like, shape (n, n), optional
+            The true orthogonal dictionary X* (enables `error`).
+
+        Returns
+        -------
+        ODL
+            The instance on St(n, p); the same as ``ODL(y, p, dictionary)``.
+        """
         return cls(y, p, dictionary)
 
     @classmethod

@@ -98,6 +98,12 @@ class L1Procrustes(CompositeProblem):
         seed : int, numpy.random.Generator or None
             Randomness of the instance.
 
+        Returns
+        -------
+        L1Procrustes
+            The instance on St(n, p), with X* as ``x_true`` (so `error` is available) and
+            ``outlier_fraction`` and ``outlier_scale`` kept as attributes.
+
         Notes
         -----
         Each column of X solves an l1 regression ||A x_k - b_k||_1 whose minimizer is x*_k

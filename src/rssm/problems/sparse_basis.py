@@ -78,6 +78,12 @@ class PlantedSparseBasis(CompositeProblem):
         seed : int, numpy.random.Generator or None
             Randomness of the instance.
 
+        Returns
+        -------
+        PlantedSparseBasis
+            The instance on St(n, p) for the m x n basis Q, with X* as ``x_true`` (so
+            `error` is available) and ``theta`` kept as an attribute.
+
         Notes
         -----
         Q is an orthonormal basis of the span, rotated by a Haar-random orthogonal matrix,

@@ -81,7 +81,25 @@ class SparsePCA(CompositeProblem):
     @single_blas()
     def from_data(cls, a, r: int, mu: float = 0.2, normalize: bool = True) -> SparsePCA:
         """ManPG's preprocessing: centre every column of ``a`` (m x n) and, when
-        ``normalize``, scale it to unit Euclidean norm (constant columns are left at 0)."""
+        ``normalize``, scale it to unit Euclidean norm (constant columns are left at 0).
+
+        Parameters
+        ----------
+        a : array_like, shape (m, n)
+            Data matrix, samples as rows (at least two). In memory it is copied; out of
+            core (as for the class) it is standardized as it is read, not copied.
+        r : int
+            Number of loading vectors.
+        mu : float
+            Weight mu > 0 of the l1 penalty.
+        normalize : bool
+            Scale each centred column to unit norm (default True).
+
+        Returns
+        -------
+        SparsePCA
+            The instance on the preprocessed data, without ground truth.
+        """
         if is_out_of_core(a):
             data = a if isinstance(a, ChunkedData) else ChunkedData(a, rows_are_samples=True,
                                                                     name="a")
@@ -139,6 +157,12 @@ class SparsePCA(CompositeProblem):
             mu * sqrt(support) / 2 < theta.
         seed : int, numpy.random.Generator or None
             Randomness of the instance.
+
+        Returns
+        -------
+        SparsePCA
+            The instance for the m x n matrix A, with V as ``loadings`` (so `error` is
+            available) and ``theta`` and ``support`` kept as attributes.
 
         Notes
         -----

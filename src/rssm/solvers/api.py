@@ -114,6 +114,9 @@ def minimize(
         `rssm.solvers.options.DEFAULT_METHOD` (RSM), or RSSM when ``options`` sets one of
         RSSM's own (``n_blocks``, ``partition``, a ``selection`` other than "uniform", or
         an `RSSMOptions`): blocks mean Algorithm ``alg-RSSM``.
+    *args
+        Deprecated: the old signature's further positional arguments (see Notes), each
+        mapped to its keyword with a DeprecationWarning.
     stepsize : StepSize, callable, float or "auto", optional
         Rule ``(k, ctx) -> gamma_k`` (`rssm.stepsizes.StepContext` says what ``ctx``
         offers); a number is a constant step; a spec such as ``"geometric:mu0=0.1,beta=0.9"``
@@ -160,6 +163,10 @@ def minimize(
         Threads during the run (`rssm.threads`): ``"auto"`` and any int give the same
         bits (BLAS at one thread, data chunks on that many workers); None leaves the pools
         alone. ``Result.threads`` records the setting.
+    **legacy
+        Deprecated: the old signature's keywords (``n_blocks=``, ``record_every=``,
+        ``stationarity_tol=``, ...; see Notes), each mapped to its replacement with a
+        DeprecationWarning; an unknown keyword raises TypeError.
 
     Returns
     -------

@@ -421,6 +421,8 @@ class GoldsteinTest:
         self._next_eval = self._n + self.horizon
 
     def confirm(self) -> None:
+        """The checks upheld the verdict: mark the current certificate converged and
+        probed (nothing happens before the first evaluation)."""
         if self.last is not None:
             self.last = replace(self.last, converged=True, probed=True)
 

@@ -219,6 +219,13 @@ def run(
     clip : bool
         Shorten steps longer than `max_step` (default); False takes them as the rule
         gives them.
+
+    Returns
+    -------
+    rssm.Result
+        The best iterate seen (the last one when it is no worse, or when
+        `rssm.stopping.TargetError` stopped the run) with its cost, the last iterate, the
+        trace, the stop reason and message, and the certificate.
     """
     if threads is not None:
         with RunThreads(threads) as rt:

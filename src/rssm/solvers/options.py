@@ -79,6 +79,19 @@ class RSMOptions:
         _check_clip(self.clip_steps)
 
     def epoch_iterations(self, p: int) -> float:
+        """Iterations per epoch (p column updates): 1, as each RSM iteration moves all p
+        columns.
+
+        Parameters
+        ----------
+        p : int
+            Columns of X (unused: the answer does not depend on it).
+
+        Returns
+        -------
+        float
+            1.0.
+        """
         return 1.0
 
 

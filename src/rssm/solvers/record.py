@@ -160,6 +160,18 @@ class TraceRecorder:
         self._rows: list[tuple[float, ...]] = []
 
     def due(self, k: int) -> bool:
+        """Whether iteration ``k`` gets a row (``k`` a multiple of ``every``).
+
+        Parameters
+        ----------
+        k : int
+            Iteration number.
+
+        Returns
+        -------
+        bool
+            True when ``k % every == 0``.
+        """
         return k % self.every == 0
 
     @property
@@ -196,10 +208,20 @@ class TraceRecorder:
         return self._rows[-1][self.columns.index(column)] if self._rows else math.nan
 
     def drop_last(self) -> None:
+        """Remove the last row, if any (the loop drops a row recorded at an interrupted
+        iteration)."""
         if self._rows:
             self._rows.pop()
 
     def as_dict(self) -> dict[str, np.ndarray]:
+        """The trace so far, one array per column.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Column name (`columns`) -> its values, one per row (float64; ``iteration`` as
+            int64); empty arrays without rows.
+        """
         arr = np.array(self._rows, dtype=np.float64).reshape(-1, len(self.columns))
         out = {name: arr[:, i].copy() for i, name in enumerate(self.columns)}
         out["iteration"] = out["iteration"].astype(np.int64)
