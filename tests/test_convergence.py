@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rssm
 from rssm import stiefel
@@ -232,3 +234,27 @@ def test_a_budget_that_ended_a_falling_run_says_more_iterations_may_help():
     flat = rssm.minimize(prob, done.x, seed=1, stepsize=Constant(1e-17), max_iter=2000,
                          tol=1e-30)
     assert flat.message == "reached the iteration limit (2000) before the convergence test held"
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.integers(2, 120), st.integers(1, 40), st.floats(0.0, 2.0), st.floats(0.01, 2.0),
+       st.integers(0, 2**32 - 1))
+def test_the_least_norm_point_from_the_last_bundles_answer_is_the_same_point(
+        dim, k, offset, spread, seed):
+    """The bundle check grows its bundle one subgradient at a time and now starts each
+    least-norm search from the last answer (a sparse PCA fit spent 54 of 58 s in searches
+    from scratch). Over bundles grown vector by vector, the warm search gives the same
+    least-norm point as the cold one, to rounding, and a valid convex combination."""
+    from rssm.solvers.minnorm import min_norm_point
+
+    rng = np.random.default_rng(seed)
+    vecs = offset * rng.standard_normal(dim) + spread * rng.standard_normal((k, dim))
+    lam = None
+    for j in range(1, k + 1):
+        gram = vecs[:j] @ vecs[:j].T
+        cold_sq, cold = min_norm_point(gram)
+        sq, lam = min_norm_point(gram, start=lam)
+        assert lam.shape == (j,) and np.all(lam >= 0) and abs(lam.sum() - 1) < 1e-12
+        scale = float(np.max(np.diag(gram)))
+        assert abs(sq - cold_sq) <= 1e-12 * scale
+        assert np.linalg.norm(lam @ vecs[:j] - cold @ vecs[:j]) <= 1e-6 * math.sqrt(scale)

@@ -911,3 +911,24 @@ def test_sparse_pca_constant_column_whose_value_binary_cannot_hold():
     est = OrthogonalSparsePCA(1, mu=0.05, random_state=0).fit(xt)
     assert est.scale_[0] != 1.0
     assert abs(est.components_[0, 0]) > 0.6 and abs(est.components_[0, 1]) > 0.6
+
+
+def test_sparse_pca_with_a_complete_basis_says_its_answer_is_trivial():
+    """A data scientist's audit: the default n_components (None: n_features) returned a
+    signed permutation of the identity without a word (the docstring said so). It now
+    warns, and a partial basis does not."""
+    import warnings
+
+    from rssm.estimators import OrthogonalSparsePCA
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((60, 5)) @ rng.standard_normal((5, 5))
+    with pytest.warns(UserWarning, match="signed permutation of the identity"):
+        est = OrthogonalSparsePCA(random_state=0).fit(x)
+    # what it warns of: one loading of size 1 per row and per column
+    big = np.abs(est.components_) > 0.5
+    assert big.sum(axis=0).tolist() == [1] * 5 and big.sum(axis=1).tolist() == [1] * 5
+    np.testing.assert_allclose(np.abs(est.components_[big]), 1.0, atol=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        OrthogonalSparsePCA(2, random_state=0).fit(x)

@@ -12,12 +12,15 @@ are read once or twice, a chunk of samples at a time.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from rssm.estimators._base import (
     SolverMixin,
+    _user_stacklevel,
     check_float,
     check_int,
     check_X,
@@ -53,7 +56,8 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         Number of loading vectors r, 1 <= r <= n_features; None: n_features (as
         scikit-learn's SparsePCA). With a complete basis (r = n_features) the variance term
         -tr(V^T Sigma V) is the same for every V, so the fit returns the sparsest
-        orthonormal basis, a signed permutation of the identity: set r < n_features.
+        orthonormal basis, a signed permutation of the identity (a UserWarning says so):
+        set r < n_features.
     mu : float, default=0.2
         Weight mu > 0 of the l1 penalty (rssm.problems.SparsePCA's default; with
         ``normalize=True`` Sigma is a correlation matrix, trace n_features).
@@ -159,6 +163,16 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         if m == 1:
             raise ValueError(f"{name}: one sample (n_samples = 1) is 0 once centred, which "
                              "leaves no variance to explain; fit needs n_samples >= 2")
+        if r == n >= 2:
+            # a data scientist's audit: the default (None) on a 10000 x 50 table took 32 s
+            # to return a signed permutation of the identity, without a word
+            warnings.warn(
+                f"{name}: n_components = n_features = {n}"
+                + (" (n_components=None)" if self.n_components is None else "")
+                + ": with a complete basis the explained variance is the same for every "
+                "basis, so the fit returns the sparsest one, a signed permutation of the "
+                "identity; set n_components < n_features",
+                UserWarning, stacklevel=_user_stacklevel())
         mean = np.zeros(n)
         lo = np.full(n, np.inf)
         hi = np.full(n, -np.inf)

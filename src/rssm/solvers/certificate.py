@@ -624,9 +624,11 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     k = 1
     lower = False
     taken = 0
+    lam = None
     try:
         for _ in range(steps):
-            _, lam = min_norm_point(gram)
+            # from the last bundle's answer: the bundle grows by one subgradient per step
+            _, lam = min_norm_point(gram, start=lam)
             g = (lam @ vecs[:k]).reshape(x.shape)
             norm = float(np.linalg.norm(g))
             mean = float(np.mean(np.sqrt(np.diag(gram))))

@@ -34,7 +34,8 @@ def _affine_min(m: np.ndarray) -> np.ndarray | None:
     return w if np.all(np.isfinite(w)) else None
 
 
-def min_norm_point(gram: np.ndarray, max_iter: int = 200) -> tuple[float, np.ndarray]:
+def min_norm_point(gram: np.ndarray, max_iter: int = 200,
+                   start: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """Least squared norm over the convex hull of vectors with Gram matrix ``gram``.
 
     Parameters
@@ -43,6 +44,13 @@ def min_norm_point(gram: np.ndarray, max_iter: int = 200) -> tuple[float, np.nda
         Symmetric positive semidefinite Gram matrix <g_i, g_j> of w >= 1 vectors.
     max_iter : int
         Cap on the outer iterations (never reached in exact arithmetic).
+    start : ndarray, shape (v,), v <= w, optional
+        Weights of the least-norm point of the first v vectors (this function's answer
+        for them): the search starts there, with the vectors it holds, instead of at the
+        shortest vector. A bundle grown by one vector at a time then costs one or two
+        outer iterations per vector instead of a search from scratch (a sparse PCA fit
+        spent 54 of its 58 s in the bundle check's searches, 32 affine solves each).
+        The least-norm point is the same; its weights may differ by rounding.
 
     Returns
     -------
@@ -61,10 +69,17 @@ def min_norm_point(gram: np.ndarray, max_iter: int = 200) -> tuple[float, np.nda
         lam[0] = 1.0
         return 0.0, lam
     m = gram / scale
-    start = int(np.argmin(np.diag(m)))
-    support = [start]
-    lam[start] = 1.0
     tol = 1e-12
+    if start is not None and 0 < len(start) <= w and np.all(np.asarray(start) >= 0) \
+            and float(np.sum(start)) > 0:
+        lam[:len(start)] = start
+        lam[lam <= tol] = 0.0
+        lam /= lam.sum()
+        support = [int(i) for i in np.flatnonzero(lam)]
+    else:
+        first = int(np.argmin(np.diag(m)))
+        support = [first]
+        lam[first] = 1.0
     for _ in range(max_iter):
         g = m @ lam                                   # <x, g_i> for x = sum lam_i g_i
         x2 = float(lam @ g)
