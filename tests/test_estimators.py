@@ -932,3 +932,58 @@ def test_sparse_pca_with_a_complete_basis_says_its_answer_is_trivial():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         OrthogonalSparsePCA(2, random_state=0).fit(x)
+
+
+def _planted(n, d, m, frac, noise, seed):
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    m_out = int(round(m * frac))
+    inl = (rng.standard_normal((m - m_out, d)) @ basis[:, :d].T
+           + noise * rng.standard_normal((m - m_out, n)))
+    return np.vstack([inl, rng.standard_normal((m_out, n))]), m - m_out
+
+
+@pytest.mark.parametrize("frac", [0.3, 0.8])
+def test_auto_contamination_warns_when_the_inliers_are_too_few_for_it(frac):
+    """A data scientist's audit: with 80 % outliers and the right subspace,
+    contamination='auto' (whose noise scale is the lower quartile of the distances,
+    among the inliers only while they are more than a quarter of the samples) flagged
+    0-4 % of the outliers without a word. A group of samples far below that quartile
+    now says so; with 30 % outliers every outlier is flagged and nothing is said."""
+    import warnings
+
+    from rssm.estimators import RobustSubspace
+
+    x, m_in = _planted(30, 3, 500, frac, 1e-3, 0)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est = RobustSubspace(3, random_state=0).fit(x)
+    said = [w for w in seen if "closer to the subspace" in str(w.message)]
+    flagged = np.mean(est.predict(x)[m_in:] == -1)
+    if frac == 0.8:
+        assert len(said) == 1 and f"{m_in} of 500 training samples" in str(said[0].message)
+        assert flagged < 0.1                       # what it warns of
+        est = RobustSubspace(3, contamination=0.8, random_state=0).fit(x)
+        assert np.mean(est.predict(x)[m_in:] == -1) > 0.95
+    else:
+        assert said == [] and flagged == 1.0
+
+
+def test_auto_contamination_is_quiet_on_real_tables():
+    """The warning's threshold reads the noise model's own tail (chi-square with the
+    residual's degrees of freedom): iris standardized with d = 3 (one residual
+    direction) put 5 % of its samples below a tenth of the quartile, which a fixed
+    share of 5 % called a warning."""
+    import warnings
+
+    from sklearn.datasets import load_iris, load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    from rssm.estimators import RobustSubspace
+
+    for data in (load_iris().data, load_wine().data):
+        z = StandardScaler().fit_transform(data)
+        for d in (1, 2, 3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", UserWarning)
+                RobustSubspace(d, random_state=0).fit(z)

@@ -54,6 +54,12 @@ EXACT = 1e-8
 #: samples (an outlier in few dimensions can lie that near by chance).
 NEAR = 1e-2
 NEAR_SHARE = 0.05
+#: "auto" warns when the samples closer to the subspace than this fraction of the lower
+#: quartile of the distances are at least NEAR_SHARE of them and 4 times the share the
+#: noise model puts there (chi-square noise with 1 degree of freedom: 1.3 %; with more,
+#: far less): a group that near is not the lower tail of the noise that set the quartile,
+#: which outliers then set (fewer than about a quarter of the samples are inliers).
+FAR_BELOW = 0.05
 
 
 def auto_dimension(eigenvalues: np.ndarray, smallest: int = 1) -> int:
@@ -144,7 +150,11 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         quartile. When a quarter of the samples or more
         lie on the subspace exactly, sigma reads 0 and every other sample is an outlier
         (right for noise-free inliers); a `UserWarning` says so when 5 % of the samples
-        or more lie within 1 % of their norm of the subspace without lying on it.
+        or more lie within 1 % of their norm of the subspace without lying on it. When a
+        quarter of the samples or fewer are inliers, the quartile is the outliers' scale
+        and few samples are flagged: a `UserWarning` says so when 5 % of the samples or
+        more (and 4 times what the noise model puts there) lie closer to the subspace
+        than 0.05 times the quartile; pass the expected fraction then.
     method, n_blocks, stepsize, max_iter, tol : default=None
         Solver settings passed to `rssm.minimize` when set (None: rssm's defaults).
     random_state : int, RandomState, Generator or None, default=None
@@ -437,11 +447,27 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         seen = norms > 0
         if seen.any():
             dist, norms = dist[seen], norms[seen]
-        t = float(np.quantile(dist, AUTO_LOW)) * math.sqrt(
-            chi2.ppf(AUTO_HIGH, k) / chi2.ppf(AUTO_LOW, k))
+        q = float(np.quantile(dist, AUTO_LOW))
+        t = q * math.sqrt(chi2.ppf(AUTO_HIGH, k) / chi2.ppf(AUTO_LOW, k))
         # A floor at the rounding level of the data: an exactly fitted subspace leaves
         # distances of ~1e-16 ||x||, which are no evidence of anything.
         floor = EXACT * float(np.median(norms))
+        below = int(np.count_nonzero(dist < FAR_BELOW * q))
+        tail = float(chi2.cdf(FAR_BELOW**2 * chi2.ppf(AUTO_LOW, k), k))
+        if t > floor and below >= max(NEAR_SHARE, 4.0 * tail) * dist.size:
+            # Fewer than a quarter of the samples are inliers: the quartile is the
+            # outliers' scale, and almost nothing is flagged (a data scientist's audit:
+            # 80 % outliers, the right subspace, 0-4 % of them flagged, without a word).
+            flagged = int(np.count_nonzero(dist > t))
+            warnings.warn(
+                f"{type(self).__name__}: {below} of {dist.size} training samples lie closer "
+                f"to the subspace than {FAR_BELOW:g} times the lower quartile of the "
+                "distances, far below the rest: if they are the inliers, at most about a "
+                "quarter of the samples are inliers, and contamination='auto', which reads "
+                "the noise scale from "
+                f"that quartile, declares only {flagged} samples outliers; pass "
+                "contamination=<the expected fraction of outliers>",
+                UserWarning, stacklevel=_user_stacklevel())
         if t <= floor:
             # A quarter of the samples or more lie on the subspace exactly: the noise
             # scale reads 0, and samples near it but not on it are outliers. Right for
