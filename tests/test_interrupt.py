@@ -496,3 +496,29 @@ def test_a_second_ctrl_c_while_the_run_winds_down_is_held(prob, method, monkeypa
     assert res.fun == prob.cost(res.x) and res.feasibility <= 1e-12
     # the process's own handler is back
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_error_during_the_wind_down_puts_the_sigint_handler_back():
+    """A review of the held wind-down: a run stopped by Ctrl-C (a callback's
+    KeyboardInterrupt) whose cost then raised in the rebuild left the held section's
+    handler installed, so Ctrl-C did nothing in that process afterwards. The error still
+    goes on; the handler is Python's again."""
+    if sys.platform.startswith("win"):
+        pytest.skip("POSIX signals")
+    state = {"boom": False}
+
+    def cost(x):
+        if state["boom"]:
+            raise RuntimeError("cost failed")
+        return float(np.abs(x).sum())
+
+    def stop(progress):
+        if progress.iteration >= 3:
+            state["boom"] = True
+            raise KeyboardInterrupt
+
+    prob = rssm.Problem.from_functions(cost, np.sign, shape=(6, 2))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(RuntimeError, match="cost failed"):
+        rssm.minimize(prob, seed=0, max_iter=50, callback=stop, stepsize=1e-2, record=1)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -410,29 +410,35 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         # or inside the copy of a new best point: rebuild both from scratch (a pure query
         # of the oracle; with unreachable data it fails, and the run so far is kept as is).
         try:
-            oracle.refresh()
-            st.fun_at = -1
-            if st.best_k >= 0:
-                st.best_fun = float(oracle.cost_at(None, slice(None), st.best_x))
-        except DataError:
-            dead = True
-        if rec.last_iteration == st.k:
-            rec.drop_last()
-    if fired is not None:
-        with HeldInterrupt() as held:
-            message = fired.message(prog)
-            converged = fired.indicates_convergence
-            if isinstance(fired, MaxIterations):
-                message += (" before the convergence test held" if cert is not None
-                            else " (the convergence test is off: tol=0)")
-        if held.interrupted:
-            reason, converged = StopReason.INTERRUPTED, False
-            message = f"interrupted by the user after {iterations(st.k)}"
-    # The built-in target error certifies the last iterate itself (its error, measured
-    # there): that point is the one asked for. Any other criterion, a user's that returns
-    # TARGET_ERROR included, gets the best iterate.
-    last_certified = isinstance(fired, TargetError)
+            try:
+                oracle.refresh()
+                st.fun_at = -1
+                if st.best_k >= 0:
+                    st.best_fun = float(oracle.cost_at(None, slice(None), st.best_x))
+            except DataError:
+                dead = True
+            if rec.last_iteration == st.k:
+                rec.drop_last()
+        except BaseException:
+            # (a user's cost that raises in the rebuild: the process's handler is put
+            # back before the error goes on; a review found Ctrl-C dead after it)
+            wind_down.__exit__(None, None, None)
+            raise
     try:
+        if fired is not None:
+            with HeldInterrupt() as held:
+                message = fired.message(prog)
+                converged = fired.indicates_convergence
+                if isinstance(fired, MaxIterations):
+                    message += (" before the convergence test held" if cert is not None
+                                else " (the convergence test is off: tol=0)")
+            if held.interrupted:
+                reason, converged = StopReason.INTERRUPTED, False
+                message = f"interrupted by the user after {iterations(st.k)}"
+        # The built-in target error certifies the last iterate itself (its error, measured
+        # there): that point is the one asked for. Any other criterion, a user's that
+        # returns TARGET_ERROR included, gets the best iterate.
+        last_certified = isinstance(fired, TargetError)
         return _finish(solver, st, rec, stop, cert, reason, message, converged, observers,
                        stepsize, settings, tol, dead, last_certified)
     finally:
