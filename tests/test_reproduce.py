@@ -630,3 +630,27 @@ def test_figure_titles_carry_the_derived_sizes_and_a_reduced_run():
     assert sizes_text("odl", {"n": 10, "theta": 0.3, "m": 50}) == (
         "n=10, theta=0.3, m=50; X in St(10, 10)")
     assert sizes_text("other", {"k": 1}) == "k=1"
+
+
+def test_a_short_log_axis_labels_2_and_5_times_the_decades(tmp_path, monkeypatch):
+    """A review: on a time axis under two decades matplotlib labelled 2, 4 and 6 times
+    each decade, and the labels ran into each other. Under three decades the minor labels
+    are at 2x and 5x only; from three decades on, the decades alone."""
+    import matplotlib.pyplot as plt
+
+    from rssm.experiments.plots import plot_comparison
+
+    kept = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig: kept.append(fig))
+    runs = [_trace_run("rsm", s, [0.0015, 0.004, 0.02, 0.05], [0.12, 1e-2, 1e-5, 1e-8],
+                       axis="time") for s in range(2)]
+    plot_comparison(runs, "t", "err", tmp_path / "f", formats=("png",))
+    (fig,) = kept
+    _, time_ax = fig.axes[:2]
+    minor = time_ax.xaxis.get_minor_locator()()
+    lo, hi = time_ax.get_xlim()
+    shown = sorted({round(v / 10 ** np.floor(np.log10(v)), 6) for v in minor if lo <= v <= hi})
+    assert shown == [2.0, 5.0]
+    assert time_ax.yaxis.get_minor_formatter().__class__.__name__ == "NullFormatter"
+    real_close(fig)
