@@ -557,3 +557,29 @@ def test_a_callback_returning_a_tensor_is_named(small_dpcp):
     with pytest.raises(TypeError, match=r"callback returned a Tensor, which is neither"):
         rssm.minimize(small_dpcp, callback=lambda progress: torch.tensor([False, False]),
                       max_iter=5, seed=0)
+
+
+def test_a_run_without_an_iteration_budget_thins_its_trace(monkeypatch):
+    """A user's audit of long runs: with ``max_time`` alone (no iteration budget) the
+    default trace took a row every 10 iterations for as long as the run went, 50 000
+    rows in a minute. The spacing now doubles after each THIN_ROWS rows (10 here, 1000
+    by default), so the rows grow with the log of the iterations; ``record=`` given, or
+    an iteration budget, keeps its spacing."""
+    from rssm.solvers import record as record_mod
+    from rssm.stopping import MaxIterations
+
+    monkeypatch.setattr(record_mod, "THIN_ROWS", 10)
+    prob = rssm.problems.DPCP.synthetic(n=8, d=2, n_inliers=30, n_outliers=20, seed=0)
+    res = rssm.minimize(prob, stepsize=1e-3, tol=0, stop=MaxIterations(3000), seed=0)
+    its = np.asarray(res.trace["iteration"])
+    assert res.n_iter == 3000 and its[-1] == 3000
+    gaps = np.diff(its[:-1])
+    assert gaps[0] == 10 and np.all(np.diff(gaps) >= 0)          # the spacing only grows
+    assert set(gaps.tolist()) <= {10, 20, 40, 80, 160, 320}
+    assert len(its) <= 6 * 10 + 2                                 # about 10 rows a doubling
+    fixed = rssm.minimize(prob, stepsize=1e-3, tol=0, stop=MaxIterations(3000), seed=0,
+                          record=10)
+    assert len(fixed.trace["iteration"]) == 301
+    budget = rssm.minimize(prob, stepsize=1e-3, tol=0, max_iter=3000, seed=0)
+    assert len(budget.trace["iteration"]) == 201
+    np.testing.assert_array_equal(res.x, fixed.x)                 # recording moves nothing

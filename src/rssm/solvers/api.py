@@ -303,12 +303,13 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
         criteria.append(kw["stop"])
     every = rec.every if rec.every is not None else (
         max(1, int(budget) // 200) if budget else 10)
+    thin = rec.every is None and not budget    # (no budget: the spacing grows, `Record`)
     rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns,
                  best=rec.best)
 
     settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
                 else "Generator", "selection": None if selector is None else selector.name,
-                "clip_steps": bool(opts.clip_steps)}
+                "clip_steps": bool(opts.clip_steps), "thin_trace": thin}
     cls = METHODS[method][0]
     t0 = time.perf_counter()
     solver = cls(problem, x, part, selector, rng)

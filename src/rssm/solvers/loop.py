@@ -244,7 +244,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     st.time = setup_time
     problem, oracle = solver.problem, st.oracle
     n, p = st.x.shape
-    rec = TraceRecorder(problem, opts, opts.every or 10, snapshot)
+    rec = TraceRecorder(problem, opts, opts.every or 10, snapshot,
+                        thin=bool(settings.get("thin_trace", False)))
     # The check of a verdict: by default ZIGZAG_STEPS steps on verdicts whose
     # subgradients cancel only in part (cancel > CHECK_ABOVE); steps given: every verdict.
     above = CHECK_ABOVE if verify is None else -math.inf
