@@ -653,4 +653,25 @@ def test_a_short_log_axis_labels_2_and_5_times_the_decades(tmp_path, monkeypatch
     shown = sorted({round(v / 10 ** np.floor(np.log10(v)), 6) for v in minor if lo <= v <= hi})
     assert shown == [2.0, 5.0]
     assert time_ax.yaxis.get_minor_formatter().__class__.__name__ == "NullFormatter"
+    _assert_labels_apart(fig)
     real_close(fig)
+    # under one decade, matplotlib's own labels (its linear ticks, all labelled 2x / 5x,
+    # ran together in the first version of this fix: a review)
+    kept.clear()
+    runs = [_trace_run("rsm", s, [0.021, 0.03, 0.04, 0.049], [0.12, 1e-2, 1e-5, 1e-8],
+                       axis="time") for s in range(2)]
+    plot_comparison(runs, "t", "err", tmp_path / "g", formats=("png",))
+    (fig,) = kept
+    _assert_labels_apart(fig)
+    real_close(fig)
+
+
+def _assert_labels_apart(fig):
+    """No two visible tick labels of an x axis overlap on the drawn figure."""
+    fig.canvas.draw()
+    for ax in fig.axes[:2]:
+        boxes = sorted((t.get_window_extent() for t in ax.xaxis.get_ticklabels(which="both")
+                        if t.get_visible() and t.get_text()), key=lambda b: b.x0)
+        assert len(boxes) >= 2
+        for left, right in zip(boxes, boxes[1:], strict=False):
+            assert left.x1 <= right.x0 + 0.5, (left, right)

@@ -566,20 +566,32 @@ def test_a_run_without_an_iteration_budget_thins_its_trace(monkeypatch):
     by default), so the rows grow with the log of the iterations; ``record=`` given, or
     an iteration budget, keeps its spacing."""
     from rssm.solvers import record as record_mod
-    from rssm.stopping import MaxIterations
+    from rssm.stopping import MaxIterations, StoppingCriterion, StopReason
+
+    class At3000(StoppingCriterion):
+        """A criterion of the user's that ends the run by itself (no iteration budget
+        rssm can read, as with max_time alone)."""
+
+        limits_run = True
+
+        def check(self, progress):
+            return StopReason.MAX_ITER if progress.iteration >= 3000 else None
 
     monkeypatch.setattr(record_mod, "THIN_ROWS", 10)
     prob = rssm.problems.DPCP.synthetic(n=8, d=2, n_inliers=30, n_outliers=20, seed=0)
-    res = rssm.minimize(prob, stepsize=1e-3, tol=0, stop=MaxIterations(3000), seed=0)
+    res = rssm.minimize(prob, stepsize=1e-3, tol=0, stop=At3000(), seed=0)
     its = np.asarray(res.trace["iteration"])
     assert res.n_iter == 3000 and its[-1] == 3000
     gaps = np.diff(its[:-1])
     assert gaps[0] == 10 and np.all(np.diff(gaps) >= 0)          # the spacing only grows
     assert set(gaps.tolist()) <= {10, 20, 40, 80, 160, 320}
     assert len(its) <= 6 * 10 + 2                                 # about 10 rows a doubling
-    fixed = rssm.minimize(prob, stepsize=1e-3, tol=0, stop=MaxIterations(3000), seed=0,
-                          record=10)
+    fixed = rssm.minimize(prob, stepsize=1e-3, tol=0, stop=At3000(), seed=0, record=10)
     assert len(fixed.trace["iteration"]) == 301
     budget = rssm.minimize(prob, stepsize=1e-3, tol=0, max_iter=3000, seed=0)
     assert len(budget.trace["iteration"]) == 201
+    # a MaxIterations given in stop= is a budget too (a review found it thinned)
+    for stop in (MaxIterations(3000), MaxIterations(3000) | At3000()):
+        given = rssm.minimize(prob, stepsize=1e-3, tol=0, stop=stop, seed=0)
+        assert len(given.trace["iteration"]) == 201
     np.testing.assert_array_equal(res.x, fixed.x)                 # recording moves nothing

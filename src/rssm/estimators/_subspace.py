@@ -460,7 +460,8 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
             # 80 % outliers, the right subspace, 0-4 % of them flagged, without a word).
             flagged = int(np.count_nonzero(dist > t))
             warnings.warn(
-                f"{type(self).__name__}: {below} of {dist.size} training samples lie closer "
+                f"{type(self).__name__}: {below} of the {dist.size} nonzero training samples "
+                "lie closer "
                 f"to the subspace than {FAR_BELOW:g} times the lower quartile of the "
                 "distances, far below the rest: if they are the inliers, at most about a "
                 "quarter of the samples are inliers, and contamination='auto', which reads "

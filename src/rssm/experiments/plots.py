@@ -105,14 +105,15 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
         ax.grid(True, which="minor", alpha=0.12)
     for ax in axes:
         # matplotlib labels 2x, 4x, 6x 10^k on a log axis under two decades, and they ran
-        # into each other on the time axis of a short run (a review): under three
-        # decades, labels at 2x and 5x 10^k; from three on, the decades only
+        # into each other on the time axis of a short run (a review): from one decade to
+        # three, labels at 2x and 5x 10^k; from three on, the decades only; under one,
+        # matplotlib's (its linear ticks there, all labelled as 2x and 5x, ran together)
         for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
             if not lo > 0:
                 continue
             if hi / lo >= 1e3:
                 axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-            else:
+            elif hi / lo >= 10.0:      # (under a decade matplotlib's own labels are clean)
                 axis.set_minor_locator(matplotlib.ticker.LogLocator(10.0, subs=(2.0, 5.0)))
                 axis.set_minor_formatter(matplotlib.ticker.LogFormatterSciNotation(
                     labelOnlyBase=False, minor_thresholds=(3.0, 3.0)))

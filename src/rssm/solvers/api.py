@@ -36,6 +36,7 @@ from rssm.solvers.options import (
 from rssm.solvers.record import Observer, Record, as_record, error_at
 from rssm.stepsizes import StepSize, from_spec
 from rssm.stopping import (
+    AllOf,
     AnyOf,
     CallbackStop,
     Converged,
@@ -301,9 +302,11 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
             raise TypeError("stop must be a StoppingCriterion, got "
                             f"{type(kw['stop']).__name__}")
         criteria.append(kw["stop"])
+    rows_over = budget if budget is not None else _iteration_limit(kw["stop"])
     every = rec.every if rec.every is not None else (
-        max(1, int(budget) // 200) if budget else 10)
-    thin = rec.every is None and not budget    # (no budget: the spacing grows, `Record`)
+        max(1, int(rows_over) // 200) if rows_over else 10)
+    # no iteration budget (max_time alone, a criterion of the user's): the spacing grows
+    thin = rec.every is None and rows_over is None
     rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns,
                  best=rec.best)
 
@@ -429,6 +432,24 @@ def _child(rng: np.random.Generator) -> np.random.Generator:
     sequence has spawned before, which the state does not hold: two Generators in the
     same state gave different runs)."""
     return np.random.default_rng(rng.integers(0, 2**32, size=4, dtype=np.uint64))
+
+
+def _iteration_limit(stop: Any) -> int | None:
+    """The iterations after which ``stop`` ends a run by itself, where it holds a
+    `MaxIterations` that does (alone, in an `AnyOf`: the least of its members', in an
+    `AllOf`: the largest, where every member has one); None otherwise. A budget given
+    this way sets the trace's spacing as ``max_iter`` does (a review: ``stop=
+    MaxIterations(40000)`` was recorded as a run without a budget)."""
+    if isinstance(stop, MaxIterations):
+        return stop.n
+    members = getattr(stop, "criteria", None)
+    if isinstance(stop, AnyOf) and members:
+        found = [n for n in map(_iteration_limit, members) if n is not None]
+        return min(found) if found else None
+    if isinstance(stop, AllOf) and members:
+        found = [_iteration_limit(c) for c in members]
+        return None if any(n is None for n in found) else max(found)
+    return None
 
 
 def _limits(stop: Any) -> bool:

@@ -32,9 +32,11 @@ class Record:
     ----------
     every : int, optional
         A row every this many iterations, plus the first and the last. Default: about 200
-        rows over the iteration budget (``max(1, max_iter // 200)``); without one
-        (``max_time`` alone), every 10 iterations, the spacing doubled after each 1000
-        rows, so that a run of hours keeps a trace of a few thousand rows.
+        rows over the iteration budget (``max(1, max_iter // 200)``, or of a
+        `rssm.stopping.MaxIterations` given in ``stop=``); without one (``max_time``
+        alone, or a criterion of your own), every 10 iterations, the spacing doubled
+        after each 1000 rows, so that a run of hours keeps a trace of a few thousand
+        rows (the criteria and the callback, read at the rows, are read as often).
     stationarity : bool
         Also record ||P_T(G)||_F (eq. ``eq-Rsubdiff``) for the oracle's full subgradient
         G: one full subgradient per row, off the clock. Off by default: on a nonsmooth
