@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import re
 import warnings
 
@@ -340,7 +341,20 @@ def test_partition_uniform(p, nb):
 @FUZZ
 @given(selection=junk())
 def test_selector(selection):
-    call(lambda: make_selector(selection), "selection")
+    """Only the rule names (any case) build a selector, and the one they name (the test
+    only called make_selector before: an audit)."""
+    from rssm.blocks import SELECTION_RULES
+
+    sel = call(lambda: make_selector(selection), "selection")
+    named = isinstance(selection, str) and selection.lower() in SELECTION_RULES
+    assert (sel is not None) == named, selection
+    if named:
+        assert sel.name == selection.lower()
+
+
+@pytest.mark.parametrize("name", ["uniform", "Cyclic", "SHUFFLED"])
+def test_selector_names(name):
+    assert make_selector(name).name == name.lower()
 
 
 @FUZZ
@@ -371,7 +385,24 @@ def test_paper_schedule_refuses_an_exponent_that_overflows():
 @given(cls=st.sampled_from([(MaxIterations, "n"), (MaxTime, "seconds"), (TargetError, "target")]),
        value=scalars())
 def test_stopping_criteria(cls, value):
-    call(lambda: cls[0](value), cls[1])
+    """Each criterion is built exactly from a valid argument and refuses every other one
+    by name (an audit: the test only called the constructors, so dropping their checks
+    left it passing)."""
+    kind, name = cls
+    real = (not isinstance(value, (bool, np.bool_))
+            and isinstance(value, (numbers.Real, np.integer, np.floating))
+            and math.isfinite(float(value)))
+    if kind is MaxIterations:
+        valid = real and float(value).is_integer() and 0 <= float(value) <= 2.0**53
+    elif kind is MaxTime:
+        valid = real and float(value) > 0
+    else:
+        valid = real and float(value) >= 0
+    obj = call(lambda: kind(value), name)
+    assert (obj is not None) == valid, (kind, value)
+    if valid:
+        got = getattr(obj, name)
+        assert got == float(value) and type(got) is (int if kind is MaxIterations else float)
 
 
 @FUZZ
