@@ -8,8 +8,9 @@ bundle by one Riemannian subgradient per null step, up to 128 on sparse PCA's si
 asks `rssm.solvers.minnorm.min_norm_point` for the least-norm point of its hull after
 each. From scratch, every search repeats Wolfe's active-set steps (about 32 affine solves
 a search on a 10000 x 50 table): `OrthogonalSparsePCA(5)` spent 54 of its 58 s there.
-Started from the last answer (``start=``), a search adds the new vector and moves on. The
-least-norm point is the same; its weights, and so the trial points, may differ by
+Started from the last answer (``start=``, once the bundle holds
+`rssm.solvers.certificate.WARM_FROM` vectors), a search adds the new vector and moves on.
+The least-norm point is the same; its weights, and so the trial points, may differ by
 rounding, which can change a run's path after a check.
 
 Each case runs both ways in one process, one after the other (cold first), default

@@ -297,3 +297,34 @@ def test_a_start_that_is_not_usable_is_ignored():
         assert abs(sq - cold_sq) <= 1e-12 * gram.diagonal().max(), start
         assert np.all(lam >= 0) and abs(lam.sum() - 1) < 1e-12
         np.testing.assert_allclose(lam @ vecs, cold @ vecs, atol=1e-9)
+
+
+def test_the_bundle_check_searches_from_the_last_answer_only_once_its_bundle_is_long(
+        monkeypatch):
+    """The warm start is for the long bundles of sparse PCA's checks (up to 128 vectors),
+    where searches from scratch took most of a fit's time. Bundles under WARM_FROM vectors
+    search from scratch, so small problems' checks keep their paths (with every bundle
+    warm, 3 of the 96 ridge calls of benchmarks.valley_stalls ended above the least value
+    nearby by more than 1e-8, against 2)."""
+    import rssm.solvers.certificate as cert
+    from rssm.solvers.minnorm import min_norm_point
+
+    seen = []
+    unset = object()
+
+    def spy(gram, max_iter=200, start=unset):
+        if start is not unset:                   # the bundle check's calls (it passes one)
+            seen.append((gram.shape[0], start is not None))
+        return min_norm_point(gram, max_iter, None if start is unset else start)
+
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_wine
+
+    from rssm.estimators import OrthogonalSparsePCA
+
+    monkeypatch.setattr(cert, "min_norm_point", spy)
+    with pytest.warns(Warning):      # it ends on this short budget (ConvergenceWarning)
+        OrthogonalSparsePCA(5, random_state=0, max_iter=6000).fit(load_wine().data)
+    assert any(k > cert.WARM_FROM for k, _ in seen)         # long bundles were searched
+    assert any(k < cert.WARM_FROM for k, _ in seen)
+    assert all(warm == (k >= cert.WARM_FROM) for k, warm in seen)

@@ -467,6 +467,13 @@ BUNDLE_STATIONARY = 1e-4
 #: St(20, 4), 70 tangent dimensions: false verdicts needed 31 and 81 trial points to
 #: refute).
 BUNDLE_STEPS_MAX = 128
+#: Bundles of at least this many vectors start their least-norm search from the last
+#: answer (`min_norm_point`'s ``start``): sparse PCA's checks grow bundles of up to 128,
+#: where searches from scratch took most of a fit's time; below it, from scratch. With
+#: every bundle warm, the rounding of the answers moved verdicts on small polyhedral
+#: costs (`python -m benchmarks.valley_stalls --ridge`: 3 of 96 calls more than 1e-8 above
+#: the least value nearby, against 2).
+WARM_FROM = 24
 #: Each trial point is at least this many margins of rounding away from f(X) by the
 #: bundle's own model (t ||g*|| >= BUNDLE_MARGINS * the margin): with a large constant in
 #: f (||Q X||_1 + 1e6) trial points 1e-8 ||X||_F away could not be lower by more than
@@ -627,8 +634,10 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     lam = None
     try:
         for _ in range(steps):
-            # from the last bundle's answer: the bundle grows by one subgradient per step
-            _, lam = min_norm_point(gram, start=lam)
+            # from the last bundle's answer once the bundle is long (it grows by one
+            # subgradient per step): below `WARM_FROM` vectors a search from scratch costs
+            # little, and keeps the paths of small problems' checks as they were
+            _, lam = min_norm_point(gram, start=lam if k >= WARM_FROM else None)
             g = (lam @ vecs[:k]).reshape(x.shape)
             norm = float(np.linalg.norm(g))
             mean = float(np.mean(np.sqrt(np.diag(gram))))
