@@ -738,3 +738,19 @@ def test_the_command_ignores_a_further_ctrl_c_once_an_interrupted_run_is_saved(m
             assert (now is signal.SIG_IGN) == ignored
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_the_json_says_how_the_trace_was_spaced(tmp_path, capsys):
+    """A review of the trace thinning: nothing in the JSON of ``rssm solve --max-time``
+    said that the trace's spacing grew. ``trace_spacing`` lists the gaps between rows
+    (the last row aside): one value with a budget or ``--record-every``."""
+    from rssm.cli import main
+
+    base = ["solve", "dpcp", "--n", "8", "--d", "2", "--n-inliers", "30", "--n-outliers",
+            "20", "--tol", "0", "--quiet"]
+    assert main(base + ["--max-iter", "400", "--out", str(tmp_path / "a.json")]) == 0
+    assert json.loads((tmp_path / "a.json").read_text())["trace_spacing"] == [2]
+    assert main(base + ["--max-iter", "400", "--record-every", "7",
+                        "--out", str(tmp_path / "b.json")]) == 0
+    assert json.loads((tmp_path / "b.json").read_text())["trace_spacing"] == [7]
+    capsys.readouterr()

@@ -279,6 +279,10 @@ def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
         "options": options,
         # (options.max_iter is what was given; this, what the run had)
         "max_iter_in_force": budget(args, problem),
+        # the iterations between the trace's rows (the last row aside), as recorded: one
+        # value, or several where a run without an iteration budget thinned its trace
+        # (`rssm.Record`; a user's audit found nothing saying so)
+        "trace_spacing": _spacing(res.trace),
         **{k: result.get(k) for k in ("method", "n_blocks", "selection", "stepsize",
                                       "threads")},
         "summary": {"cost": result.get("fun"), **{k: result.get(k) for k in (
@@ -286,6 +290,15 @@ def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
             "feasibility", "stationarity")}},
         "result": result,  # everything the Result says of itself
     }
+
+
+def _spacing(trace) -> list[int]:
+    """The distinct gaps between successive trace rows, the last row left out (it is
+    recorded wherever the run ends)."""
+    import numpy as np
+
+    its = np.asarray(trace.get("iteration", ()), dtype=np.int64)
+    return sorted({int(g) for g in np.diff(its[:-1])})
 
 
 def _minimize(problem, x0, args, rule, callback):
