@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import threading
 import time
 import warnings
@@ -341,6 +342,20 @@ def _live_threads() -> set[int]:
 #: id of each step-size rule a run is using now -> the thread of that run (`_claim_rule`).
 _RULES_IN_USE: dict[int, int] = {}
 _RULES_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    # a forked child runs only the forking thread: a lock another thread held at the fork
+    # would never be released in it, and the rules that thread's runs held are free there
+    global _RULES_LOCK
+    _RULES_LOCK = threading.Lock()
+    me = threading.get_ident()
+    for key in [k for k, owner in _RULES_IN_USE.items() if owner != me]:
+        del _RULES_IN_USE[key]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _claim_rule(rule: StepSize) -> tuple[StepSize, bool]:
