@@ -595,3 +595,29 @@ def test_a_run_without_an_iteration_budget_thins_its_trace(monkeypatch):
         given = rssm.minimize(prob, stepsize=1e-3, tol=0, stop=stop, seed=0)
         assert len(given.trace["iteration"]) == 201
     np.testing.assert_array_equal(res.x, fixed.x)                 # recording moves nothing
+
+
+def test_results_compare_by_value_arrays_and_nan_included():
+    """`==` on two Results compares their data: a copy, a pickle and a JSON round trip
+    are equal, a second run differs in its time, a changed entry of x makes them differ.
+    Before, every comparison but a Result with itself raised NumPy's "truth value of an
+    array ... is ambiguous" (the dataclass's own __eq__ compared arrays as tuple items)."""
+    import copy
+    import json
+    import pickle
+
+    prob = rssm.problems.DPCP.synthetic(n=20, d=2, n_inliers=100, n_outliers=50, seed=0)
+    for method in ("rsm", "rssm"):
+        res = rssm.minimize(prob, method=method, seed=0, max_iter=40)
+        assert res == copy.deepcopy(res)
+        assert res == pickle.loads(pickle.dumps(res))
+        assert res == rssm.Result.from_dict(json.loads(json.dumps(res.to_dict(arrays=True))))
+        again = rssm.minimize(prob, method=method, seed=0, max_iter=40)
+        assert np.array_equal(again.x, res.x)
+        assert (again == res) is (again.time == res.time)
+        other = copy.deepcopy(res)
+        other.x[0, 0] = np.nextafter(other.x[0, 0], 2.0)        # one unit in the last place
+        assert res != other
+        assert (res == "a result") is False
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(res)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,30 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return repr(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two field values hold the same data: arrays by shape, dtype and entries,
+    NaN equal to NaN, containers and dataclasses (the certificate) item by item."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        return (a.shape == b.shape and a.dtype == b.dtype
+                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if is_dataclass(a) and not isinstance(a, type):
+        return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name))
+                                          for f in fields(a))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 @dataclass
@@ -125,6 +149,17 @@ class Result:
     n_cost: int = 0
     n_clipped: int = 0
     clip_steps: bool = True
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field: the arrays (``x``, ``x_last``, the trace, the partition) entry by
+        entry, NaN equal to NaN. A Result equals its copy, its pickle and its
+        ``from_dict(to_dict(arrays=True))``; two runs of the same call differ in ``time``
+        (and the trace's time column), so compare their ``x`` for the bits."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+
+    __hash__ = None     # mutable, compared by value
 
     @property
     def success(self) -> bool:
