@@ -125,7 +125,10 @@ def minimize(
         (`rssm.stepsizes.from_spec`). Default: ``problem.default_stepsize()``: the rule a
         custom problem was built with, the reference geometric rule of `SparsePCA` and
         `PlantedSparseBasis`, else ``"auto"`` (`rssm.stepsizes.Auto`, no tuning). Steps
-        are never longer than `rssm.solvers.max_step`.
+        are never longer than `rssm.solvers.max_step`. A callable is called as it is:
+        state it keeps in itself carries over from run to run and is shared by runs in
+        several threads; a rule with memory subclasses `rssm.stepsizes.StepSize`, whose
+        ``reset()`` each run calls first and which a run in another thread does not share.
     options : dict or RSSMOptions, optional
         Options of the method: for RSSM ``n_blocks`` (default ``min(5, p)``),
         ``partition``, ``selection`` (`RSSMOptions`). Options of the other method are
