@@ -3,6 +3,7 @@ synthetic instances and input validation."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import warnings
@@ -414,6 +415,11 @@ def test_bad_problem_arguments(rng):
         DPCP(y, 6)
     with pytest.raises(ValueError, match="p must be >= 1"):
         DPCP(y, 0)
+    # p = n: every X gives the same cost; a run said "converged" at its start
+    with pytest.raises(ValueError, match=r"p must be <= n - 1 = 4, got 5: .* d = n - p >= 1"):
+        DPCP(y, 5)
+    with pytest.raises(ValueError, match="d must be >= 1, got 0"):
+        DPCP.from_data(y, d=0)
     with pytest.raises(TypeError, match="p must be an integer"):
         DPCP(y, "3")
     with pytest.raises(ValueError, match="yt must be 2-D"):
@@ -615,3 +621,30 @@ def test_error_metrics_refuse_repeated_columns_and_too_many_columns():
     # fewer columns than S^perp has: the distance of span X to S^perp, 0 inside it
     assert subspace_distance(s, s_perp[:, :2]) < 1e-15
     assert subspace_distance(s, stiefel.polar(s_perp[:, :2] + 0.1 * s[:, :2])) > 0.1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPCP.synthetic(n=10, d=2, n_inliers=40, n_outliers=20, seed=0),
+    lambda: ODL.synthetic(n=6, m=50, seed=0),
+    lambda: rssm.problems.L1Procrustes.synthetic(n=8, p=3, seed=0),
+    lambda: rssm.problems.SparsePCA.synthetic(n=8, r=2, support=3, seed=0),
+])
+def test_the_data_problems_methods_name_a_point_of_the_wrong_shape(make):
+    """cost, subgradient and partial_subgradient of the built-in data problems refuse a
+    point that is not an n x p real matrix with the message `error` gives. Before, X^T
+    gave NumPy's matmul or broadcast errors, a 1-d X an IndexError, X with fewer columns
+    the cost of those columns, and a complex X a ComplexWarning and its real part."""
+    prob = make()
+    n, p = prob.shape
+    x = prob.initial_point(0)
+    f = prob.cost(x)
+    bad = [(x.T, "shape"), (x[:, :1] if p > 1 else np.hstack([x, x]), "shape"),
+           (x[:, 0], "2-D"), (x + 0j, "real numbers")]
+    for y, what in bad:
+        if y.shape == (n, p):
+            continue
+        for call in (prob.cost, prob.subgradient, lambda z: prob.partial_subgradient(z, [0])):
+            with pytest.raises((ValueError, TypeError), match=what):
+                call(y)
+    assert prob.cost(x.tolist()) == f          # a list of lists is read as the matrix
+    assert math.isnan(prob.cost(np.full((n, p), np.nan)))

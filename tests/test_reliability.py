@@ -198,12 +198,22 @@ def test_p_equal_one_runs_with_rsm_and_is_refused_by_rssm():
         )
 
 
+def _square_dpcp_cost(yt):
+    """DPCP's cost (1/m) sum ||X^T y_j|| on St(n, n), on the same data oracle: DPCP itself
+    refuses p = n (no subspace to find), where the cost is the same for every X."""
+    from rssm.problems import NormLoss
+    from rssm.problems.composite import CompositeProblem
+
+    m = yt.shape[1]
+    return CompositeProblem(yt, yt.shape[0], NormLoss.norm(), sample_weights=np.full(m, 1 / m))
+
+
 def test_square_p_equal_n_keeps_the_constant_cost():
     """p = n: X is orthogonal and f(X) = (1/m) sum ||y_j|| for every X; RSSM and RSM stay
     on O(n) and keep that value to rounding."""
     rng = np.random.default_rng(6)
     yt = rng.standard_normal((7, 25))
-    prob = DPCP.from_data(yt, d=0)
+    prob = _square_dpcp_cost(yt)
     assert prob.shape == (7, 7)
     f_const = np.linalg.norm(yt, axis=0).mean()
     x0 = stiefel.random_point(7, 7, rng)
@@ -225,7 +235,7 @@ def test_square_p_equal_n_with_one_column_blocks_and_scale_free_steps_stays_feas
     off the manifold (feasibility 5e-6 at n = 8, 0.86 at n = 10 after 300 iterations).
     A direction at the rounding level of its subgradient is 0: no move, and the default
     run stops converged."""
-    prob = DPCP.from_data(np.random.default_rng(0).standard_normal((n, 50)), p=n)
+    prob = _square_dpcp_cost(np.random.default_rng(0).standard_normal((n, 50)))
     f_const = float(prob.cost(prob.initial_point(0)))
     res = _run_feasible(prob, stepsize=stepsize, n_blocks=n)
     np.testing.assert_allclose(res.trace["cost"], f_const, rtol=1e-13)

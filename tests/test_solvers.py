@@ -621,3 +621,43 @@ def test_results_compare_by_value_arrays_and_nan_included():
         assert (res == "a result") is False
         with pytest.raises(TypeError, match="unhashable"):
             hash(res)
+
+
+def test_misused_arguments_are_named_before_the_run():
+    """Mistakes of a first hour (a user's audit): each is refused before any iteration with
+    the argument, how rssm calls it, or the keyword meant. Before: Python's bare "takes 0
+    positional arguments but 1 was given" at the first row, "got ABCMeta" for a class, and
+    "unexpected keyword argument 'max_iters'" with no hint."""
+    prob = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=40, n_outliers=20, seed=0)
+    cases = [
+        (dict(callback=lambda: None), r"callback is called as callback\(progress\), but "
+                                      r"<lambda>\(\) does not accept 1 positional argument"),
+        (dict(callback=lambda x, k: None), r"<lambda>\(x, k\) does not accept"),
+        (dict(observers=[rssm.Observer]),
+         r"observers\[0\] .* got the class Observer itself \(pass an instance\)"),
+        (dict(record=rssm.Record), r"got the class Record itself"),
+        (dict(stop=rssm.stopping.MaxIterations), r"got the class MaxIterations itself"),
+        (dict(stop=lambda p: True), r"a function of the progress goes in callback="),
+        (dict(max_iters=10), r"'max_iters'; did you mean max_iter\?"),
+        (dict(tolerance=1e-6), r"did you mean tol\?"),
+        (dict(n_block=3), r"did you mean options=\{'n_blocks': \.\.\.\}\?"),
+        (dict(stepsiz=0.1), r"did you mean stepsize\? \(minimize takes x0, method, stepsize"),
+    ]
+    for kw, match in cases:
+        with pytest.raises(TypeError, match=match):
+            rssm.minimize(prob, **kw)
+    with pytest.raises(TypeError, match=r"got the class DPCP itself \(pass an instance\)"):
+        rssm.minimize(rssm.problems.DPCP)
+    with pytest.raises(TypeError, match=r"Record column 'a' is called as fn\(x\), but"):
+        rssm.Record(columns={"a": lambda: 0.0})
+    y = np.random.default_rng(0).standard_normal((10, 50))
+    with pytest.raises(TypeError, match=r"partial_subgradient is called as "
+                                        r"partial_subgradient\(x, cols\), but partial\(x\)"):
+        def partial(x):
+            return x
+        rssm.Problem.from_functions(lambda x: float(np.abs(y.T @ x).sum()),
+                                    lambda x: y @ np.sign(y.T @ x), partial, shape=(10, 3))
+    with pytest.raises(TypeError, match=r"cost is called as cost\(x\), but"):
+        rssm.Problem.from_functions(lambda: 0.0, lambda x: x, shape=(10, 3))
+    # what takes more arguments with defaults, or *args, passes
+    rssm.Problem.from_functions(lambda x, scale=1.0: 0.0, lambda *a: a[0], shape=(10, 3))

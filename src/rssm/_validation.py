@@ -46,6 +46,34 @@ def describe(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def type_name(value: Any) -> str:
+    """The type of ``value`` for a "must be ..., got ..." message; a class passed where an
+    instance belongs is named as such (it read "got ABCMeta")."""
+    if isinstance(value, type):
+        return f"the class {value.__name__} itself (pass an instance)"
+    return type(value).__name__
+
+
+def check_signature(fn: Any, n_args: int, name: str, call: str) -> None:
+    """Refuse a callable that cannot take the ``n_args`` positional arguments rssm calls it
+    with (``call``, e.g. ``"callback(progress)"``), before the run: called at the first
+    iteration, it raised Python's bare "takes 0 positional arguments but 1 was given",
+    naming neither the argument nor the call. Callables without a signature pass."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):      # some builtins have none: called as they are
+        return
+    try:
+        sig.bind(*([None] * n_args))
+    except TypeError:
+        label = getattr(fn, "__name__", None) or type(fn).__name__
+        raise InvalidType(
+            name, f"{name} is called as {call}, but {label}{sig} does not accept "
+                  f"{n_args} positional argument{'s' if n_args != 1 else ''}") from None
+
+
 def user_stacklevel(*outside: Any) -> int:
     """The ``stacklevel`` that points a warning at the first frame outside rssm (and
     contextlib, whose frame a ``@single_blas()`` decorator adds, and the packages or

@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_float_matrix, as_int, as_positive_float, user_stacklevel
+from rssm._validation import (
+    as_float_matrix,
+    as_int,
+    as_positive_float,
+    check_signature,
+    user_stacklevel,
+)
 from rssm.blocks import Partition
 from rssm.oracle import GenericOracle, Oracle
 from rssm.stepsizes import as_stepsize
@@ -351,6 +357,12 @@ class FunctionProblem(Problem):
             )
         if error is not None and not callable(error):
             raise TypeError(f"error must be callable or None, got {type(error).__name__}")
+        for arg, fn, call in (("cost", cost, "cost(x)"), ("subgradient", subgradient,
+                                                          "subgradient(x)"),
+                              ("partial_subgradient", partial_subgradient,
+                               "partial_subgradient(x, cols)"), ("error", error, "error(x)")):
+            if fn is not None:
+                check_signature(fn, 2 if arg == "partial_subgradient" else 1, arg, call)
         if not isinstance(shape, (tuple, list)) or len(shape) != 2:
             raise TypeError(f"shape must be a pair (n, p), got {shape!r}")
         n = as_int(shape[0], "shape[0] (n)", minimum=1)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import as_int, as_positive_float, iterations
+from rssm._validation import as_int, as_positive_float, check_signature, iterations, type_name
 from rssm.progress import Progress
 
 __all__ = [
@@ -321,8 +321,9 @@ class CallbackStop(StoppingCriterion):
     needs_record = True
 
     def __init__(self, fn: Callable[[Progress], Any]):
-        if not callable(fn):
-            raise TypeError(f"callback must be callable, got {type(fn).__name__}")
+        if not callable(fn) or isinstance(fn, type):
+            raise TypeError(f"callback must be callable, got {type_name(fn)}")
+        check_signature(fn, 1, "callback", "callback(progress)")
         self.fn = fn
 
     def check(self, progress: Progress) -> StopReason | None:

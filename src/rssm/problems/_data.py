@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import check_data_scale, max_abs
+from rssm._validation import as_float_matrix, check_data_scale, max_abs
 from rssm.blocks import Partition
 from rssm.data.chunked import ChunkedData, as_data_matrix
 from rssm.data.engine import DataOracle, one_pass
@@ -142,7 +142,10 @@ class DataProblem(Problem):
         return self._pass(x, True)[1]
 
     def _pass(self, x, grad: bool):
-        x = np.asarray(x, dtype=np.float64)
+        # a real matrix of this problem's shape (NaN passes: f is NaN there, which the
+        # solver's checks read); before, X^T or too few columns gave NumPy's matmul or
+        # broadcast errors, or a cost of the columns given (a user's audit)
+        x = as_float_matrix(x, "x", shape=self.shape, finite=False)
         try:
             return one_pass(self.sample_model(None), x, grad)
         except DataError as exc:   # the data went away: say at which point

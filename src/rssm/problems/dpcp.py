@@ -92,7 +92,13 @@ class DPCP(DataProblem):
     def __init__(self, yt, p: int, subspace=None):
         self.yt = self._set_data(yt, "yt", layout_check="DPCP")
         n, m = self._store.shape
+        # p = n (d = 0) is refused: every orthogonal X then gives f = mean ||y_j||, and a
+        # run "converged" at its start (a user's audit)
         self.p = as_int(p, "p", minimum=1, maximum=n, maximum_is="n")
+        if self.p == n:
+            raise InvalidValue("p", f"p must be <= n - 1 = {n - 1}, got {n}: DPCP looks for a "
+                               "subspace of dimension d = n - p >= 1 (at p = n every X has "
+                               "the same cost)")
         self.shape = (n, self.p)
         self.loss = NormLoss.norm()
         self.subspace = None
@@ -115,7 +121,7 @@ class DPCP(DataProblem):
         if (d is None) == (p is None):
             raise ValueError("give exactly one of d (subspace dimension) or p (= n - d)")
         if d is not None:
-            d = as_int(d, "d", minimum=0, maximum=n - 1, maximum_is="n - 1")
+            d = as_int(d, "d", minimum=1, maximum=n - 1, maximum_is="n - 1")
             p = n - d
         return cls(arr, p, subspace)
 

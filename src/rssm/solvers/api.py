@@ -21,6 +21,7 @@ from rssm._validation import (
     as_positive_float,
     describe,
     make_rng,
+    type_name,
 )
 from rssm.blocks import epoch_iterations
 from rssm.data.store import DataError
@@ -188,8 +189,8 @@ def minimize(
     argument went.
     """
     if not isinstance(problem, Problem):
-        raise TypeError("problem must be an rssm Problem (e.g. rssm.problems.DPCP), "
-                        f"got {type(problem).__name__}")
+        raise TypeError("problem must be an rssm Problem (e.g. rssm.problems.DPCP.synthetic()"
+                        f" or Problem.from_functions(...)), got {type_name(problem)}")
     kw = _legacy(args, legacy, dict(stepsize=stepsize, max_iter=max_iter, max_time=max_time,
                                       target_error=target_error, seed=seed, callback=callback,
                                       record=record, stop=stop, options=options))
@@ -303,8 +304,9 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
         criteria.append(CallbackStop(kw["callback"]))
     if kw["stop"] is not None:
         if not isinstance(kw["stop"], StoppingCriterion):
-            raise TypeError("stop must be a StoppingCriterion, got "
-                            f"{type(kw['stop']).__name__}")
+            raise TypeError("stop must be a StoppingCriterion (e.g. "
+                            "rssm.stopping.MaxIterations(100); a function of the progress "
+                            f"goes in callback=), got {type_name(kw['stop'])}")
         criteria.append(kw["stop"])
     rows_over = budget if budget is not None else _iteration_limit(kw["stop"])
     every = rec.every if rec.every is not None else (
@@ -427,9 +429,11 @@ def _check_observers(observers: Any) -> tuple:
         raise TypeError("observers must be a sequence of rssm.Observer objects, got "
                         f"{describe(observers)}") from None
     for i, o in enumerate(obs):
-        if not all(callable(getattr(o, h, None)) for h in ("start", "record", "finish")):
+        if isinstance(o, type) or not all(callable(getattr(o, h, None))
+                                          for h in ("start", "record", "finish")):
             raise TypeError(f"observers[{i}] must be an rssm.Observer (with start, record "
-                            f"and finish methods), got {describe(o)}")
+                            f"and finish methods), got "
+                            f"{type_name(o) if isinstance(o, type) else describe(o)}")
     return obs
 
 
@@ -477,6 +481,35 @@ def _limits(stop: Any) -> bool:
     return isinstance(stop, StoppingCriterion) and bool(stop.limits_run)
 
 
+#: What users of other solvers type, and what it is here.
+_ALIASES = {
+    "maxiter": "max_iter", "max_iters": "max_iter", "max_iterations": "max_iter",
+    "n_iter": "max_iter", "iterations": "max_iter", "tolerance": "tol", "gtol": "tol",
+    "ftol": "tol", "xtol": "tol", "step_size": "stepsize", "step": "stepsize",
+    "lr": "stepsize", "learning_rate": "stepsize", "x_0": "x0", "x_init": "x0",
+    "init": "x0", "start": "x0", "random_state": "seed", "rng": "seed",
+    "maxtime": "max_time", "time_limit": "max_time", "timeout": "max_time",
+    "n_block": "options={'n_blocks': ...}", "nblocks": "options={'n_blocks': ...}",
+    "blocks": "options={'n_blocks': ...}", "l": "options={'n_blocks': ...}",
+    "verbose": "callback= (called at each recorded row) or observers=",
+    "n_jobs": "threads", "num_threads": "threads", "workers": "threads",
+}
+
+
+def _did_you_mean(name: str) -> str:
+    """A hint for a keyword minimize does not take: its name here, or the close ones."""
+    import difflib
+    import inspect
+
+    if name.lower() in _ALIASES:
+        return f"; did you mean {_ALIASES[name.lower()]}?"
+    known = [p for p in inspect.signature(minimize).parameters
+             if p not in ("problem", "args", "legacy")]
+    close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"{hint} (minimize takes {', '.join(known)})"
+
+
 def _legacy(args: tuple, legacy: dict, kw: dict) -> dict:
     """Map the old positional arguments and keywords, with one DeprecationWarning each."""
     if len(args) > len(_OLD_POSITIONAL):
@@ -494,7 +527,8 @@ def _legacy(args: tuple, legacy: dict, kw: dict) -> dict:
                               DeprecationWarning, stacklevel=3)
             continue
         if name not in kw:
-            raise TypeError(f"minimize() got an unexpected keyword argument {name!r}")
+            raise TypeError(f"minimize() got an unexpected keyword argument {name!r}"
+                            f"{_did_you_mean(name)}")
         if kw[name] is not None and value is not None:
             raise TypeError(f"minimize() got multiple values for argument {name!r}")
         kw[name] = value

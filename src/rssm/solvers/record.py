@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_int, describe, integer_valued
+from rssm._validation import as_int, check_signature, describe, integer_valued, type_name
 from rssm.problem import NoGroundTruth
 from rssm.stopping import Progress
 
@@ -92,6 +92,7 @@ class Record:
                 raise TypeError(
                     f"Record columns must map str names to callables, got {name!r}: "
                     f"{type(fn).__name__}")
+            check_signature(fn, 1, f"Record column {name!r}", "fn(x)")
 
 
 def as_record(value: Any) -> Record:
@@ -107,7 +108,7 @@ def as_record(value: Any) -> Record:
     if isinstance(value, (int, np.integer)):
         return Record(every=int(value))
     raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
-                    f"rssm.Record, got {type(value).__name__}")
+                    f"rssm.Record, got {type_name(value)}")
 
 
 class Observer:
