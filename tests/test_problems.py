@@ -492,9 +492,15 @@ def test_data_beyond_float64_squares_is_refused_when_the_problem_is_built(build)
         with pytest.raises(ValueError, match=r"the largest entry is .* outside \[1e-150, "
                                              r"1e\+150\].*scale the data first"):
             build(y * c)
+    # just beyond a bound, the value is not shown rounded onto it ("1e+150, outside")
+    top = np.abs(y).max()
+    with pytest.raises(ValueError, match=r"largest entry is 1\.0000001e\+150 in"):
+        build(y / top * 1.0000001e150)
+    # (sparse PCA, quadratic in the data, takes up to ||A||_F^2 = 1e152: below)
+    big = 2.0**240 if "SparsePCA" in build.__code__.co_names else 2.0**400
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = rssm.minimize(build(y * 2.0**400), max_iter=5)
+        res = rssm.minimize(build(y * big), max_iter=5)
     assert np.isfinite(res.fun)
 
 
@@ -648,3 +654,21 @@ def test_the_data_problems_methods_name_a_point_of_the_wrong_shape(make):
                 call(y)
     assert prob.cost(x.tolist()) == f          # a list of lists is read as the matrix
     assert math.isnan(prob.cost(np.full((n, p), np.nan)))
+
+
+def test_sparse_pca_refuses_data_whose_squares_overflow_its_steps():
+    """SparsePCA's cost and subgradient are quadratic in the data: 40 x 12 data with a
+    largest entry of 1e77 (inside the problems' range [1e-150, 1e150]) was accepted and
+    every run from a random start ended non_finite at iteration 0. Data whose sum of
+    squares exceeds 1e152 are refused when the problem is built; 1e75 still runs."""
+    a = np.random.default_rng(0).standard_normal((40, 12))
+    a /= np.abs(a).max()
+    x0 = stiefel.random_point(12, 3, np.random.default_rng(3))
+    with pytest.raises(ValueError, match=r"a: the sum of the squares of its entries is "
+                                         r"3\.27e\+155, above 1e\+152.*from_data"):
+        rssm.problems.SparsePCA(a * 1e77, 3)
+    prob = rssm.problems.SparsePCA(a * 1e75, 3)
+    for method in ("rsm", "rssm"):
+        res = rssm.minimize(prob, x0=x0, method=method)
+        assert res.success, res.message
+        assert prob.explained_variance(res.x) > 0.49

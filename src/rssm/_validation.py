@@ -232,7 +232,10 @@ def check_data_scale(top: float, what: str) -> None:
     data, accepted)."""
     lo, hi = DATA_SCALE
     if top and not lo <= top <= hi:
-        raise InvalidValue(what, f"{what}: the largest entry is {top:.3g} in magnitude, "
+        shown = f"{top:.3g}"
+        if lo <= float(shown) <= hi:     # rounded onto a bound: "1e+150, outside [...]"
+            shown = repr(float(top))
+        raise InvalidValue(what, f"{what}: the largest entry is {shown} in magnitude, "
                            f"outside [{lo:g}, {hi:g}], where float64 squares and their "
                            "sums underflow or overflow; scale the data first (e.g. divide "
                            "by its largest entry)")

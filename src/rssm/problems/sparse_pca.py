@@ -14,6 +14,7 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import (
+    InvalidValue,
     as_float_matrix,
     as_int,
     as_positive_float,
@@ -34,6 +35,10 @@ ZERO_TOL = 1e-5
 #: needs (`SparsePCA.default_max_epochs`).
 DEFAULT_DECAY = 0.993
 DEFAULT_EPOCHS = 20000
+#: The largest sum of squares ||A||_F^2 accepted: the subgradient's norm is at most about
+#: 2 ||A||_F^2, and its square must stay finite (measured on 40 x 12 data: runs from a
+#: random start lost their precision from ||A||_F^2 = 3e154 and overflowed from 3e155).
+TOTAL_VARIANCE_MAX = 1e152
 
 
 class SparsePCA(CompositeProblem):
@@ -75,6 +80,16 @@ class SparsePCA(CompositeProblem):
                 "a has no variance (every entry is 0, after centring where from_data "
                 "centred it: constant columns, or a single sample): sparse PCA has nothing "
                 "to explain")
+        if not self._total_var <= TOTAL_VARIANCE_MAX:
+            # f and its subgradient are quadratic in the data, and the step rules square
+            # the subgradient: data inside the problems' range [1e-150, 1e150] overflowed
+            # from a largest entry of about 1e77 on (40 x 12 data: runs from a random start
+            # non_finite at iteration 0; a user's audit)
+            raise InvalidValue(
+                "a", f"a: the sum of the squares of its entries is {self._total_var:.3g}, "
+                f"above {TOTAL_VARIANCE_MAX:g}; sparse PCA's cost and subgradient are "
+                "quadratic in the data and their squares overflow float64 there: scale "
+                "the data first (from_data scales each column to unit norm)")
         self.loadings = stiefel.as_point(loadings, "loadings", self.shape)
 
     @classmethod
