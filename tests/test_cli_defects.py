@@ -754,3 +754,53 @@ def test_the_json_says_how_the_trace_was_spaced(tmp_path, capsys):
                         "--out", str(tmp_path / "b.json")]) == 0
     assert json.loads((tmp_path / "b.json").read_text())["trace_spacing"] == [7]
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('{"bad": 1}', "is not a results.json written by rssm reproduce (no 'settings' object"),
+    ('{"settings": {}}', "is not a results.json written by rssm reproduce"),
+    ("[]", "is not a results.json written by rssm reproduce"),
+    ('{"bad json', "is not valid JSON (Unterminated string starting at, line 1 column 2)"),
+    ("", "is not valid JSON (Expecting value, line 1 column 1)"),
+])
+def test_a_damaged_results_json_is_named_by_plot_and_resume(tmp_path, capsys, no_run, text,
+                                                             words):
+    """A user's audit: beside a good results.csv, a results.json holding another object
+    made `rssm plot` end in a KeyError traceback (status 1, also with --no-report), and a
+    damaged one gave "rssm: error: Expecting value: line 1 column 1 (char 0)", naming
+    neither the file nor what was wrong; `reproduce --resume` the same."""
+    cols = "part,problem,method,blocks,seed,stepsize,iteration,time,flops,cost,error"
+    rows = ["paper,dpcp,rsm,1,1,paper,0,0.0,0.0,1.0,0.5",
+            "paper,dpcp,rsm,1,1,paper,1,0.1,10.0,0.9,0.25"]
+    (tmp_path / "results.csv").write_text("\n".join([cols, *rows]) + "\n")
+    (tmp_path / "results.json").write_text(text)
+    line = _one_line(capsys, 2, main(["plot", str(tmp_path / "results.csv")]))
+    assert f"{tmp_path / 'results.json'} {words}" in line, line
+    assert line.endswith("the report needs it (--no-report draws the figures without it)")
+    assert main(["plot", str(tmp_path / "results.csv"), "--no-report", "--formats", "png"]) == 0
+    assert (tmp_path / "dpcp.png").is_file()
+    capsys.readouterr()
+    line = _one_line(capsys, 2, main(["reproduce", "dpcp", "--quick", "--resume", "--out",
+                                      str(tmp_path)]))
+    assert line.startswith(f"rssm: error: argument --resume: {tmp_path / 'results.json'} "
+                           f"{words}"), line
+    assert line.endswith("; use another --out or --overwrite"), line
+
+
+def test_solve_names_the_options_the_user_gave(capsys, no_run):
+    """A user's audit: a condition on several instance options listed "--m None" (a size
+    the instance chooses, not an option given), and RSSM on St(n, 1) chosen by --blocks was
+    refused as "argument --method", an option not given."""
+    line = _one_line(capsys, 2, main(["solve", "sparse_pca", "--support", "1000"]))
+    assert "(--n 100 --r 5 --support 1000 --theta 4.0 --mu 0.2)" in line, line
+    assert "None" not in line
+    line = _one_line(capsys, 2, main(["solve", "l1_procrustes", "--p", "1", "--blocks", "2"]))
+    assert line.startswith("rssm: error: argument --blocks: RSSM needs p >= 2"), line
+    assert line.endswith("drop --blocks (RSM, the default)"), line
+    line = _one_line(capsys, 2, main(["solve", "l1_procrustes", "--p", "1", "--method",
+                                      "rssm"]))
+    assert line.startswith("rssm: error: argument --method: RSSM needs p >= 2"), line
+    assert line.endswith("use --method rsm"), line
+    line = _one_line(capsys, 2, main(["solve", "odl", "--overwrite"]))
+    assert line == ("rssm: error: argument --overwrite: only used with --out (the files it "
+                    "may replace)"), line

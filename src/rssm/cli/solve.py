@@ -337,6 +337,9 @@ def _refuse_unused(args) -> None:
     without ``--stepsize paper`` is (they were ignored without a word)."""
     if given(args, "stagnation_rtol") and args.stagnation_epochs is None:
         raise UsageError("argument --stagnation-rtol: only used with --stagnation-epochs")
+    if args.overwrite and args.out is None:
+        raise UsageError("argument --overwrite: only used with --out (the files it may "
+                         "replace)")
     if args.verify_steps and args.tol == 0:
         raise UsageError("argument --verify-steps: the check confirms verdicts of the "
                          "convergence test, which --tol 0 turns off")
@@ -348,6 +351,7 @@ def run(args, argv: Sequence[str]) -> int:
     from rssm.solvers import DEFAULT_METHOD
     from rssm.stopping import StopReason
 
+    args.method_given = args.method is not None
     if args.method is None:   # blocks or a pair rule mean RSSM, as in rssm.minimize
         asks = args.blocks is not None or args.selection != "uniform"
         args.method = "rssm" if asks else DEFAULT_METHOD
@@ -366,15 +370,21 @@ def run(args, argv: Sequence[str]) -> int:
             if getattr(exc, "argument", None) is not None or not instance:
                 raise        # one named option: the command line names it (issue 19)
             # a condition on several options: name them all
-            opts = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in instance.items())
+            # (sizes left to the instance, ODL's and sparse PCA's m, are not options given)
+            opts = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in instance.items()
+                            if v is not None)
             raise UsageError(f"the synthetic instance ({opts}): {exc}") from None
         # sizes left to the instance (ODL's m) as the instance resolved them
         shown = {k: getattr(problem, k, v) if v is None else v for k, v in instance.items()}
         label = f"{args.problem} {', '.join(f'{k}={v}' for k, v in shown.items())}"
     n, p = problem.shape
     if args.method == "rssm" and p < 2:
-        raise UsageError(f"argument --method: RSSM needs p >= 2 columns to form 2 blocks, got "
-                         f"p={p}; use --method rsm")
+        # the option that chose RSSM: --method, or --blocks / --selection without it
+        opt = ("--method" if args.method_given else "--blocks" if args.blocks is not None
+               else "--selection")
+        fix = "use --method rsm" if opt == "--method" else f"drop {opt} (RSM, the default)"
+        raise UsageError(f"argument {opt}: RSSM needs p >= 2 columns to form 2 blocks, got "
+                         f"p={p}; {fix}")
     if args.method == "rsm" and (args.blocks is not None or args.selection != "uniform"):
         opt = "--blocks" if args.blocks is not None else "--selection"
         raise UsageError(f"argument {opt}: --method rsm moves all columns at once and has no "

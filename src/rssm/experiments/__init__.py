@@ -73,7 +73,15 @@ def render(csv_path: str | os.PathLike, out: str | os.PathLike | None = None,
     if not rows:
         raise ValueError(f"{csv_path} holds no runs to plot")
     json_path = csv_path.parent / JSON_NAME
-    doc = io.read_json(json_path) if json_path.exists() else None
+    doc = None
+    if json_path.exists():
+        try:
+            doc = io.read_run_json(json_path)
+        except (OSError, ValueError) as exc:
+            if report:
+                raise ValueError(f"{exc}; the report needs it (--no-report draws the "
+                                 "figures without it)") from None
+            # the figures alone: titles from the built-in configurations
     if report and doc is not None:
         # an audit: `rssm plot --out DIR` replaced a report.md of the user's in DIR
         mine = out / "report.md"

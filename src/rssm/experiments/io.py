@@ -31,6 +31,7 @@ __all__ = [
     "finished_runs",
     "write_json",
     "read_json",
+    "read_run_json",
     "trace_rows",
 ]
 
@@ -203,6 +204,24 @@ def read_json(path: str | os.PathLike) -> dict:
     """Read a JSON file."""
     with Path(path).open(encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def read_run_json(path: str | os.PathLike) -> dict:
+    """Read the ``results.json`` of a reproduction, or raise a ValueError that names the
+    file and what is wrong with it (a damaged one gave a bare "Expecting value: line 1
+    column 1 (char 0)", or a KeyError traceback where it held another object)."""
+    try:
+        doc = read_json(path)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno} column "
+                         f"{exc.colno})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not valid JSON (not UTF-8 text)") from None
+    settings = doc.get("settings") if isinstance(doc, dict) else None
+    if not (isinstance(settings, dict) and isinstance(settings.get("problems"), dict)):
+        raise ValueError(f"{path} is not a results.json written by rssm reproduce (no "
+                         "'settings' object with its 'problems')")
+    return doc
 
 
 def machine_info() -> dict:

@@ -420,7 +420,10 @@ def reproduce(configs: dict[str, ProblemConfig], out: str | os.PathLike, seeds: 
         raise ValueError(f"--resume: {csv_path} has no {JSON_NAME} beside it, so its settings "
                          "are unknown; use another --out or --overwrite")
     if resume and json_path.exists():
-        doc = io.read_json(json_path)
+        try:
+            doc = io.read_run_json(json_path)
+        except ValueError as exc:
+            raise ValueError(f"--resume: {exc}; use another --out or --overwrite") from None
         differ = _differences(doc.get("settings", {}), settings)
         if differ:
             raise ValueError(f"--resume: {json_path} was written with other settings: "
