@@ -756,12 +756,22 @@ def test_the_json_says_how_the_trace_was_spaced(tmp_path, capsys):
     capsys.readouterr()
 
 
+_FOREIGN = "is not a results.json written by rssm reproduce "
+
+
 @pytest.mark.parametrize(("text", "words"), [
     ('{"bad": 1}', "is not a results.json written by rssm reproduce (no 'settings' object"),
     ('{"settings": {}}', "is not a results.json written by rssm reproduce"),
     ("[]", "is not a results.json written by rssm reproduce"),
     ('{"bad json', "is not valid JSON (Unterminated string starting at, line 1 column 2)"),
     ("", "is not valid JSON (Expecting value, line 1 column 1)"),
+    ('{"settings": {"problems": {"dpcp": 1}}}',
+     _FOREIGN + "(settings.problems.dpcp is not an object)"),
+    ('{"settings": {"problems": {"dpcp": {}}}}',
+     _FOREIGN + "(settings.problems.dpcp has no 'name')"),
+    ('{"settings": {"problems": {"x": {}}}}',
+     _FOREIGN + "(settings.problems names 'x', which rssm reproduce does not run)"),
+    ('{"settings": {"problems": {}}, "runs": 5}', _FOREIGN + "(runs is not a list of objects)"),
 ])
 def test_a_damaged_results_json_is_named_by_plot_and_resume(tmp_path, capsys, no_run, text,
                                                              words):

@@ -667,6 +667,17 @@ def test_sparse_pca_refuses_data_whose_squares_overflow_its_steps():
     with pytest.raises(ValueError, match=r"a: the sum of the squares of its entries is "
                                          r"3\.27e\+155, above 1e\+152.*from_data"):
         rssm.problems.SparsePCA(a * 1e77, 3)
+    with pytest.raises(ValueError, match=r"is inf \(entries that are infinite, or whose"):
+        bad = a.copy()
+        bad[0, 0] = np.inf
+        rssm.problems.SparsePCA(rssm.data.samples(bad, check_finite=False), 3)
+    # NaN data that the user let through go on to the run, which says so
+    bad = a.copy()
+    bad[3, 4] = np.nan
+    nan_prob = rssm.problems.SparsePCA(rssm.data.samples(bad, check_finite=False), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert rssm.minimize(nan_prob, max_iter=5).stop_reason == "non_finite"
     prob = rssm.problems.SparsePCA(a * 1e75, 3)
     for method in ("rsm", "rssm"):
         res = rssm.minimize(prob, x0=x0, method=method)

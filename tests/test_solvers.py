@@ -659,5 +659,24 @@ def test_misused_arguments_are_named_before_the_run():
                                     lambda x: y @ np.sign(y.T @ x), partial, shape=(10, 3))
     with pytest.raises(TypeError, match=r"cost is called as cost\(x\), but"):
         rssm.Problem.from_functions(lambda: 0.0, lambda x: x, shape=(10, 3))
-    # what takes more arguments with defaults, or *args, passes
+    # what takes more arguments with defaults, or *args, passes; so does a decorator's
+    # wrapper (functools.wraps) that takes (x) around f(w, x): rssm calls the wrapper
     rssm.Problem.from_functions(lambda x, scale=1.0: 0.0, lambda *a: a[0], shape=(10, 3))
+    import functools
+
+    def with_weight(f):
+        @functools.wraps(f)
+        def wrapper(x):
+            return f(2.0, x)
+        return wrapper
+
+    @with_weight
+    def cost(w, x):
+        return float(w * np.abs(y.T @ x).sum())
+
+    @with_weight
+    def sub(w, x):
+        return w * (y @ np.sign(y.T @ x))
+
+    res = rssm.minimize(rssm.Problem.from_functions(cost, sub, shape=(10, 3)), max_iter=5)
+    assert res.n_iter == 5

@@ -62,7 +62,9 @@ def check_signature(fn: Any, n_args: int, name: str, call: str) -> None:
     import inspect
 
     try:
-        sig = inspect.signature(fn)
+        # the callable rssm calls, not what a functools.wraps decorator wraps (a wrapper
+        # taking (x) around f(w, x) was refused as f's signature)
+        sig = inspect.signature(fn, follow_wrapped=False)
     except (TypeError, ValueError):      # some builtins have none: called as they are
         return
     try:

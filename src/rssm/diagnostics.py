@@ -146,7 +146,7 @@ def check_subgradient(
     fd_tol : float
         Tolerance of the finite-difference check, relative to
         ``max(||P_T(G)||_F, 1e-6 (||G||_F + |f(X)|))``: the absolute floor keeps a cost that
-        is constant on the manifold (P_T(G) ~ 0, e.g. ``DPCP(y, p=n)`` on O(n)) from being
+        is constant on the manifold (P_T(G) ~ 0, e.g. DPCP's cost at p = n, on O(n)) from being
         judged against rounding noise, while a wrong subgradient, whose tangent part is of
         the order of ||G||, is still caught.
     tol : float

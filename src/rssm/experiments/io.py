@@ -221,7 +221,47 @@ def read_run_json(path: str | os.PathLike) -> dict:
     if not (isinstance(settings, dict) and isinstance(settings.get("problems"), dict)):
         raise ValueError(f"{path} is not a results.json written by rssm reproduce (no "
                          "'settings' object with its 'problems')")
+    wrong = _run_json_problem(doc)
+    if wrong:
+        raise ValueError(f"{path} is not a results.json written by rssm reproduce ({wrong})")
     return doc
+
+
+def _run_json_problem(doc: dict) -> str:
+    """What in a results.json differs from what `rssm reproduce` writes ("" if nothing
+    the figures and the report read): each problem's settings against the built-in
+    configuration of that name, key by key and by type, and the shapes of the lists and
+    objects beside them (an audit: foreign values gave KeyError and AttributeError
+    tracebacks)."""
+    import numbers
+
+    from rssm.experiments.configs import PROBLEMS
+
+    for name, cfg in doc["settings"]["problems"].items():
+        if name not in PROBLEMS:
+            return f"settings.problems names {name!r}, which rssm reproduce does not run"
+        if not isinstance(cfg, dict):
+            return f"settings.problems.{name} is not an object"
+        for key, ref in PROBLEMS[name].as_dict().items():
+            if key not in cfg:
+                return f"settings.problems.{name} has no {key!r}"
+            val = cfg[key]
+            same = (isinstance(val, numbers.Real) and not isinstance(val, bool)
+                    if isinstance(ref, numbers.Real) and not isinstance(ref, bool)
+                    else isinstance(val, (list, tuple)) if isinstance(ref, (list, tuple))
+                    else isinstance(val, type(ref)))
+            if not same:
+                return f"settings.problems.{name}.{key} is {type(val).__name__}, not " \
+                       f"{type(ref).__name__}"
+    shapes = (("runs", list, dict), ("history", list, dict), ("tuned_choice", dict, dict))
+    for key, outer, inner in shapes:
+        val = doc.get(key, outer())
+        items = val.values() if isinstance(val, dict) else val
+        if not isinstance(val, outer) or not all(isinstance(v, inner) for v in items):
+            return f"{key} is not {'a list' if outer is list else 'an object'} of objects"
+    if not isinstance(doc.get("machine", {}), dict):
+        return "machine is not an object"
+    return ""
 
 
 def machine_info() -> dict:

@@ -103,7 +103,7 @@ def _dpcp(rows: Any, d: int) -> DPCP:
     if isinstance(d, int) and d < 1:
         from rssm._validation import InvalidValue
 
-        # DPCP.from_data takes d = 0 (p = n, a constant f: a test case); a run is not
+        # DPCP.from_data refuses d = 0 too (p = n, a constant f); named here as the CLI's
         raise InvalidValue("d", f"d must be >= 1 (the dimension of the inliers' subspace; "
                                 f"d = 0 makes f constant), got {d}")
     return DPCP.from_data(_columns(rows), d=d)

@@ -39,6 +39,7 @@ DEFAULT_EPOCHS = 20000
 #: 2 ||A||_F^2, and its square must stay finite (measured on 40 x 12 data: runs from a
 #: random start lost their precision from ||A||_F^2 = 3e154 and overflowed from 3e155).
 TOTAL_VARIANCE_MAX = 1e152
+_INF = " (entries that are infinite, or whose squares overflow)"
 
 
 class SparsePCA(CompositeProblem):
@@ -80,14 +81,15 @@ class SparsePCA(CompositeProblem):
                 "a has no variance (every entry is 0, after centring where from_data "
                 "centred it: constant columns, or a single sample): sparse PCA has nothing "
                 "to explain")
-        if not self._total_var <= TOTAL_VARIANCE_MAX:
+        if self._total_var > TOTAL_VARIANCE_MAX:     # (NaN data go on to the run, above)
             # f and its subgradient are quadratic in the data, and the step rules square
             # the subgradient: data inside the problems' range [1e-150, 1e150] overflowed
             # from a largest entry of about 1e77 on (40 x 12 data: runs from a random start
             # non_finite at iteration 0; a user's audit)
             raise InvalidValue(
-                "a", f"a: the sum of the squares of its entries is {self._total_var:.3g}, "
-                f"above {TOTAL_VARIANCE_MAX:g}; sparse PCA's cost and subgradient are "
+                "a", f"a: the sum of the squares of its entries is {self._total_var:.3g}"
+                f"{_INF if np.isinf(self._total_var) else ''}, above "
+                f"{TOTAL_VARIANCE_MAX:g}; sparse PCA's cost and subgradient are "
                 "quadratic in the data and their squares overflow float64 there: scale "
                 "the data first (from_data scales each column to unit norm)")
         self.loadings = stiefel.as_point(loadings, "loadings", self.shape)
