@@ -37,7 +37,12 @@ def dictionary_error(x: np.ndarray, x_star: np.ndarray) -> float:
     accuracy for tiny errors where 1 - max|.| would cancel to 0 below ~1e-16. That is the
     formula only for unit vectors: both arguments must be finite with as many rows and
     unit-norm columns (else ValueError; 2 X read as an error of 2.5 where the formula gives
-    5).
+    5). Columns off unit norm by less than `rssm._validation.UNIT_COLUMNS_ATOL` (1e-2, so
+    that a start accepted with a loose tolerance can be recorded) are measured as given:
+    the half squared distances, which are neither the formula's value on them nor that of
+    their unit directions (X scaled by 1 + 5e-3, one column rotated by 1e-6: 1.25e-4,
+    where the formula gives 5e-2 and the unit columns 1e-12); a run's iterates are unit
+    to 1e-12.
     """
     x, x_star = metric_inputs(x, x_star, "dictionary_error")
     c = x.T @ x_star  # p x n
