@@ -4,6 +4,7 @@ CompositeProblem, and the check_subgradient diagnostic."""
 from __future__ import annotations
 
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -403,6 +404,53 @@ def test_from_jax_matches_numpy():
     np.testing.assert_allclose(g, ref.subgradient(x), rtol=0, atol=1e-12)
     assert check_subgradient(prob, rng=0).ok
     assert not jax.config.jax_enable_x64  # float64 only inside the bridge
+
+
+def test_from_jax_reads_the_data_of_its_cost_and_gradient_at_the_same_time():
+    """JAX reads the arrays a cost closes over when it traces it. The cost and the
+    gradient were traced apart, each at its first call: data changed in between gave a
+    cost of the old data and a gradient of the new (a user's audit: Y *= 2 after a first
+    cost). Both are traced at the first evaluation of either, so they agree."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    y = np.random.default_rng(0).standard_normal((8, 60))
+    ref = rssm.Problem.from_functions(lambda x: float(np.abs(y.T @ x).sum()),
+                                      lambda x: y @ np.sign(y.T @ x), shape=(8, 3))
+    x = ref.initial_point(1)
+
+    def cost(X):
+        return jnp.abs(y.T @ X).sum()
+
+    for first in ("cost", "subgradient"):
+        prob = rssm.Problem.from_jax(cost, shape=(8, 3))
+        getattr(prob, first)(x)
+        f, g = ref.cost(x), ref.subgradient(x)         # of the data at the first call
+        y *= 2.0
+        assert prob.cost(x) == pytest.approx(f, rel=1e-13)
+        np.testing.assert_allclose(prob.subgradient(x), g, rtol=0, atol=1e-12)
+        y /= 2.0
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11+")
+def test_an_error_inside_an_autodiff_cost_says_which_bridge_called_it():
+    """A JAX cost given to from_torch raised "unsupported operand type(s) for @:
+    'numpy.ndarray' and 'Tensor'", and NumPy inside a JAX cost JAX's tracer error, naming
+    neither the bridge nor what X is there (a user's audit). The error is kept, with a
+    note."""
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    y = np.random.default_rng(0).standard_normal((6, 30))
+    x = np.eye(6, 2)
+    with pytest.raises(TypeError) as info:
+        rssm.Problem.from_torch(lambda X: jax.numpy.abs(y.T @ X).sum(), shape=(6, 2)).cost(x)
+    assert "(raised by the cost given to rssm.Problem.from_torch; X is a torch.float64 " \
+           "tensor)" in info.value.__notes__
+    with pytest.raises(Exception) as info:
+        rssm.Problem.from_jax(lambda X: float(np.abs(y.T @ np.asarray(X)).sum()),
+                              shape=(6, 2)).subgradient(x)
+    assert any("raised by the cost given to rssm.Problem.from_jax; X is a traced jax array"
+               in note for note in info.value.__notes__)
+    del torch
 
 
 def test_autodiff_kink_conventions_documented():

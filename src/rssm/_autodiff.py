@@ -51,6 +51,15 @@ def _import(name: str):
         ) from None
 
 
+def _note(exc: BaseException, where: str, what: str) -> None:
+    """Say on ``exc`` that it came from the user's cost inside ``where`` (the library's
+    own message named neither: "unsupported operand type(s) for @: 'numpy.ndarray' and
+    'Tensor'" for a JAX cost given to from_torch; a user's audit). The exception itself
+    is kept (Python 3.11+ shows the note under it)."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(f"(raised by the cost given to rssm.Problem.{where}; {what})")
+
+
 def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
     """(value, subgradient) NumPy functions for a PyTorch ``cost(X: Tensor) -> Tensor``."""
     torch = _import("torch")
@@ -71,6 +80,10 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
                     "the cost given to Problem.from_torch failed on X, a torch.float64 "
                     "tensor (rssm computes in float64): make the tensors it uses float64 "
                     f"(e.g. A.double()) or cast X inside it; torch said: {text}") from exc
+            _note(exc, "from_torch", "X is a torch.float64 tensor")
+            raise
+        except Exception as exc:
+            _note(exc, "from_torch", "X is a torch.float64 tensor")
             raise
 
     def value(x: np.ndarray) -> float:
@@ -128,10 +141,28 @@ def jax_oracles(cost: Callable) -> tuple[Callable, Callable]:
 
     value_jit = jax.jit(cost)
     grad_jit = jax.jit(jax.grad(cost))
+    traced = [False]
+
+    def _trace_both(x) -> None:
+        # JAX reads the arrays a cost closes over when it traces it, as constants. Traced
+        # apart, the cost at its first call and the gradient at its own, data changed in
+        # between gave a cost of the old data and a gradient of the new (a user's audit:
+        # Y *= 2 after a first cost); so both are traced at the first call of either.
+        if not traced[0]:
+            try:
+                grad_jit(x)
+                value_jit(x)
+            except Exception as exc:
+                _note(exc, "from_jax", "X is a traced jax array: jax.numpy functions only, "
+                                       "no NumPy calls or float() on values derived from X")
+                raise
+            traced[0] = True
 
     def value(x: np.ndarray) -> float:
         with x64(True):
-            out = value_jit(jax.device_put(np.asarray(x, dtype=np.float64)))
+            xj = jax.device_put(np.asarray(x, dtype=np.float64))
+            _trace_both(xj)
+            out = value_jit(xj)
             if getattr(out, "shape", None) != ():
                 raise TypeError(
                     "the cost given to Problem.from_jax must return a scalar, got shape "
@@ -144,8 +175,9 @@ def jax_oracles(cost: Callable) -> tuple[Callable, Callable]:
 
     def subgradient(x: np.ndarray) -> np.ndarray:
         with x64(True):
-            g = grad_jit(jax.device_put(np.asarray(x, dtype=np.float64)))
-            return np.asarray(g)
+            xj = jax.device_put(np.asarray(x, dtype=np.float64))
+            _trace_both(xj)
+            return np.asarray(grad_jit(xj))
 
     return value, subgradient
 

@@ -294,6 +294,9 @@ class Problem(abc.ABC):
         Needs the optional extra ``rssm[jax]``. The iterate is handed over with
         ``jax.device_put``, which aliases 64-byte aligned buffers and copies others; the
         gradient comes back without a copy. Same caveats and parameters as `from_torch`.
+        The arrays ``cost`` closes over are read once, as constants, when the first
+        evaluation traces the cost and its gradient together: change them afterwards and
+        neither changes (build a new problem for new data).
 
         Examples
         --------
