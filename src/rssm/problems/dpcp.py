@@ -64,6 +64,11 @@ def subspace_distance(s: np.ndarray, x: np.ndarray) -> float:
         raise InvalidValue("x", f"subspace_distance: x has {x.shape[1]} columns, more than "
                                 f"n - d = {n - d}, the dimension of S^perp it is measured "
                                 "against")
+    return _subspace_distance(s, x)
+
+
+def _subspace_distance(s: np.ndarray, x: np.ndarray) -> float:
+    """`subspace_distance` of checked inputs (float64, C-ordered, orthonormal columns)."""
     sv = np.minimum(np.linalg.svd(s.T @ x, compute_uv=False), 1.0)
     terms = sv * np.sqrt(2.0 / (1.0 + np.sqrt(1.0 - sv * sv)))    # 2 sin(theta / 2)
     top = float(terms.max()) if terms.size else 0.0
@@ -227,6 +232,11 @@ class DPCP(DataProblem):
                 "this DPCP instance has no ground-truth subspace, so error(X) is undefined"
             )
         return subspace_distance(self.subspace, self._error_input(x))
+
+    def _error_of_iterate(self, x: np.ndarray) -> float:
+        if type(self).error is not DPCP.error or self.subspace is None:
+            return super()._error_of_iterate(x)
+        return _subspace_distance(self.subspace, x)       # (checked when it was given)
 
     @single_blas()
     def initial_point(self, rng=None) -> np.ndarray:

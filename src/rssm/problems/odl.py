@@ -45,6 +45,11 @@ def dictionary_error(x: np.ndarray, x_star: np.ndarray) -> float:
     to 1e-12.
     """
     x, x_star = metric_inputs(x, x_star, "dictionary_error")
+    return _dictionary_error(x, x_star)
+
+
+def _dictionary_error(x: np.ndarray, x_star: np.ndarray) -> float:
+    """`dictionary_error` of checked inputs (float64, C-ordered, unit columns)."""
     c = x.T @ x_star  # p x n
     j = np.argmax(np.abs(c), axis=1)
     s = np.sign(c[np.arange(c.shape[0]), j])
@@ -145,6 +150,11 @@ class ODL(DataProblem):
                 "this ODL instance has no ground-truth dictionary, so error(X) is undefined"
             )
         return dictionary_error(self._error_input(x), self.dictionary)
+
+    def _error_of_iterate(self, x: np.ndarray) -> float:
+        if type(self).error is not ODL.error or self.dictionary is None:
+            return super()._error_of_iterate(x)
+        return _dictionary_error(x, self.dictionary)        # (checked when it was given)
 
     @single_blas()
     def initial_point(self, rng=None) -> np.ndarray:

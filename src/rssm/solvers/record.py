@@ -265,6 +265,7 @@ def error_at(problem: Any, x: np.ndarray) -> float:
     """``problem.error`` at a copy of ``x``; NaN where this instance has no ground truth (an
     `error` that defers to `rssm.Problem.error`'s `NoGroundTruth`)."""
     try:
-        return float(problem.error(x.copy()))
+        hook = getattr(problem, "_error_of_iterate", None)
+        return float(hook(x) if hook is not None else problem.error(x.copy()))
     except NoGroundTruth:
         return math.nan
