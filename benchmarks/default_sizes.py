@@ -1,6 +1,6 @@
 """What the default call costs beyond the paper's instance (issue #18, "cheap by default").
 
-    python -m benchmarks.default_sizes [--large] [--rounds 3] [CASE ...]
+    python -m benchmarks.default_sizes [--large] [--rounds 3] [--phases] [CASE ...]
 
 `benchmarks.defaults` checks the issue's goals (wall / solver time <= 1.1, wall / plain
 loop <= 0.9 for RSM) on the paper's DPCP instance. This script measures the same two
@@ -95,15 +95,79 @@ def measure(name: str, make, rounds: int) -> dict:
             "wall/solver": wall / solver, "wall/plain": wall / plain}
 
 
+def phases(name: str, make, reps: int) -> str:
+    """Milliseconds per default call spent in its start (outside the call: the same
+    `initial_point` it computes), the convergence test's checks at a verdict
+    (`bundle_probe`, `probe`, `zigzag`, `full_cancel`) and `Auto`'s first-step search
+    (`first_search`), timed by wrappers around those functions (so slightly slower)."""
+    import functools
+
+    import rssm.solvers.certificate as cert
+    import rssm.solvers.loop as loop
+    import rssm.stepsizes._common as common
+    import rssm.stepsizes.auto as auto
+
+    spent: dict[str, float] = {}
+    saved = []
+
+    def timed(mod, fname):
+        f = getattr(mod, fname)
+        saved.append((mod, fname, f))
+
+        @functools.wraps(f)
+        def g(*a, **k):
+            t = PC()
+            try:
+                return f(*a, **k)
+            finally:
+                spent[fname] = spent.get(fname, 0.0) + PC() - t
+        return g
+
+    for fname in ("bundle_probe", "probe", "zigzag", "full_cancel"):
+        g = timed(cert, fname)
+        setattr(cert, fname, g)
+        if hasattr(loop, fname):
+            saved.append((loop, fname, getattr(loop, fname)))
+            setattr(loop, fname, g)
+    g = timed(common, "first_search")
+    common.first_search = g
+    saved.append((auto, "first_search", auto.first_search))
+    auto.first_search = g
+    try:
+        prob = make()
+        rssm.minimize(prob)
+        spent.clear()
+        wall = solver = start = 0.0
+        for _ in range(reps):
+            t = PC()
+            prob.initial_point(0)
+            start += PC() - t
+            w, res = _call(prob)
+            wall, solver = wall + w, solver + res.time
+    finally:
+        for mod, fname, f in saved:
+            setattr(mod, fname, f)
+    parts = ", ".join(f"{k} {1e3 * v / reps:.3g}" for k, v in sorted(spent.items()))
+    return (f"{name}: ms per call (mean of {reps}): wall {1e3 * wall / reps:.4g}, solver "
+            f"{1e3 * solver / reps:.4g}, start {1e3 * start / reps:.3g}, {parts}; "
+            f"{res.n_iter} iterations")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*", help="names from the list below (default: all)")
     ap.add_argument("--large", action="store_true", help="add DPCP n = 500, m = 20000 "
                     "(about 3 minutes)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--phases", action="store_true", help="instead: where each call's time "
+                    "goes (the start, the verdict's checks, Auto's first-step search)")
     args = ap.parse_args(argv)
     cases = dict(CASES, **(LARGE if args.large else {}))
     names = args.cases or list(cases)
+    if args.phases:
+        for name in names:
+            print(phases(name, cases[name], 1 if name in LARGE else 20), flush=True)
+        return
     print(f"default threads; best of {args.rounds} rounds; ms per iteration; goals on the "
           "paper's instance: wall/solver <= 1.1, wall/plain <= 0.9 (RSM, the default)")
     print("case | n_iter | success | wall | solver | plain loop | wall/solver | wall/plain")

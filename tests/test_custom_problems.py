@@ -429,6 +429,26 @@ def test_from_jax_reads_the_data_of_its_cost_and_gradient_at_the_same_time():
         assert prob.cost(x) == pytest.approx(f, rel=1e-13)
         np.testing.assert_allclose(prob.subgradient(x), g, rtol=0, atol=1e-12)
         y /= 2.0
+    # a new problem from the same function reads the data as they are then, cost and
+    # gradient alike (JAX caches traces by function: a review found the second problem's
+    # cost read the first one's data while its gradient read the new)
+    first = rssm.Problem.from_jax(cost, shape=(8, 3))
+    first.cost(x)
+    y *= 2.0
+    second = rssm.Problem.from_jax(cost, shape=(8, 3))
+    assert second.cost(x) == pytest.approx(ref.cost(x), rel=1e-13)
+    np.testing.assert_allclose(second.subgradient(x), ref.subgradient(x), rtol=0, atol=1e-12)
+    y /= 2.0
+    # a cost that is not a scalar or not real gets rssm's message from cost(), and a cost
+    # JAX cannot differentiate still evaluates (the subgradient raises)
+    for bad, words in ((lambda X: X, "must return a scalar, got shape (8, 3)"),
+                       (lambda X: jnp.sum(X) * 1j, "must return a real scalar")):
+        with pytest.raises(TypeError, match=re.escape(words)):
+            rssm.Problem.from_jax(bad, shape=(8, 3)).cost(x)
+    counts = rssm.Problem.from_jax(lambda X: jnp.sum(X > 0), shape=(8, 3))
+    assert counts.cost(x) == float(np.sum(x > 0))
+    with pytest.raises(TypeError):
+        counts.subgradient(x)
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11+")
@@ -450,6 +470,17 @@ def test_an_error_inside_an_autodiff_cost_says_which_bridge_called_it():
                               shape=(6, 2)).subgradient(x)
     assert any("raised by the cost given to rssm.Problem.from_jax; X is a traced jax array"
                in note for note in info.value.__notes__)
+    # one stored exception raised again and again carries the note once
+    stored = ValueError("no")
+
+    def raises(X):
+        raise stored
+
+    prob = rssm.Problem.from_torch(raises, shape=(6, 2))
+    for _ in range(3):
+        with pytest.raises(ValueError):
+            prob.cost(x)
+    assert len(stored.__notes__) == 1
     del torch
 
 

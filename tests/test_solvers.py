@@ -706,3 +706,20 @@ def test_the_traces_error_column_is_the_problems_error_at_each_row(make):
     mine = prob.__class__.__new__(Mine)
     mine.__dict__.update(prob.__dict__)
     assert np.all(rssm.minimize(mine, record=1, max_iter=5).trace["error"] == 7.0)
+    # an error set on the instance (or patched by a mock) is called too (a review: the
+    # first version looked at the class only)
+    import copy
+
+    patched = copy.deepcopy(prob)
+    patched.error = lambda x: 123.0
+    res = rssm.minimize(patched, record=1, max_iter=5)
+    assert np.all(res.trace["error"] == 123.0) and res.error == 123.0
+    # a ground truth assigned after construction is measured as error measures it
+    later = copy.deepcopy(prob)
+    name = {"DPCP": "subspace", "ODL": "dictionary", "L1Procrustes": "x_true"}[
+        type(prob).__name__]
+    setattr(later, name, np.asfortranarray(getattr(prob, name)).astype(np.float32))
+    xs.clear()
+    res = rssm.minimize(later, record=1, max_iter=20,
+                        callback=lambda progress: xs.append(progress.x.copy()))
+    np.testing.assert_array_equal(res.trace["error"], [later.error(x) for x in xs])

@@ -51,13 +51,18 @@ def _import(name: str):
         ) from None
 
 
+_TRACED = ("X is a traced jax array: jax.numpy functions only, no NumPy calls or float() "
+           "on values derived from X")
+
+
 def _note(exc: BaseException, where: str, what: str) -> None:
     """Say on ``exc`` that it came from the user's cost inside ``where`` (the library's
     own message named neither: "unsupported operand type(s) for @: 'numpy.ndarray' and
     'Tensor'" for a JAX cost given to from_torch; a user's audit). The exception itself
     is kept (Python 3.11+ shows the note under it)."""
-    if hasattr(exc, "add_note"):
-        exc.add_note(f"(raised by the cost given to rssm.Problem.{where}; {what})")
+    note = f"(raised by the cost given to rssm.Problem.{where}; {what})"
+    if hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)     # (once: a cost may raise one stored exception many times)
 
 
 def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
@@ -139,30 +144,43 @@ def jax_oracles(cost: Callable) -> tuple[Callable, Callable]:
     if x64 is None:
         from jax.experimental import enable_x64 as x64
 
-    value_jit = jax.jit(cost)
-    grad_jit = jax.jit(jax.grad(cost))
-    traced = [False]
+    # JAX reads the arrays a cost closes over when it traces it, as constants, and caches
+    # traces by function: traced apart (the cost at its first call, the gradient at its
+    # own), data changed in between gave a cost of the old data and a gradient of the new
+    # (a user's audit: Y *= 2 after a first cost), and a second problem built from the
+    # same function after the change reused the first one's trace for its cost. So each
+    # problem traces a function of its own, and compiles the cost and its gradient at the
+    # first evaluation of either, from the same data.
+    def own(X):
+        return cost(X)
 
-    def _trace_both(x) -> None:
-        # JAX reads the arrays a cost closes over when it traces it, as constants. Traced
-        # apart, the cost at its first call and the gradient at its own, data changed in
-        # between gave a cost of the old data and a gradient of the new (a user's audit:
-        # Y *= 2 after a first cost); so both are traced at the first call of either.
-        if not traced[0]:
+    value_jit = jax.jit(own)
+    grad_jit = jax.jit(jax.grad(own))
+    compiled: dict = {}
+
+    def _compiled(xj, which: str):
+        if "value" not in compiled:
             try:
-                grad_jit(x)
-                value_jit(x)
+                compiled["value"] = value_jit.lower(xj).compile()
             except Exception as exc:
-                _note(exc, "from_jax", "X is a traced jax array: jax.numpy functions only, "
-                                       "no NumPy calls or float() on values derived from X")
+                _note(exc, "from_jax", _TRACED)
                 raise
-            traced[0] = True
+            try:
+                compiled["grad"] = grad_jit.lower(xj).compile()
+            except Exception:       # (not differentiable: the subgradient says so)
+                pass
+        if which == "grad" and "grad" not in compiled:
+            try:
+                compiled["grad"] = grad_jit.lower(xj).compile()
+            except Exception as exc:
+                _note(exc, "from_jax", "raised while JAX differentiated it")
+                raise
+        return compiled[which]
 
     def value(x: np.ndarray) -> float:
         with x64(True):
             xj = jax.device_put(np.asarray(x, dtype=np.float64))
-            _trace_both(xj)
-            out = value_jit(xj)
+            out = _compiled(xj, "value")(xj)
             if getattr(out, "shape", None) != ():
                 raise TypeError(
                     "the cost given to Problem.from_jax must return a scalar, got shape "
@@ -176,8 +194,7 @@ def jax_oracles(cost: Callable) -> tuple[Callable, Callable]:
     def subgradient(x: np.ndarray) -> np.ndarray:
         with x64(True):
             xj = jax.device_put(np.asarray(x, dtype=np.float64))
-            _trace_both(xj)
-            return np.asarray(grad_jit(xj))
+            return np.asarray(_compiled(xj, "grad")(xj))
 
     return value, subgradient
 

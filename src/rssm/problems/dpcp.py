@@ -52,9 +52,10 @@ def subspace_distance(s: np.ndarray, x: np.ndarray) -> float:
     bounds any float64 formula on these inputs: about eps sqrt(n p) absolute (against 50
     digits, n = 12, d = 3: 1e-5 relative at a distance of 1e-12, 3e-3 at 1e-14), where the
     Section 5.1 form loses every digit below about 1e-8. Near pi / 2 the cosine
-    sqrt(1 - s^2) is read from the sine: the distance is sqrt(2 p) to 1e-16 relative at X
-    in S (every angle pi / 2) and to about 5e-9 relative within 1e-8 of it, ample for an
-    error that far from 0. Both
+    sqrt(1 - s^2) is read from the sine: at and near X in S (every angle pi / 2) the
+    distance sqrt(2 p) comes out to about 1e-8 relative (measured: 1.1e-8 at worst over
+    200 random X = S Q, 5e-9 within 1e-8 of pi / 2 on axis-aligned bases, 1e-16 at X
+    exactly in S there), ample for an error that far from 0. Both
     arguments must be finite with as many rows and orthonormal columns, and X at most
     n - d of them (the dimension of S^perp; else ValueError).
     """
@@ -121,6 +122,7 @@ class DPCP(DataProblem):
                     f"dist(X, S^perp) needs p = n - d = {n - s.shape[1]}"
                 )
             self.subspace = s
+            self._checked_truth = self.subspace      # (`Problem._fast_error`)
 
     @classmethod
     @single_blas()
@@ -234,7 +236,7 @@ class DPCP(DataProblem):
         return subspace_distance(self.subspace, self._error_input(x))
 
     def _error_of_iterate(self, x: np.ndarray) -> float:
-        if type(self).error is not DPCP.error or self.subspace is None:
+        if not self._fast_error(DPCP, "subspace"):
             return super()._error_of_iterate(x)
         return _subspace_distance(self.subspace, x)       # (checked when it was given)
 

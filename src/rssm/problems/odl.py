@@ -84,6 +84,7 @@ class ODL(DataProblem):
         self.shape = (n, self.p)
         self.loss = EntrywiseLoss.l1()
         self.dictionary = stiefel.as_point(dictionary, "dictionary", (n, n))
+        self._checked_truth = self.dictionary      # (`Problem._fast_error`)
 
     @classmethod
     @single_blas()
@@ -152,7 +153,7 @@ class ODL(DataProblem):
         return dictionary_error(self._error_input(x), self.dictionary)
 
     def _error_of_iterate(self, x: np.ndarray) -> float:
-        if type(self).error is not ODL.error or self.dictionary is None:
+        if not self._fast_error(ODL, "dictionary"):
             return super()._error_of_iterate(x)
         return _dictionary_error(x, self.dictionary)        # (checked when it was given)
 

@@ -69,6 +69,7 @@ class L1Procrustes(CompositeProblem):
         super().__init__(a, pb, EntrywiseLoss.l1(), offset=b, name="l1_procrustes",
                          y_name="a")
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
+        self._checked_truth = self.x_true      # (`Problem._fast_error`)
 
     @classmethod
     @single_blas()
@@ -137,7 +138,7 @@ class L1Procrustes(CompositeProblem):
         return float(np.linalg.norm(self._error_input(x) - self.x_true))
 
     def _error_of_iterate(self, x: np.ndarray) -> float:
-        if type(self).error is not L1Procrustes.error or self.x_true is None:
+        if not self._fast_error(L1Procrustes, "x_true"):
             return super()._error_of_iterate(x)
         return float(np.linalg.norm(x - self.x_true))
 
