@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -149,6 +150,15 @@ def test_a_run_with_the_test_off_does_not_say_the_test_failed_to_hold():
     assert off.message == "reached the iteration limit (20) (the convergence test is off: tol=0)"
     on = rssm.minimize(prob, max_iter=5)
     assert on.message == "reached the iteration limit (5) before the convergence test held"
+    # a time limit says the same (docs/convergence.md; it said only "reached the time
+    # limit", a user's audit), with the advice of a run whose cost was still falling
+    timed = rssm.minimize(prob, max_time=1e-9, max_iter=50)
+    assert timed.stop_reason is StopReason.MAX_TIME
+    assert re.fullmatch(r"reached the time limit \(1e-09 s of solver time\) after \d+ "
+                        r"iterations? before the convergence test held(; f was still "
+                        r"falling .*)?", timed.message), timed.message
+    off = rssm.minimize(prob, max_time=1e-9, tol=0)
+    assert off.message.endswith("(the convergence test is off: tol=0)"), off.message
 
 
 def test_a_criterion_of_your_own_gets_the_best_iterate_and_must_return_a_reason():
@@ -199,7 +209,8 @@ def test_stop_messages_name_the_limit_and_the_criterion(small_dpcp):
                            "convergence test held")
     stat = rssm.minimize(small_dpcp, stop=MinStationarity(1e9), max_iter=100,
                          record=rssm.Record(every=1, stationarity=True))
-    assert stat.message.startswith("||P_T(G)||_F is at most 1e+09 (MinStationarity) after")
+    assert stat.message.startswith("||P_T(G)||_F is at most 1e+09 (the stationarity "
+                                   "tolerance) after")
 
 
 def test_a_budget_that_ended_a_falling_run_says_more_iterations_may_help():

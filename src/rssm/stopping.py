@@ -45,7 +45,9 @@ class StopReason(str, enum.Enum):
     other reasons say that a budget ran out (``max_iter``, ``max_time``), the steps or
     the cost stalled without a convergence test firing (``stalled``, ``min_step``,
     ``no_progress``), the user stopped the run (``callback``, ``interrupted``), a value
-    was not finite (``non_finite``) or the data became unreadable (``data_error``).
+    was not finite or left float64's range (``non_finite``: a cost or subgradient NaN or
+    infinite, or a subgradient whose squared norm overflows or underflows; the message
+    says which and what to scale) or the data became unreadable (``data_error``).
     """
 
     MAX_ITER = "max_iter"
@@ -227,7 +229,7 @@ class MinStationarity(StoppingCriterion):
         self.tol = as_positive_float(tol, "tol", allow_zero=True)
 
     def message(self, progress: Progress) -> str:
-        return (f"||P_T(G)||_F is at most {self.tol:g} (MinStationarity) after "
+        return (f"||P_T(G)||_F is at most {self.tol:g} (the stationarity tolerance) after "
                 f"{iterations(progress.iteration)}")
 
     def check(self, progress: Progress) -> StopReason | None:

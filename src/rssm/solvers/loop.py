@@ -42,6 +42,7 @@ from rssm.stepcontext import StepContext
 from rssm.stepsizes import StepSize, StepStall, make_auto
 from rssm.stopping import (
     MaxIterations,
+    MaxTime,
     Progress,
     StoppingCriterion,
     StopReason,
@@ -127,7 +128,8 @@ def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
             f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite real "
             "number > 0 (int, float or a NumPy real scalar)")
     if ok and value == 0:
-        why = f"the step size gamma_{k} of {_rule_name(stepsize)} reached 0"
+        why = (f"the step size gamma_{k} of {_rule_name(stepsize)} reached 0 (a rule that "
+               "decays more slowly goes further)")
     else:
         why = (f"{_rule_name(stepsize)} returned gamma_{k} = {describe(gamma)}, not a finite "
                "number > 0")
@@ -430,7 +432,9 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             with HeldInterrupt() as held:
                 message = fired.message(prog)
                 converged = fired.indicates_convergence
-                if isinstance(fired, MaxIterations):
+                if isinstance(fired, (MaxIterations, MaxTime)):
+                    # (a time limit too: docs/convergence.md says so, and it said only
+                    # "reached the time limit"; a user's audit)
                     message += (" before the convergence test held" if cert is not None
                                 else " (the convergence test is off: tol=0)")
             if held.interrupted:
@@ -671,7 +675,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             reason, converged = StopReason.INTERRUPTED, False
     if trace is None:
         raise KeyboardInterrupt
-    if reason is StopReason.MAX_ITER and cert is not None:
+    if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and cert is not None:
         message += _still_falling(trace, st.k, st.best_k if use_best else st.k, fun)
     # Ctrl-C held while the Result is built (real SIGINTs landed in the feasibility's
     # product and lost a finished run), then noted on it
