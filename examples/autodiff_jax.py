@@ -4,7 +4,10 @@ Orthogonal dictionary learning, f(X) = ||Y^T X||_1 over O(n) (Section 5.2). Need
 extra: pip install "rssm[jax]".
 """
 
-import jax.numpy as jnp
+try:
+    import jax.numpy as jnp
+except ImportError:
+    raise SystemExit('this example needs JAX: pip install "rssm[jax]"') from None
 import numpy as np
 
 import rssm

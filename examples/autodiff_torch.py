@@ -6,7 +6,10 @@ on the paper's synthetic data (Section 5.1). Needs the extra: pip install "rssm[
 
 import warnings
 
-import torch
+try:
+    import torch
+except ImportError:
+    raise SystemExit('this example needs PyTorch: pip install "rssm[torch]"') from None
 
 import rssm
 from rssm.problem import FullSubgradientWarning

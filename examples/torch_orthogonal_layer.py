@@ -31,7 +31,10 @@ from __future__ import annotations
 import argparse
 import time
 
-import torch
+try:
+    import torch
+except ImportError:
+    raise SystemExit('this example needs PyTorch: pip install "rssm[torch]"') from None
 
 import rssm.torch
 
