@@ -445,6 +445,14 @@ def test_from_jax_reads_the_data_of_its_cost_and_gradient_at_the_same_time():
                        (lambda X: jnp.sum(X) * 1j, "must return a real scalar")):
         with pytest.raises(TypeError, match=re.escape(words)):
             rssm.Problem.from_jax(bad, shape=(8, 3)).cost(x)
+    # a point of another shape is refused by name, and leaves the problem usable (the
+    # first call's shape was compiled for good; a review)
+    other = rssm.Problem.from_jax(cost, shape=(8, 3))
+    with pytest.raises(ValueError, match=r"x has shape \(7, 3\), expected \(8, 3\)"):
+        other.cost(x[:7])
+    assert other.cost(x) == pytest.approx(ref.cost(x), rel=1e-13)
+    with pytest.raises(ValueError, match=r"x has shape \(8, 2\), expected \(8, 3\)"):
+        other.subgradient(x[:, :2])
     counts = rssm.Problem.from_jax(lambda X: jnp.sum(X > 0), shape=(8, 3))
     assert counts.cost(x) == float(np.sum(x > 0))
     with pytest.raises(TypeError):

@@ -137,8 +137,10 @@ def _scalar(out, torch) -> float:
     return float(out.item())
 
 
-def jax_oracles(cost: Callable) -> tuple[Callable, Callable]:
-    """(value, subgradient) NumPy functions for a JAX ``cost(X: Array) -> scalar Array``."""
+def jax_oracles(cost: Callable, shape: tuple[int, int] | None = None
+                ) -> tuple[Callable, Callable]:
+    """(value, subgradient) NumPy functions for a JAX ``cost(X: Array) -> scalar Array``,
+    evaluated at points of ``shape`` (n, p)."""
     jax = _import("jax")
     x64 = getattr(jax, "enable_x64", None)
     if x64 is None:
@@ -159,6 +161,13 @@ def jax_oracles(cost: Callable) -> tuple[Callable, Callable]:
     compiled: dict = {}
 
     def _compiled(xj, which: str):
+        # compiled for one shape: a point of another is refused by name (the first call's
+        # shape was fixed for good, and others got XLA's "compiled with float64[4,2] and
+        # called with float64[5,2] ... enable_x64 mode?"; a review)
+        if shape is not None and tuple(xj.shape) != tuple(shape):
+            raise ValueError(f"x has shape {tuple(xj.shape)}, expected {tuple(shape)} (the "
+                             "problem's shape, for which the cost given to "
+                             "Problem.from_jax is compiled)")
         if "value" not in compiled:
             try:
                 compiled["value"] = value_jit.lower(xj).compile()

@@ -322,7 +322,7 @@ class Problem(abc.ABC):
         """
         from rssm._autodiff import jax_oracles
 
-        value, grad = jax_oracles(cost)
+        value, grad = jax_oracles(cost, shape)
         return FunctionProblem(value, grad, None, shape=shape, name=name, stepsize=stepsize,
                                error=error)
 

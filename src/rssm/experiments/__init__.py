@@ -28,6 +28,16 @@ from rssm.experiments.runner import CSV_NAME, JSON_NAME, reproduce
 __all__ = ["make_configs", "reproduce", "render", "CSV_NAME", "JSON_NAME", "PROBLEMS"]
 
 
+def __getattr__(name: str):
+    # `plot_comparison` was importable from here; it is read when asked for, so that the
+    # package (and `rssm --help`) does not import matplotlib
+    if name == "plot_comparison":
+        from rssm.experiments.plots import plot_comparison
+
+        return plot_comparison
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _written_by_rssm(path: Path) -> bool:
     """``path`` starts with the first line of `write_report`'s text."""
     try:
