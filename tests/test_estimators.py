@@ -841,10 +841,29 @@ def test_a_ctrl_c_stops_a_fit_and_leaves_one_whole_fit(cls, monkeypatch):
     assert not np.array_equal(comp, earlier)
     np.testing.assert_allclose(comp @ comp.T, np.eye(comp.shape[0]), atol=1e-4)
 
-    monkeypatch.setattr(base, "_solve", real)
-    est.fit(x1)
+    # a second, real Ctrl-C while that fit sets its attributes is held: the fit is the
+    # run so far all the same (a sparse PCA fit was left unfitted, a user's audit)
+    import os
+    import signal
+
     module = __import__(type(est).__module__, fromlist=["flip_signs"])
     real_flip = module.flip_signs
+
+    def second_ctrl_c(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real_flip(*args, **kwargs)
+
+    if os.name == "posix":
+        monkeypatch.setattr(module, "flip_signs", second_ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            est.fit(x1)
+        assert est.stop_reason_ == "interrupted" and est.n_features_in_ == 6
+        assert not np.array_equal(est.components_, comp)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        monkeypatch.setattr(module, "flip_signs", real_flip)
+
+    monkeypatch.setattr(base, "_solve", real)
+    est.fit(x1)
 
     def interrupted(*args, **kwargs):          # a Ctrl-C after the run
         raise KeyboardInterrupt

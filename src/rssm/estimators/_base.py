@@ -132,6 +132,12 @@ class SolverMixin:
                          f"solves for)")
             raise InvalidParameterError(f"{type(self).__name__}: {text}") from None
         self._interrupted_run = res.stop_reason.value == "interrupted"   # raised once fitted
+        hold = getattr(self, "_hold_after_run", None)
+        if self._interrupted_run and hold is not None:
+            # the run so far is the fit: a further Ctrl-C while its attributes are set is
+            # held (`interruptible_fit` raises once they are), as minimize holds one
+            # while it winds down
+            hold.__enter__()
         self.result_ = res
         self.n_iter_ = int(res.n_iter)
         self.stop_reason_ = res.stop_reason.value
@@ -304,9 +310,9 @@ def interruptible_fit(fit: Callable) -> Callable:
     marked interrupted, which the fit used to finish quietly (a loop or a grid search of
     fits went on); and one that came after the run, while the attributes were set, left a
     mix of the new fit's and the earlier fit's. Now a fit whose run was interrupted sets
-    every attribute from the run so far, then raises `KeyboardInterrupt`; a fit that raises
-    anything else, or is interrupted after its run, puts the earlier fit's attributes back
-    (or none), then raises it."""
+    every attribute from the run so far, then raises `KeyboardInterrupt` (a further Ctrl-C
+    while they are set is held); a fit that raises anything else, or is interrupted after
+    a run that was not, puts the earlier fit's attributes back (or none), then raises it."""
     import functools
 
     from rssm._interrupt import HeldInterrupt
@@ -318,17 +324,25 @@ def interruptible_fit(fit: Callable) -> Callable:
     def wrapper(self, X, y=None, **kwargs):
         saved = fitted(self)
         self._interrupted_run = False
+        # entered by `_run` when the run was interrupted: a second Ctrl-C 1-5 ms after the
+        # first landed while a sparse PCA fit computed its attributes and left it unfitted,
+        # the run lost (a user's audit)
+        hold = self._hold_after_run = HeldInterrupt()
         try:
-            out = fit(self, X, y, **kwargs)
-        except BaseException:
-            # any exception (a Ctrl-C after the run, a warning raised as an error, a bad
-            # parameter found late): the earlier fit's attributes, not a mix
-            with HeldInterrupt():
-                for k in fitted(self):
-                    delattr(self, k)
-                vars(self).update(saved)
-                self._interrupted_run = False
-            raise
+            try:
+                out = fit(self, X, y, **kwargs)
+            except BaseException:
+                # any exception (a Ctrl-C after the run, a warning raised as an error, a
+                # bad parameter found late): the earlier fit's attributes, not a mix
+                with HeldInterrupt():
+                    for k in fitted(self):
+                        delattr(self, k)
+                    vars(self).update(saved)
+                    self._interrupted_run = False
+                raise
+        finally:
+            hold.__exit__(None, None, None)
+            vars(self).pop("_hold_after_run", None)
         if self._interrupted_run:
             self._interrupted_run = False
             raise KeyboardInterrupt
