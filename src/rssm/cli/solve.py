@@ -294,7 +294,8 @@ def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
 
 def _spacing(trace) -> list[int]:
     """The distinct gaps between successive trace rows, the last row left out (it is
-    recorded wherever the run ends)."""
+    recorded wherever the run ends): empty where the run ended before its second row
+    (rows 0 and 46 of a run recording every 100 iterations)."""
     import numpy as np
 
     its = np.asarray(trace.get("iteration", ()), dtype=np.int64)
