@@ -213,3 +213,27 @@ def test_a_selector_of_your_own_must_draw_two_different_blocks(small_dpcp):
     b = rssm.minimize(small_dpcp, method="rssm", max_iter=5, tol=0,
                       options={"n_blocks": 3, "selection": selector((0, 2))})
     np.testing.assert_array_equal(a.x_last, b.x_last)
+
+
+def test_block_helpers_and_partitions_name_what_is_wrong():
+    """A user's audit: pair_count(0) and pair_count(2.5) read as one block, "3" raised
+    Python's comparison error; a partition with column 5 of p = 4 said "got 4 indices
+    with 4 distinct"; BlockRule(search="no") and samples(check_finite="no") read as True."""
+    from rssm.blocks import Partition, epoch_iterations, pair_count, pair_table
+    from rssm.stepsizes import BlockRule, from_spec
+
+    for bad in (0, -1, 2.5, True, "3"):
+        for fn in (pair_count, epoch_iterations, pair_table):
+            with pytest.raises((TypeError, ValueError), match="n_blocks"):
+                fn(bad)
+    assert pair_count(np.int64(5)) == 10 and epoch_iterations(1) == 1.0
+    with pytest.raises(ValueError, match="columns outside 0..3: 5; in no block: 3"):
+        Partition([[0, 1], [2, 5]], 4)
+    with pytest.raises(ValueError, match="in more than one block: 1; in no block: 3"):
+        Partition([[0, 1], [1, 2]], 4)
+    for bad in ("no", 2, np.array([0.1])):
+        with pytest.raises(TypeError, match="search must be True or False"):
+            BlockRule(search=bad)
+    assert from_spec("block_rule:search=false").search is False
+    with pytest.raises(TypeError, match="check_finite must be True or False, got 'no'"):
+        rssm.data.samples(np.ones((10, 3)), check_finite="no")

@@ -723,3 +723,26 @@ def test_the_traces_error_column_is_the_problems_error_at_each_row(make):
     res = rssm.minimize(later, record=1, max_iter=20,
                         callback=lambda progress: xs.append(progress.x.copy()))
     np.testing.assert_array_equal(res.trace["error"], [later.error(x) for x in xs])
+
+
+def test_result_from_dict_names_what_is_not_to_dict_output():
+    """A dict that is not `Result.to_dict` output got Python's KeyError or AttributeError
+    from inside, and some values (n_iter "x", x None) made a Result that failed later (a
+    user's audit); each is named now, and to_dict output still round-trips."""
+    import json
+
+    prob = rssm.problems.DPCP.synthetic(n=20, d=2, n_inliers=100, n_outliers=50, seed=0)
+    res = rssm.minimize(prob, max_iter=20)
+    good = json.loads(json.dumps(res.to_dict(arrays=True)))
+    assert rssm.Result.from_dict(good) == res
+    assert rssm.Result.from_dict(res.to_dict()).x.shape == res.x.shape
+    with pytest.raises(TypeError, match="takes the dict Result.to_dict.. returns, got list"):
+        rssm.Result.from_dict([])
+    cases = [({}, "the dict has no 'fun', 'n_iter', 'time', 'flops', 'stop_reason'"),
+             (dict(good, stop_reason="bogus"), r"stop_reason must be one of \['max_iter'"),
+             (dict(good, n_iter="x"), "n_iter must be an integer, got 'x'"),
+             (dict(good, x=[1.0, 2.0]), r"x must be a matrix \(n x p\)"),
+             (dict(good, method=5), "method must be a str, got int")]
+    for data, words in cases:
+        with pytest.raises(ValueError, match=words):
+            rssm.Result.from_dict(data)

@@ -38,11 +38,27 @@ __all__ = [
 def epoch_iterations(n_blocks: int) -> float:
     """Iterations per epoch: l/2 for RSSM with l blocks (each iteration moves 2 of the l
     blocks, so p columns move per epoch on average), 1 for a method without blocks."""
+    n_blocks = _blocks_arg(n_blocks)
     return n_blocks / 2.0 if n_blocks > 1 else 1.0
 
 
+def _blocks_arg(n_blocks) -> int:
+    """``n_blocks`` as an int >= 1 (a step rule reads these every iteration: an int passes
+    at once; 0, 2.5, True and "3" were taken as 1 block or raised Python's comparison
+    error, a user's audit)."""
+    if type(n_blocks) is int and n_blocks >= 1:
+        return n_blocks
+    return as_int(n_blocks, "n_blocks", minimum=1)
+
+
+def _few(values: list[int], k: int = 5) -> str:
+    return ", ".join(map(str, values[:k])) + (f" and {len(values) - k} more"
+                                             if len(values) > k else "")
+
+
 def pair_count(n_blocks: int) -> int:
-    """binom(l, 2) block pairs; 1 for a method without blocks."""
+    """binom(l, 2) block pairs; 1 for a method without blocks (l = 1)."""
+    n_blocks = _blocks_arg(n_blocks)
     return n_blocks * (n_blocks - 1) // 2 if n_blocks > 1 else 1
 
 
@@ -122,9 +138,19 @@ class Partition:
         allc = np.concatenate(arrs)
         p = int(allc.size) if p is None else as_int(p, "p", minimum=1)
         if allc.size != p or not np.array_equal(np.sort(allc), np.arange(p)):
+            # name what is wrong (a user's audit: [[0, 1], [2, 5]] of p = 4 read "got 4
+            # indices with 4 distinct", which looks right)
+            outside = sorted({int(c) for c in allc if not 0 <= c < p})
+            vals, counts = np.unique(allc, return_counts=True)
+            twice = [int(v) for v in vals[counts > 1]]
+            missing = sorted(set(range(p)) - {int(c) for c in allc})
+            what = "; ".join(part for part in (
+                f"outside 0..{p - 1}: {_few(outside)}" if outside else "",
+                f"in more than one block: {_few(twice)}" if twice else "",
+                f"in no block: {_few(missing)}" if missing else "") if part)
             raise ValueError(
                 f"partition blocks must contain every column 0..{p - 1} exactly once; "
-                f"got {allc.size} indices with {np.unique(allc).size} distinct"
+                f"columns {what}"
             )
         self.p = p
         self.blocks: tuple[np.ndarray, ...] = tuple(arrs)
@@ -186,7 +212,7 @@ class Partition:
 def pair_table(n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
     """The binom(l, 2) unordered block pairs, numbered lexicographically: pair k is
     (i[k], j[k]) with i < j. Every selection rule (and `rssm.torch`) numbers pairs so."""
-    return np.triu_indices(n_blocks, 1)
+    return np.triu_indices(_blocks_arg(n_blocks), 1)
 
 
 class PairSelector(abc.ABC):

@@ -215,18 +215,56 @@ class Result:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
         """Rebuild a Result from `to_dict` output (``arrays=True`` for x and the trace;
-        without them x is NaN of the recorded shape and the trace empty)."""
+        without them x is NaN of the recorded shape and the trace empty).
+
+        A dict that is not such output (a key missing, a value of another type) raises a
+        ValueError (TypeError for a non-dict) that names what is wrong; before, Python's
+        KeyError or AttributeError came from inside, and some values (an ``n_iter`` of
+        ``"x"``, an ``x`` of None) made a Result that failed later.
+        """
+        from collections.abc import Mapping
+
+        if not isinstance(data, Mapping):
+            raise TypeError("Result.from_dict takes the dict Result.to_dict() returns, got "
+                            f"{type(data).__name__}")
+        need = [k for k in ("fun", "n_iter", "time", "flops", "stop_reason", "method")
+                if k not in data]
+        if need:
+            raise ValueError(f"Result.from_dict: the dict has no {', '.join(map(repr, need))} "
+                             "(it takes what Result.to_dict() returns)")
+        try:
+            return cls._from_dict(data)
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            raise ValueError(f"Result.from_dict: {exc} (it takes what Result.to_dict() "
+                             "returns)") from None
+
+    @classmethod
+    def _from_dict(cls, data) -> Result:
+        from rssm._validation import as_int
+
         names = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in names}
         shape = tuple(data.get("shape", (0, 0)))
-        kw["x"] = (np.asarray(data["x"], dtype=np.float64) if "x" in data
+        kw["x"] = (np.asarray(data["x"], dtype=np.float64) if data.get("x") is not None
                    else np.full(shape, np.nan))
+        if kw["x"].ndim != 2:
+            raise ValueError(f"x must be a matrix (n x p), got an array of shape "
+                             f"{kw['x'].shape}")
+        if not isinstance(kw["method"], str):
+            raise TypeError(f"method must be a str, got {type(kw['method']).__name__}")
+        for key in ("n_iter", "n_blocks", "best_iteration", "n_cost", "n_clipped"):
+            if key in kw:
+                kw[key] = as_int(kw[key], key, minimum=-1)
         if data.get("x_last") is not None:
             kw["x_last"] = np.asarray(data["x_last"], dtype=np.float64)
         trace = data.get("trace") or {}
         kw["trace"] = {k: np.asarray(v, dtype=np.int64 if k == "iteration" else np.float64)
                        for k, v in trace.items()}
-        kw["stop_reason"] = StopReason(data["stop_reason"])
+        try:
+            kw["stop_reason"] = StopReason(data["stop_reason"])
+        except ValueError:
+            raise ValueError(f"stop_reason must be one of {[r.value for r in StopReason]}, "
+                             f"got {data['stop_reason']!r}") from None
         if kw.get("certificate") is not None:
             from rssm.solvers.certificate import Certificate
 

@@ -177,6 +177,9 @@ class ChunkedData(SampleStore):
         self.bounds = self._partition(chunk_size)
         self.chunk_size = max(hi - lo for lo, hi in self.bounds)
         self._extent = _mapped_extent(source) if self.kind == "memmap" else None
+        if not isinstance(check_finite, (bool, np.bool_)):
+            # ("no" read as True: the check ran; a user's audit)
+            raise TypeError(f"check_finite must be True or False, got {check_finite!r}")
         if check_finite:
             self.check_finite()
 

@@ -189,6 +189,10 @@ class BlockRule(StepSize):
 
     def __init__(self, sweep_decay: float = SWEEP_DECAY, share_zero: float = SHARE_ZERO,
                  search: bool = True, frozen: float = FROZEN):
+        if not isinstance(search, (bool, np.bool_)):
+            # ("no", "0", 2 read as True, and an array raised NumPy's truth-value error;
+            # a user's audit) in a spec: search=false
+            raise TypeError(f"search must be True or False, got {search!r}")
         self.search = bool(search)
         self.frozen = as_positive_float(frozen, "frozen", upper=1.0)
         self.sweep_decay = as_positive_float(sweep_decay, "sweep_decay", upper=1.0,
