@@ -181,7 +181,8 @@ def test_partition_validation():
         Partition([[0, 1], [1, 2, 3]], 4)
     with pytest.raises(ValueError, match="block 1 is empty"):
         Partition([[0, 1], []])
-    with pytest.raises(ValueError, match="every column 0..15 exactly once; got 3 indices"):
+    with pytest.raises(ValueError, match="every column 0..15 exactly once; columns in no "
+                                         "block: 3, 4, 5, 6, 7 and 8 more"):
         rssm.minimize(
             DPCP.synthetic(n=20, d=4, n_inliers=10, n_outliers=10, seed=0),
                 method="rssm", stepsize=0.1,
