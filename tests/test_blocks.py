@@ -106,8 +106,10 @@ def test_make_selector_by_name_or_object():
     assert make_selector(mine) is mine
     with pytest.raises(ValueError, match=r"one of \['cyclic', 'shuffled', 'uniform'\]"):
         make_selector("random")
-    with pytest.raises(ValueError, match="selection must be one of"):
+    with pytest.raises(TypeError, match="selection must be one of .*, got 3"):
         make_selector(3)
+    with pytest.raises(TypeError, match="got the class UniformPairs itself"):
+        make_selector(rssm.blocks.UniformPairs)
 
 
 @pytest.mark.parametrize("rule", sorted(SELECTION_RULES))

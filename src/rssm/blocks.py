@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import as_int, check_generator, describe
+from rssm._validation import InvalidType, InvalidValue, as_int, check_generator, describe
 
 __all__ = [
     "epoch_iterations",
@@ -308,7 +308,12 @@ def make_selector(selection: Any) -> PairSelector:
     # (any case, as ``method=`` and ``stepsize=`` names: "Cyclic" was refused)
     if isinstance(selection, str) and selection.lower() in SELECTION_RULES:
         return SELECTION_RULES[selection.lower()]()
-    raise ValueError(
-        f"selection must be one of {sorted(SELECTION_RULES)} or a PairSelector, "
-        f"got {describe(selection)}"
-    )
+    # an unknown name is a ValueError; not a name nor a selector at all (None, 5, the class
+    # UniformPairs itself) a TypeError, as guarantees.md section 3 has it (a user's audit)
+    if isinstance(selection, str):
+        raise InvalidValue("selection", f"selection must be one of {sorted(SELECTION_RULES)} "
+                           f"or a PairSelector, got {describe(selection)}")
+    got = (f"the class {selection.__name__} itself (pass an instance)"
+           if isinstance(selection, type) else describe(selection))
+    raise InvalidType("selection", f"selection must be one of {sorted(SELECTION_RULES)} or a "
+                      f"PairSelector, got {got}")
