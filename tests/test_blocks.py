@@ -234,6 +234,10 @@ def test_block_helpers_and_partitions_name_what_is_wrong():
         Partition([[0, 1], [2, 5]], 4)
     with pytest.raises(ValueError, match="in more than one block: 1; in no block: 3"):
         Partition([[0, 1], [1, 2]], 4)
+    # a mistyped huge p is named at once, in memory of the indices given (a review: the
+    # first version built every column of p = 1e8 and ran out of memory)
+    with pytest.raises(ValueError, match="in no block: 4, 5, 6, 7, 8 and 99999991 more"):
+        Partition([[0, 1], [2, 3]], 10**8)
     for bad in ("no", 2, np.array([0.1])):
         with pytest.raises(TypeError, match="search must be True or False"):
             BlockRule(search=bad)

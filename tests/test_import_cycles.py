@@ -176,7 +176,9 @@ def test_the_command_line_does_not_import_matplotlib_until_it_draws():
     import sys
 
     code = ("import sys, rssm.cli; print('matplotlib' in sys.modules); "
-            "from rssm.experiments import plot_comparison")       # still importable there
+            "import rssm.experiments as e; from rssm.experiments import plot_comparison; "
+            "assert e.plots.plot_comparison is plot_comparison; "
+            "assert {'plots', 'plot_comparison'} <= set(dir(e))")   # still reachable there
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "False"

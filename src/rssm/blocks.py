@@ -51,9 +51,9 @@ def _blocks_arg(n_blocks) -> int:
     return as_int(n_blocks, "n_blocks", minimum=1)
 
 
-def _few(values: list[int], k: int = 5) -> str:
-    return ", ".join(map(str, values[:k])) + (f" and {len(values) - k} more"
-                                             if len(values) > k else "")
+def _few(values: list[int], k: int = 5, total: int | None = None) -> str:
+    total = len(values) if total is None else total
+    return ", ".join(map(str, values[:k])) + (f" and {total - k} more" if total > k else "")
 
 
 def pair_count(n_blocks: int) -> int:
@@ -143,11 +143,20 @@ class Partition:
             outside = sorted({int(c) for c in allc if not 0 <= c < p})
             vals, counts = np.unique(allc, return_counts=True)
             twice = [int(v) for v in vals[counts > 1]]
-            missing = sorted(set(range(p)) - {int(c) for c in allc})
+            # the first missing columns, in time and memory of the indices given (not of p:
+            # a mistyped p of 1e8 ran out of memory here; a review)
+            present = {int(c) for c in vals if 0 <= c < p}
+            n_missing = p - len(present)
+            missing, i = [], 0
+            while len(missing) < 5 and i < p and len(missing) < n_missing:
+                if i not in present:
+                    missing.append(i)
+                i += 1
             what = "; ".join(part for part in (
                 f"outside 0..{p - 1}: {_few(outside)}" if outside else "",
                 f"in more than one block: {_few(twice)}" if twice else "",
-                f"in no block: {_few(missing)}" if missing else "") if part)
+                f"in no block: {_few(missing, total=n_missing)}" if n_missing else "")
+                if part)
             raise ValueError(
                 f"partition blocks must contain every column 0..{p - 1} exactly once; "
                 f"columns {what}"

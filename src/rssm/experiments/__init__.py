@@ -29,13 +29,18 @@ __all__ = ["make_configs", "reproduce", "render", "CSV_NAME", "JSON_NAME", "PROB
 
 
 def __getattr__(name: str):
-    # `plot_comparison` was importable from here; it is read when asked for, so that the
-    # package (and `rssm --help`) does not import matplotlib
-    if name == "plot_comparison":
-        from rssm.experiments.plots import plot_comparison
+    # `plot_comparison` (and the submodule `plots`) were reachable from here; they are read
+    # when asked for, so that the package (and `rssm --help`) does not import matplotlib
+    if name in ("plot_comparison", "plots"):
+        import importlib
 
-        return plot_comparison
+        plots = importlib.import_module("rssm.experiments.plots")
+        return plots if name == "plots" else plots.plot_comparison
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"plot_comparison", "plots"})
 
 
 def _written_by_rssm(path: Path) -> bool:
