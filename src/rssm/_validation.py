@@ -46,6 +46,15 @@ def describe(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def check_bool(value: Any, name: str) -> bool:
+    """``value`` as a bool, or a TypeError naming ``name``: only True or False (NumPy's
+    included) pass; "no", 0 or 2 read as truth values meant the opposite of what was
+    written (a user's audit)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidType(name, f"{name} must be True or False, got {describe(value)}")
+    return bool(value)
+
+
 def type_name(value: Any) -> str:
     """The type of ``value`` for a "must be ..., got ..." message; a class passed where an
     instance belongs is named as such (it read "got ABCMeta")."""

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import check_data_scale, max_abs, refuse_sparse_or_missing
+from rssm._validation import check_bool, check_data_scale, max_abs, refuse_sparse_or_missing
 from rssm.data.store import (
     DEFAULT_CHUNK_BYTES,
     STALLED_TIMEOUT,
@@ -177,10 +177,7 @@ class ChunkedData(SampleStore):
         self.bounds = self._partition(chunk_size)
         self.chunk_size = max(hi - lo for lo, hi in self.bounds)
         self._extent = _mapped_extent(source) if self.kind == "memmap" else None
-        if not isinstance(check_finite, (bool, np.bool_)):
-            # ("no" read as True: the check ran; a user's audit)
-            raise TypeError(f"check_finite must be True or False, got {check_finite!r}")
-        if check_finite:
+        if check_bool(check_finite, "check_finite"):     # ("no" read as True)
             self.check_finite()
 
     def _partition(self, chunk_size: int | None) -> tuple[tuple[int, int], ...]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import InvalidValue, as_int, describe
+from rssm._validation import InvalidValue, as_int, check_bool, describe
 from rssm.blocks import PairSelector, Partition, epoch_iterations, make_selector
 from rssm.solvers.rsm import RSMSolver
 from rssm.solvers.rssm import RSSMSolver
@@ -42,8 +42,7 @@ def _check_verify(value) -> None:
 
 
 def _check_clip(value) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"clip_steps must be True or False, got {describe(value)}")
+    check_bool(value, "clip_steps")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_int, check_signature, describe, integer_valued, type_name
+from rssm._validation import (
+    as_int,
+    check_bool,
+    check_signature,
+    describe,
+    integer_valued,
+    type_name,
+)
 from rssm.problem import NoGroundTruth
 from rssm.stopping import Progress
 
@@ -76,9 +83,7 @@ class Record:
     def __post_init__(self) -> None:
         if self.every is not None:
             object.__setattr__(self, "every", as_int(self.every, "record every", minimum=1))
-        if not isinstance(self.stationarity, (bool, np.bool_)):
-            raise TypeError(
-                f"stationarity must be True or False, got {describe(self.stationarity)}")
+        check_bool(self.stationarity, "stationarity")
         if self.best is not None and not isinstance(self.best, (bool, np.bool_)):
             raise TypeError(f"best must be None, True or False, got {describe(self.best)}")
         if not isinstance(self.columns, Mapping):

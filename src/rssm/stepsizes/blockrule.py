@@ -78,7 +78,7 @@ import math
 
 import numpy as np
 
-from rssm._validation import as_positive_float
+from rssm._validation import as_positive_float, check_bool
 from rssm.stepsizes._common import first_search, grad_sq, max_gamma, max_step_length
 from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.context import StepContext
@@ -189,11 +189,8 @@ class BlockRule(StepSize):
 
     def __init__(self, sweep_decay: float = SWEEP_DECAY, share_zero: float = SHARE_ZERO,
                  search: bool = True, frozen: float = FROZEN):
-        if not isinstance(search, (bool, np.bool_)):
-            # ("no", "0", 2 read as True, and an array raised NumPy's truth-value error;
-            # a user's audit) in a spec: search=false
-            raise TypeError(f"search must be True or False, got {search!r}")
-        self.search = bool(search)
+        # ("no", "0", 2 read as True; in a spec: search=false)
+        self.search = check_bool(search, "search")
         self.frozen = as_positive_float(frozen, "frozen", upper=1.0)
         self.sweep_decay = as_positive_float(sweep_decay, "sweep_decay", upper=1.0,
                                              upper_inclusive=False)

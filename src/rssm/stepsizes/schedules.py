@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from rssm._validation import as_positive_float
+from rssm._validation import as_positive_float, check_bool
 from rssm.stepsizes.base import StepSize
 from rssm.stepsizes.context import StepContext
 
@@ -98,8 +98,7 @@ class Geometric(StepSize):
     def __init__(self, mu0: float, beta: float, restart: bool = False):
         self.mu0 = as_positive_float(mu0, "mu0")
         self.beta = as_positive_float(beta, "beta", upper=1.0)
-        if not isinstance(restart, (bool, np.bool_)):
-            raise TypeError(f"restart must be True or False, got {restart!r}")
+        check_bool(restart, "restart")
         self.restart = bool(restart)
         self.reset()
 
