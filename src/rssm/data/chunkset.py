@@ -21,7 +21,7 @@ import numpy as np
 
 from rssm.blocks import ColumnSet, _runs
 from rssm.data.statefile import StateFile
-from rssm.data.store import DataError
+from rssm.data.store import DataError, aligned
 from rssm.threads import parallel_for
 
 __all__ = ["ALL", "ChunkSet", "union"]
@@ -176,9 +176,9 @@ class ChunkSet:
     # -- the fused task -----------------------------------------------------------------------
     def _data(self, ch: _Chunk) -> np.ndarray:
         if self._lock is None:
-            return self._read(ch.i)
+            return aligned(self._read(ch.i))
         with self._lock:
-            return self._read(ch.i)
+            return aligned(self._read(ch.i))
 
     def task(self, i: int) -> None:
         """Chunk i's share of the plan: cache update, statistics, cost, weights, product."""

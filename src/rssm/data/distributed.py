@@ -37,7 +37,7 @@ import numpy as np
 from rssm.blocks import ColumnSet, Partition
 from rssm.data.chunkset import ALL, ChunkSet, pending_after
 from rssm.data.dask_files import from_npy
-from rssm.data.store import DataError, one_blas_thread
+from rssm.data.store import DataError, aligned, one_blas_thread
 from rssm.problem import Oracle
 
 __all__ = ["DaskOracle", "ChunkActor", "active_client", "from_npy"]
@@ -85,7 +85,8 @@ class ChunkActor:
     def __init__(self, kernel, bounds: list, inputs: list, blocks: list, x: np.ndarray,
                  rows_are_samples: bool):
         self.x = np.array(x, dtype=np.float64, order="C", copy=True)
-        arrs = [np.asarray(b, dtype=np.float64) for b in blocks]
+        # (aligned once here: a chunk unpickled on a worker process can sit at any byte)
+        arrs = [aligned(np.asarray(b, dtype=np.float64)) for b in blocks]
         self._arrs = [a.T if rows_are_samples else a for a in arrs]
         n, p = self.x.shape
         self._xc = np.empty(n * p)
