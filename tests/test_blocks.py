@@ -7,6 +7,8 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chi2
 
 import rssm
@@ -244,3 +246,15 @@ def test_block_helpers_and_partitions_name_what_is_wrong():
     assert from_spec("block_rule:search=false").search is False
     with pytest.raises(TypeError, match="check_finite must be True or False, got 'no'"):
         rssm.data.samples(np.ones((10, 3)), check_finite="no")
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.integers(0, 300), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1))
+def test_the_runs_of_a_mask_are_the_runs_of_its_indices(size, density, seed):
+    """`_mask_runs` (a scan in Python up to `_SCAN_UPTO` columns, the data problems' stale
+    rows every RSSM iteration) gives `_runs` of the mask's indices, on both sides of the
+    threshold, with runs at either end."""
+    from rssm.blocks import _mask_runs, _runs
+
+    mask = np.random.default_rng(seed).random(size) < density
+    assert _mask_runs(mask) == _runs(np.flatnonzero(mask))

@@ -233,7 +233,10 @@ def test_a_budget_that_ended_a_falling_run_says_more_iterations_may_help():
     stuck = rssm.minimize(prob, done.x, seed=1, stepsize=Constant(1e-2), max_iter=50,
                           tol=1e-30)
     assert stuck.stop_reason is StopReason.MAX_ITER and stuck.best_iteration == 0
-    assert stuck.message == "reached the iteration limit (50) before the convergence test held"
+    assert stuck.message.startswith(
+        "reached the iteration limit (50) before the convergence test held; no iterate was "
+        "below the start (f(x0) = ")
+    assert "x0 may be a minimizer the test could not confirm" in stuck.message
     # a review: the message named the loop's best iterate, before the last iterate was
     # recorded and could become the best (a budget off the recording grid: 401 said 399)
     for max_iter in (401, 403):
@@ -245,6 +248,32 @@ def test_a_budget_that_ended_a_falling_run_says_more_iterations_may_help():
     flat = rssm.minimize(prob, done.x, seed=1, stepsize=Constant(1e-17), max_iter=2000,
                          tol=1e-30)
     assert flat.message == "reached the iteration limit (2000) before the convergence test held"
+
+
+def test_a_run_that_never_went_below_its_start_says_so():
+    """A user's audit: a cost given with its subgradient's sign flipped ran its budget, f
+    rising to 35 from -0.21, and the message said only that the test had not held. A
+    budget-ended run none of whose evaluated iterates was below f(x0) now says so and
+    names the check of the subgradient; a short budget and a run that went lower do not."""
+    a = np.random.default_rng(0).standard_normal((8, 8))
+    a = a + a.T
+
+    def cost(x):
+        return float(-np.trace(x.T @ a @ x))
+
+    wrong = rssm.Problem.from_functions(cost, lambda x: 2.0 * a @ x, shape=(8, 3))
+    res = rssm.minimize(wrong, seed=0)
+    f0 = cost(wrong.initial_point(0))
+    assert res.stop_reason is StopReason.MAX_ITER and res.best_iteration == 0
+    assert res.fun == f0
+    assert res.message == (
+        "reached the iteration limit (1000) before the convergence test held; no iterate "
+        f"was below the start (f(x0) = {f0:.6g}): x0 may be a minimizer the test could "
+        "not confirm, or the subgradient may not be one of f "
+        "(rssm.diagnostics.check_subgradient(problem) compares the two)")
+    assert "no iterate" not in rssm.minimize(wrong, seed=0, max_iter=5).message
+    right = rssm.Problem.from_functions(cost, lambda x: -2.0 * a @ x, shape=(8, 3))
+    assert "no iterate" not in rssm.minimize(right, seed=0, max_iter=30).message
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)
@@ -308,6 +337,104 @@ def test_a_start_that_is_not_usable_is_ignored():
         assert abs(sq - cold_sq) <= 1e-12 * gram.diagonal().max(), start
         assert np.all(lam >= 0) and abs(lam.sum() - 1) < 1e-12
         np.testing.assert_allclose(lam @ vecs, cold @ vecs, atol=1e-9)
+
+
+def _textbook_affine_min(m):
+    """The affine least-norm system as written before the fast path: np.linalg.solve on
+    [[M, 1], [1^T, 0]], lstsq where LAPACK calls it singular."""
+    k = m.shape[0]
+    a = np.block([[m, np.ones((k, 1))], [np.ones((1, k)), np.zeros((1, 1))]])
+    rhs = np.zeros(k + 1)
+    rhs[k] = 1.0
+    try:
+        sol = np.linalg.solve(a, rhs)
+    except np.linalg.LinAlgError:
+        sol = np.linalg.lstsq(a, rhs, rcond=None)[0]
+    w = sol[:k]
+    return w if np.all(np.isfinite(w)) else None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_affine_solves_give_the_bits_of_the_textbook_solve(seed):
+    """`_affine_min` calls LAPACK's solve as np.linalg.solve does, without its per-call
+    checks (half of a least-norm search's time on the 3-vector bundles that RSSM's default
+    rule checks every iteration): the same bits as np.linalg.solve on every support, the
+    same lstsq answer on a singular one (a repeated vertex), and no warning there."""
+    import warnings
+
+    from rssm.solvers.minnorm import _affine_min, _bordered
+
+    rng = np.random.default_rng(seed)
+    vecs = rng.standard_normal((6, 9)) + rng.standard_normal(9)
+    vecs[5] = vecs[2]                               # a repeated vertex: singular systems
+    m = vecs @ vecs.T
+    m /= m.diagonal().max()
+    big = _bordered(m)
+    supports = [np.array([2, 5]), np.array([0, 2, 5]), np.arange(6)]
+    supports += [np.sort(rng.choice(6, size=size, replace=False))
+                 for size in range(1, 7) for _ in range(4)]
+    singular = 0
+    for idx in supports:
+        if True:
+            want = _textbook_affine_min(m[np.ix_(idx, idx)])
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                got = _affine_min(big, idx)
+                alone = _affine_min(m[np.ix_(idx, idx)])
+            for w in (got, alone):
+                assert (w is None) == (want is None)
+                if want is not None:
+                    assert w.tobytes() == want.tobytes(), idx
+            singular += {2, 5} <= set(idx.tolist())
+    assert singular >= 3
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.integers(1, 3), st.integers(1, 6), st.sampled_from([0.0, 0.3, 3.0]),
+       st.sampled_from(["free", "midpoint", "repeat", "around_origin", "zero"]),
+       st.integers(0, 2**32 - 1))
+def test_the_closed_form_least_norm_of_up_to_three_vectors_is_wolfes(w, dim, offset, kind,
+                                                                     seed):
+    """`least_sq_upto3` (BlockRule's cancel ratio, all pairs at once) against Wolfe's
+    search: the same least squared norm to 1e-14 of the largest, on free vectors, a third
+    on the segment of the first two, a repeated vector, three around the origin (least
+    norm 0) and zero vectors."""
+    from rssm.solvers.certificate import least_sq_upto3
+    from rssm.solvers.minnorm import min_norm_point
+
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((w, dim)) + offset * rng.standard_normal(dim)
+    if kind == "midpoint" and w == 3:
+        v[2] = 0.25 * v[0] + 0.75 * v[1]
+    elif kind == "repeat" and w >= 2:
+        v[-1] = v[0]
+    elif kind == "around_origin" and w == 3:
+        v[2] = -(0.4 * v[0] + 0.6 * v[1])
+    elif kind == "zero":
+        v[0] = 0.0
+    gram = v @ v.T
+    got = least_sq_upto3(gram[None])
+    want, _ = min_norm_point(gram)
+    assert got.shape == (1,) and got[0] >= 0.0
+    assert abs(got[0] - want) <= 1e-14 * max(gram.diagonal().max(), 1e-300)
+
+
+def test_the_cancel_ratio_is_the_per_bundle_one():
+    """`cancel_ratio` on bundles of three vectors of two sizes (blocks of unequal width)
+    and one longer bundle: the ratio of the per-bundle `least_norm`s, to rounding."""
+    from rssm.solvers.certificate import cancel_ratio, least_norm
+
+    rng = np.random.default_rng(3)
+    bundles = [[rng.standard_normal((6, 2)) for _ in range(3)] for _ in range(4)]
+    bundles += [[rng.standard_normal((6, 3)) for _ in range(3)] for _ in range(2)]
+    bundles += [[rng.standard_normal(12) + 1.0 for _ in range(5)]]
+    d2 = m2 = 0.0
+    for q in bundles:
+        sq, mean_norm, _ = least_norm(q)
+        d2, m2 = d2 + sq, m2 + mean_norm**2
+    assert abs(cancel_ratio(bundles, 7, 3) - math.sqrt(d2 / m2)) <= 1e-14
+    assert math.isnan(cancel_ratio(bundles, 8, 3))
+    assert math.isnan(cancel_ratio(bundles[:6] + [bundles[6][:2]], 7, 3))
 
 
 def test_the_bundle_check_searches_from_the_last_answer_only_once_its_bundle_is_long(

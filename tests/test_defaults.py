@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import rssm
+from rssm import stiefel
 from rssm.problems import DPCP, ODL, CompositeProblem, L1Procrustes, NormLoss
 from rssm.problems.dpcp import subspace_distance
 from rssm.solvers import max_step
@@ -587,6 +588,51 @@ def test_a_ridge_with_a_small_slope_is_not_called_converged(data_seed, seed):
         assert (res.fun - best) / abs(best) < 1e-7, (res.fun, best)
     else:
         assert res.stop_reason is StopReason.MAX_ITER
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_a_run_falling_again_after_a_freeze_is_not_called_converged(seed):
+    """A user's audit: f(X) = ||A X - B||_1 with B = A X* (f* = 0, sharp; A 50 x 8, St(8, 3)).
+    The default RSM run stalled at f = 3e-6 near iteration 80, a freeze's long steps sent it
+    away, and it was falling again (25-fold over its last 15 iterations) when the relaxed
+    part 1 (iterates within sqrt(tol) ||X|| and the least cost unmoved over `SETTLE`
+    horizons) called it converged at iteration 190-194, error 1.2e-7 and 5e-8: the least
+    cost had not moved because it was the stall's. Part 1 now also asks f at the last
+    horizon's iterates to be within `RECENT` of the least cost (they were 7 times it); the
+    run goes on to error 4e-12."""
+    rng = np.random.default_rng(105)
+    a = rng.standard_normal((50, 8))
+    truth = stiefel.random_point(8, 3, rng)
+    b = a @ truth
+    prob = rssm.Problem.from_functions(lambda x: float(np.abs(a @ x - b).sum()),
+                                       lambda x: a.T @ np.sign(a @ x - b), shape=(8, 3))
+    res = rssm.minimize(prob, seed=seed)
+    assert res.success
+    assert np.linalg.norm(res.x - truth) < 1e-10
+    assert res.fun < 1e-8
+
+
+def test_the_relaxed_settling_test_reads_the_recent_costs_too():
+    """`GoldsteinTest.cost_settled`: a least cost that has not moved is settled only where
+    f at the last horizon's iterates is within `RECENT` of it; a cost not known is not."""
+    from rssm.solvers.certificate import SETTLE, GoldsteinTest
+
+    def fed(costs_of_recent):
+        test = GoldsteinTest(1e-10, 3)
+        vec = np.ones((6, 3))
+        for i in range(SETTLE * test.horizon + 1):
+            recent = i >= SETTLE * test.horizon + 1 - test.horizon
+            test.observe((0,), vec, 1.0, 1e-9, best_cost=1.0,
+                         cost=costs_of_recent if recent else 1.0)
+        return test.cost_settled()
+
+    from rssm.solvers.certificate import RECENT
+
+    assert fed(1.0)
+    assert fed(1.0 + 0.5 * RECENT)
+    assert not fed(1.0 + 2 * RECENT)
+    assert not fed(7.0)
+    assert not fed(math.nan)
 
 
 def test_rssm_verdicts_read_a_full_bundle_where_the_per_pair_ones_do_not_cancel(small_dpcp):

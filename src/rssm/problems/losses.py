@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rssm._validation import as_positive_float
-from rssm.blocks import ColumnSet, Partition, _runs
+from rssm.blocks import ColumnSet, Partition, _mask_runs
 
 # EntrywiseLoss and NormLoss are public as rssm.problems.EntrywiseLoss / NormLoss (and
 # documented there); this module's own names are the kernels.
@@ -264,7 +264,7 @@ class EntrywiseKernel:
         if ch.stale.any():
             # every column after an RSM step: one run, without searching for runs
             runs = ((slice(0, self.p),) if ch.stale.all()
-                    else _runs(np.flatnonzero(ch.stale)))
+                    else _mask_runs(ch.stale))
             for run in runs:
                 buf = ch.w[: run.stop - run.start]
                 val = _apply(self.loss.value, _resid(ch, run, buf), buf)

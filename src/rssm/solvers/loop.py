@@ -367,8 +367,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 # X_{k+1}'s f one iteration early, a row every 10 fed it f where the run
                 # had none: 2371 and 4551 iterations where the run without rows took 4559,
                 # on ||Y^T x||_1 with p = 1).
+                seen = asked[0] >= st.k - 1
                 cert.observe(d.key, d.neg, math.sqrt(d.norm_sq), st.step_norm, d.sel,
-                             st.best_fun if asked[0] >= st.k - 1 else math.nan)
+                             st.best_fun if seen else math.nan,
+                             st.fun if seen and st.fun_at == st.k - 1 else math.nan)
                 certificate = _checked(cert, solver, st)
             if rec.due(st.k):
                 st.cost()      # the row's f(X_{k+1}) brings the caches up to date: solver work
@@ -617,6 +619,20 @@ def _still_falling(trace: dict, k: int, best: int, fun: float) -> str:
             "iterations may let it converge")
 
 
+#: Iterations after which a budget-ended run none of whose evaluated iterates was below
+#: f(x0) says so (`_never_lower`).
+NEVER_LOWER_AFTER = 10
+
+
+def _never_lower(f0: float) -> str:
+    """The advice a run ended by its budget gets where no iterate it evaluated was below
+    its start (a user's cost with the subgradient's sign flipped ran 1000 iterations, f
+    rising to 35 from -0.21, and heard only that the test had not held)."""
+    return (f"; no iterate was below the start (f(x0) = {f0:.6g}): x0 may be a minimizer "
+            "the test could not confirm, or the subgradient may not be one of f "
+            "(rssm.diagnostics.check_subgradient(problem) compares the two)")
+
+
 def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, stepsize,
             settings, tol, dead=False, last_certified=False) -> Result:
     if not message:
@@ -677,6 +693,9 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
         raise KeyboardInterrupt
     if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and cert is not None:
         message += _still_falling(trace, st.k, st.best_k if use_best else st.k, fun)
+    if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and use_best and st.best_k == 0 \
+            and st.k >= NEVER_LOWER_AFTER:
+        message += _never_lower(fun)
     # Ctrl-C held while the Result is built (real SIGINTs landed in the feasibility's
     # product and lost a finished run), then noted on it
     with HeldInterrupt() as held:

@@ -15,23 +15,54 @@ import numpy as np
 __all__ = ["min_norm_point"]
 
 
-def _affine_min(m: np.ndarray) -> np.ndarray | None:
+try:        # LAPACK's gesv as np.linalg.solve calls it, without its per-call checks
+    from numpy.linalg import _umath_linalg as _ul
+    _SOLVE1 = _ul.solve1
+except (ImportError, AttributeError):        # pragma: no cover - another NumPy layout
+    _SOLVE1 = None
+
+
+def _affine_min(m: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray | None:
     """Weights (summing to 1) of the least-norm point of the affine hull of the vertices
-    with Gram matrix ``m``; None when the system is singular beyond repair."""
-    k = m.shape[0]
-    a = np.empty((k + 1, k + 1))
-    a[:k, :k] = m
-    a[:k, k] = 1.0
-    a[k, :k] = 1.0
-    a[k, k] = 0.0
+    with Gram matrix ``m``; None when the system is singular beyond repair.
+
+    With ``idx``, ``m`` is `_bordered`'s matrix of all the vertices and the hull is that
+    of the vertices ``idx``."""
+    if idx is None:
+        m = _bordered(m)
+        idx = np.arange(m.shape[0] - 1)
+    k = idx.size
+    sel = np.append(idx, m.shape[0] - 1)
+    a = m[sel[:, None], sel]
     rhs = np.zeros(k + 1)
     rhs[k] = 1.0
-    try:
-        sol = np.linalg.solve(a, rhs)
-    except np.linalg.LinAlgError:
-        sol = np.linalg.lstsq(a, rhs, rcond=None)[0]
+    sol = None
+    if _SOLVE1 is not None:
+        # the gufunc np.linalg.solve runs (the same bits); a singular system leaves NaN,
+        # and np.linalg.solve then says so as it always did
+        with np.errstate(all="ignore"):
+            sol = _SOLVE1(a, rhs, signature="dd->d")
+        if not np.isfinite(sol).all():
+            sol = None
+    if sol is None:
+        try:
+            sol = np.linalg.solve(a, rhs)
+        except np.linalg.LinAlgError:
+            sol = np.linalg.lstsq(a, rhs, rcond=None)[0]
     w = sol[:k]
-    return w if np.all(np.isfinite(w)) else None
+    return w if np.isfinite(w).all() else None
+
+
+def _bordered(m: np.ndarray) -> np.ndarray:
+    """[[M, 1], [1^T, 0]]: the matrix of the affine least-norm systems of all the vertices
+    (a system on some of them takes its rows and columns and the last ones)."""
+    w = m.shape[0]
+    a = np.empty((w + 1, w + 1))
+    a[:w, :w] = m
+    a[:w, w] = 1.0
+    a[w, :w] = 1.0
+    a[w, w] = 0.0
+    return a
 
 
 def min_norm_point(gram: np.ndarray, max_iter: int = 200,
@@ -69,7 +100,7 @@ def min_norm_point(gram: np.ndarray, max_iter: int = 200,
     lam = np.zeros(w)
     if w == 0:
         return 0.0, lam
-    scale = float(np.max(np.diag(gram)))
+    scale = float(gram.diagonal().max())
     if not scale > 0:
         lam[0] = 1.0
         return 0.0, lam
@@ -84,7 +115,7 @@ def min_norm_point(gram: np.ndarray, max_iter: int = 200,
         # least-norm one (a review: 7.99 against 2.64 with 8 vectors of 2 distinct rows),
         # and a start that was not this function's answer need not lead anywhere. From
         # scratch then, as without a start.
-    first = int(np.argmin(np.diag(m)))
+    first = int(m.diagonal().argmin())
     lam = np.zeros(w)
     lam[first] = 1.0
     lam, _ = _wolfe(m, lam, max_iter)
@@ -119,15 +150,20 @@ _TOL = 1e-12
 def _wolfe(m: np.ndarray, lam: np.ndarray, max_iter: int) -> tuple[np.ndarray, bool]:
     """Wolfe's steps on the normalized Gram matrix ``m`` from the weights ``lam`` (their
     nonzero entries the starting support); the weights and whether the optimality test
-    <x, g_i> >= ||x||^2 - tol held for every vertex where the steps ended."""
+    <x, g_i> >= ||x||^2 - tol held for every vertex where the steps ended.
+
+    (Written for small bundles, where NumPy's per-call overhead is most of the time: the
+    same arithmetic as the textbook loop, with plain index arrays and reductions as
+    methods; the least-norm checks of a default run call this once per iteration.)"""
     tol = _TOL
     w = m.shape[0]
-    support = [int(i) for i in np.flatnonzero(lam)]
+    big = _bordered(m)
+    support = np.flatnonzero(lam).tolist()
     optimal = False
     for _ in range(max_iter):
         g = m @ lam                                   # <x, g_i> for x = sum lam_i g_i
         x2 = float(lam @ g)
-        j = int(np.argmin(g))
+        j = int(g.argmin())
         if g[j] >= x2 - tol:
             optimal = True
             break                                     # x is the nearest point
@@ -136,22 +172,22 @@ def _wolfe(m: np.ndarray, lam: np.ndarray, max_iter: int) -> tuple[np.ndarray, b
         support.append(j)
         for _inner in range(w + 1):
             idx = np.array(support)
-            alpha = _affine_min(m[np.ix_(idx, idx)])
+            alpha = _affine_min(big, idx)
             if alpha is None:
                 break
             cur = lam[idx]
-            if np.all(alpha > tol):
+            if alpha.min() > tol:
                 lam[:] = 0.0
                 lam[idx] = alpha
                 break
             neg = alpha <= tol
-            theta = float(np.min(cur[neg] / np.maximum(cur[neg] - alpha[neg], 1e-300)))
+            theta = float((cur[neg] / np.maximum(cur[neg] - alpha[neg], 1e-300)).min())
             theta = min(max(theta, 0.0), 1.0)
             new = cur + theta * (alpha - cur)
             new[new <= tol] = 0.0
             lam[:] = 0.0
             lam[idx] = new
-            support = [int(i) for i, v in zip(idx, new, strict=True) if v > 0.0]
+            support = idx[new > 0.0].tolist()
             if len(support) <= 1:
                 break
         total = lam.sum()
