@@ -635,6 +635,42 @@ def test_the_relaxed_settling_test_reads_the_recent_costs_too():
     assert not fed(math.nan)
 
 
+def test_a_cost_that_reaches_zero_to_rounding_is_a_global_minimum():
+    """f >= 0 for DPCP and the norm and l1 composites without offset or penalty: an
+    iterate whose cost, evaluated by the run, is 0 to rounding (`DataProblem._zero_level`)
+    is a global minimizer, and the run stops there converged (an exact fit: samples on a
+    subspace of dimension d, no outliers). Where f stays above the level nothing changes;
+    losses with an offset, a penalty or another loss have no level; what is recorded
+    does not change the path."""
+    from rssm.problems import EntrywiseLoss
+
+    rng = np.random.default_rng(0)
+    n, d, m = 20, 5, 300
+    basis = np.linalg.qr(rng.standard_normal((n, d)))[0]
+    y = basis @ rng.standard_normal((d, m))
+    prob = DPCP(y, p=n - d)
+    level = prob._zero_level()
+    assert 1e-14 < level < 1e-11
+    res = rssm.minimize(prob, seed=0)          # the spectral start is the fit
+    assert res.success and res.n_iter == 0 and res.fun <= level
+    assert res.message.startswith("converged: f = ") and "at x0 is 0 to rounding" in res.message
+    for seed in range(3):
+        x0 = stiefel.random_point(n, n - d, np.random.default_rng(seed))
+        a = rssm.minimize(prob, x0, seed=seed)
+        b = rssm.minimize(prob, x0, seed=seed, record=1)
+        assert a.success and a.fun < 1e-11
+        np.testing.assert_array_equal(a.x, b.x)
+    assert CompositeProblem(y, n - d, NormLoss.norm())._zero_level() == pytest.approx(
+        level * m, rel=1e-12)                     # (f without DPCP's 1/m)
+    assert CompositeProblem(y, n - d, EntrywiseLoss.l1())._zero_level() > 0
+    for other in (CompositeProblem(y, n - d, NormLoss.huber()),
+                  CompositeProblem(y, n - d, NormLoss.norm(), l1_penalty=0.1),
+                  CompositeProblem(y, n - d, EntrywiseLoss.l1(), offset=np.zeros((m, n - d))),
+                  L1Procrustes.synthetic(seed=1)):
+        assert other._zero_level() is None
+    assert ODL.synthetic(n=10, seed=0)._zero_level() > 0
+
+
 def test_rssm_verdicts_read_a_full_bundle_where_the_per_pair_ones_do_not_cancel(small_dpcp):
     """RSSM's per-pair bundles cancel far less than full ones at the same point (on DPCP
     at the solution: 0.3 against below 0.01). Before the full bundle, this default RSSM

@@ -186,6 +186,33 @@ def test_auto_dimension_on_samples_that_do_not_span_the_features_is_questioned()
         assert RobustSubspace().fit(tall).n_components_ == 5
 
 
+@pytest.mark.parametrize("scaled", [False, True])
+def test_an_exact_fit_is_converged_at_its_start(scaled):
+    """A user's audit: the first 40 rows of digits (64 features, rank 39 standardized, 40
+    raw) with n_components="auto" (d = the rank: every sample on the subspace): the
+    spectral start has f = 2e-15 (5e-14 raw), an exact fit, but the run spent its budget
+    of 1000 iterations and warned "did not converge; raise max_iter". f >= 0, and f at
+    the start is 0 to rounding (`rssm.problems._data.ZERO_ROUNDING`): converged, no
+    iteration, no ConvergenceWarning; the rank warning stays."""
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    x = load_digits().data[:40]
+    if scaled:
+        x = StandardScaler().fit_transform(x)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est = RobustSubspace(random_state=0).fit(x)
+    assert est.n_components_ == np.linalg.matrix_rank(x)
+    assert est.converged_ and est.n_iter_ == 0 and est.stop_reason_ == "converged"
+    assert "is 0 to rounding" in est.result_.message
+    assert est.result_.fun < 1e-13
+    assert not [w for w in seen if issubclass(w.category, ConvergenceWarning)]
+    assert [w for w in seen if "samples span only" in str(w.message)]
+    dist = -est.score_samples(x)
+    assert dist.max() < 1e-10 * np.linalg.norm(x, axis=1).max()
+
+
 def test_auto_threshold_formula():
     x, _, _ = subspace_data(n=10, d=2)
     est = RobustSubspace(n_components=2, random_state=0).fit(x)

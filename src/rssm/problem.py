@@ -103,6 +103,13 @@ class Problem(abc.ABC):
         """A stateful oracle bound to the solver's iterate ``x``."""
         return GenericOracle(self, x, partition)
 
+    def _zero_level(self) -> float | None:
+        """For a cost f >= 0 whose least value 0 a run can reach (an exact fit): the level
+        below which a computed f is 0 to rounding, so that X is a global minimizer; None
+        (the default) where f has no such known floor. A run stops ``converged`` at the
+        first iterate whose cost it evaluated at or below it."""
+        return None
+
     # -- ground truth ---------------------------------------------------------------------
     @property
     def has_error(self) -> bool:

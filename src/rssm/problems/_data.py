@@ -62,6 +62,16 @@ class SampleModel:
     scale: float = 1.0
 
 
+#: An exact fit's f is about n eps s sum_j c_j ||y_j|| (rounding of each entry of X^T y_j)
+#: plus the error of the point itself (a spectral start is as accurate as the eigensolver
+#: on the scatter matrix); f at or below this many times the bound of
+#: `DataProblem._zero_level` is 0 to rounding. Measured at the spectral starts of exact
+#: fits in `RobustSubspace` (the first 40 rows of digits, raw and standardized, a rank-5
+#: make_classification table and a 30 x 60 Gaussian one, d = their rank): f was 0.0004 to
+#: 0.052 of the level (0.42 at 8, the raw digits, whose scatter is the worst conditioned).
+ZERO_ROUNDING = 64.0
+
+
 class DataProblem(Problem):
     """Base of the data objectives (see the module docstring).
 
@@ -116,6 +126,42 @@ class DataProblem(Problem):
             # run stops at "f(x0) is not finite" before any step; 1 lets the rules be built
             return 1.0
         return float(np.linalg.eigvalsh(gram)[-1])
+
+    def _zero_level(self) -> float | None:
+        """The level below which f is 0 to rounding, for the losses whose least value is 0
+        at an exact fit: f = s sum_j c_j psi(X^T y_j) with psi the norm (DPCP, the
+        estimators' `RobustSubspace`) or the sum of absolute values, no offset and no l1
+        penalty (else None). f = 0 exactly when every sample lies in the complement of
+        span(X) (DPCP with d at least the rank of the data, as ``n_components="auto"``
+        chooses on wide data), and then each entry of X^T y_j is rounding, at most about
+        n eps ||y_j||. So the level is `ZERO_ROUNDING` n eps s sqrt(sum_j c_j^2) ||Y||_F
+        (times p for the l1 loss), a bound on n eps s sum_j c_j ||y_j|| by Cauchy-Schwarz.
+        One pass over the data, once per data set."""
+        from rssm.problems.losses import NormLoss, _identity
+
+        loss = self.loss
+        if isinstance(loss, NormLoss):
+            if loss.value is not _identity:
+                return None
+            factor = 1.0
+        elif getattr(loss, "value", None) is np.abs:
+            factor = float(self.shape[1])
+        else:
+            return None
+        if (self.l1_penalty or getattr(self, "bt", None) is not None
+                or getattr(self, "_offset_store", None) is not None):
+            return None
+        store = self._store
+        weights = getattr(self, "cw", None)
+        cached = getattr(self, "_zero_cache", None)
+        if cached is None or cached[0] is not store or cached[1] is not weights:
+            m = store.shape[1]
+            with np.errstate(over="ignore", invalid="ignore"):
+                c2 = float(m) if weights is None else float(np.dot(weights, weights))
+                level = (ZERO_ROUNDING * factor * self.shape[0] * np.finfo(float).eps
+                         * abs(self._scale()) * math.sqrt(c2 * store.sum_squares()))
+            cached = self._zero_cache = (store, weights, float(level))
+        return cached[2]
 
     # -- what the engine needs --------------------------------------------------------------
     def _scale(self) -> float:

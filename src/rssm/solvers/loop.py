@@ -294,6 +294,11 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         if not math.isfinite(prog.cost):
             stop.final(prog)
             raise _Halt(StopReason.NON_FINITE, "f(x0) is not finite")
+        zero = problem._zero_level()
+        if zero is not None and not zero >= 0:
+            zero = None
+        if zero is not None and prog.cost <= zero:
+            raise _Halt(StopReason.CONVERGED, _at_zero(prog.cost, zero, 0), converged=True)
         reason = checked_reason(stop, stop.check(prog))
         if reason is not None:
             fired = stop.fired()
@@ -388,6 +393,12 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             else:
                 prog = Progress(st.k, st.time, st.flops, step_norm=st.step_norm,
                                 best_cost=st.best_fun, certificate=certificate)
+            if (zero is not None and asked[0] >= st.k - 1 and st.fun_at == st.k - 1
+                    and st.fun <= zero):
+                # f(X_k), evaluated by the run itself (a recorded row's f is not read: what
+                # `record=` asks for never changes the path), is 0 to rounding
+                raise _Halt(StopReason.CONVERGED, _at_zero(st.fun, zero, st.k - 1),
+                            converged=True)
             reason = checked_reason(stop, stop.check(prog))
             if reason is not None:
                 fired = stop.fired()
@@ -617,6 +628,13 @@ def _still_falling(trace: dict, k: int, best: int, fun: float) -> str:
         return ""
     return (f"; f was still falling (a new least value at iteration {best}): more "
             "iterations may let it converge")
+
+
+def _at_zero(f: float, zero: float, k: int) -> str:
+    """The message of a run stopped at an iterate whose cost is 0 to rounding."""
+    where = "x0" if k == 0 else f"iteration {k}"
+    return (f"converged: f = {f:.3g} at {where} is 0 to rounding (at most {zero:.2g} for "
+            "these data), the least value f >= 0 takes: a global minimizer (an exact fit)")
 
 
 #: Iterations after which a budget-ended run none of whose evaluated iterates was below
