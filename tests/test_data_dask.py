@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import rssm
-from rssm.data import DataError, samples
+from rssm.data import ChunkedData, DataError, samples
 from rssm.problems import DPCP
 from rssm.stopping import StopReason
 
@@ -253,3 +253,17 @@ def test_sparse_pca_from_dask_data_with_an_empty_chunk():
             for a in (sel, plain)]
     assert runs[0].n_iter == 20
     np.testing.assert_array_equal(runs[0].x, runs[1].x)
+
+
+def test_the_sum_of_squares_of_dask_data_is_summed_by_dask():
+    """The exact-fit level (`DataProblem._zero_level`) reads ||Y||_F^2 once: for a Dask
+    array a reduction on the cluster, not every chunk brought to the client; the same
+    value to rounding, for both layouts, and for DPCP the same level as in memory."""
+    rng = np.random.default_rng(5)
+    cols = rng.standard_normal((12, 3000))
+    want = float(np.vdot(cols, cols))
+    for data in (ChunkedData(da.from_array(cols, chunks=(12, 700)), rows_are_samples=False),
+                 samples(da.from_array(np.ascontiguousarray(cols.T), chunks=(700, 12)))):
+        assert data.sum_squares() == pytest.approx(want, rel=1e-13)
+        prob = DPCP(data, 9)
+        assert prob._zero_level() == pytest.approx(DPCP(cols, 9)._zero_level(), rel=1e-13)
