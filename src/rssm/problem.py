@@ -103,11 +103,11 @@ class Problem(abc.ABC):
         """A stateful oracle bound to the solver's iterate ``x``."""
         return GenericOracle(self, x, partition)
 
-    def _zero_level(self) -> float | None:
-        """For a cost f >= 0 whose least value 0 a run can reach (an exact fit): the level
-        below which a computed f is 0 to rounding, so that X is a global minimizer; None
-        (the default) where f has no such known floor. A run stops ``converged`` at the
-        first iterate whose cost it evaluated at or below it."""
+    def _exact_fit_level(self, f: float) -> float | None:
+        """For a cost f >= 0 whose least value 0 an exact fit reaches: the level below
+        which a computed f is 0 to rounding, when ``f`` (the cost at a run's start) is at
+        or below it, so that the start is a global minimizer and the run stops there
+        ``converged``; None (the default) otherwise."""
         return None
 
     # -- ground truth ---------------------------------------------------------------------

@@ -358,16 +358,6 @@ class ChunkedData(SampleStore):
             np.add(g, part, out=g)
         return g
 
-    def sum_squares(self) -> float:
-        """||Yt||_F^2 (for a Dask array summed on the cluster: no chunk comes to the
-        client)."""
-        if self.kind != "dask":
-            return super().sum_squares()
-        import dask.array as da
-
-        src = self.source
-        return float(da.sum(src.astype(np.float64) ** 2).compute()) if src.size else 0.0
-
 
 def _chunk_gram(blk: np.ndarray, rows: bool) -> np.ndarray:
     """One chunk's gram on one BLAS thread (run on a Dask worker; aligned first, as the

@@ -64,12 +64,24 @@ class SampleModel:
 
 #: An exact fit's f is about n eps s sum_j c_j ||y_j|| (rounding of each entry of X^T y_j)
 #: plus the error of the point itself (a spectral start is as accurate as the eigensolver
-#: on the scatter matrix); f at or below this many times the bound of
-#: `DataProblem._zero_level` is 0 to rounding. Measured at the spectral starts of exact
+#: on the scatter matrix); f at or below this many times that is 0 to rounding
+#: (`DataProblem._exact_fit_level`). Measured at the spectral starts of exact
 #: fits in `RobustSubspace` (the first 40 rows of digits, raw and standardized, a rank-5
-#: make_classification table and a 30 x 60 Gaussian one, d = their rank): f was 0.0004 to
-#: 0.052 of the level (0.42 at 8, the raw digits, whose scatter is the worst conditioned).
+#: make_classification table and a 30 x 60 Gaussian one, d = their rank): f was 0.03 to
+#: 3.4 times n eps s sum_j c_j ||y_j|| (3.4: the raw digits, whose scatter matrix is the
+#: worst conditioned). At 64, f at or below the level is within 64 n eps (1.4e-14 n) of
+#: f's own scale s sum_j c_j ||y_j||.
 ZERO_ROUNDING = 64.0
+
+
+def _column_norms(blk: np.ndarray) -> np.ndarray:
+    """The Euclidean norms of the columns of ``blk``, without overflow or underflow of
+    their squares (each column scaled by the chunk's largest entry first)."""
+    top = max_abs(blk) if blk.size else 0.0
+    if not top > 0:
+        return np.zeros(blk.shape[1]) if math.isfinite(top) else np.full(blk.shape[1], top)
+    scaled = blk / top
+    return top * np.sqrt(np.einsum("ij,ij->j", scaled, scaled))
 
 
 class DataProblem(Problem):
@@ -96,8 +108,10 @@ class DataProblem(Problem):
         else:
             arr = as_data_matrix(value, name)
             self._store = arr if isinstance(arr, ChunkedData) else InMemory(arr)
+        self._data_top = None
         if isinstance(self._store, InMemory):
-            check_data_scale(max_abs(self._store.yt), name)
+            self._data_top = max_abs(self._store.yt)
+            check_data_scale(self._data_top, name)
         n, m = self._store.shape
         self.m = m
         if layout_check is not None:
@@ -127,16 +141,18 @@ class DataProblem(Problem):
             return 1.0
         return float(np.linalg.eigvalsh(gram)[-1])
 
-    def _zero_level(self) -> float | None:
-        """The level below which f is 0 to rounding, for the losses whose least value is 0
-        at an exact fit: f = s sum_j c_j psi(X^T y_j) with psi the norm (DPCP, the
-        estimators' `RobustSubspace`) or the sum of absolute values, no offset and no l1
-        penalty (else None). f = 0 exactly when every sample lies in the complement of
-        span(X) (DPCP with d at least the rank of the data, as ``n_components="auto"``
-        chooses on wide data), and then each entry of X^T y_j is rounding, at most about
-        n eps ||y_j||. So the level is `ZERO_ROUNDING` n eps s sqrt(sum_j c_j^2) ||Y||_F
-        (times p for the l1 loss), a bound on n eps s sum_j c_j ||y_j|| by Cauchy-Schwarz.
-        One pass over the data, once per data set."""
+    def _exact_fit_level(self, f: float) -> float | None:
+        """The level below which f is 0 to rounding when ``f`` (the cost at a start) is at
+        or below it, else None. For the losses whose least value 0 an exact fit reaches:
+        f = s sum_j c_j psi(X^T y_j) with psi the norm (DPCP, `RobustSubspace`'s problem)
+        or the sum of absolute values, no offset and no l1 penalty (other problems: None).
+        f = 0 exactly when every sample with c_j > 0 lies in the complement of span(X)
+        (DPCP with d at least the rank of the data, as ``n_components="auto"`` chooses on
+        wide data), and then each entry of X^T y_j is rounding of about n eps ||y_j||; the
+        level is `ZERO_ROUNDING` n eps |s| sum_j c_j ||y_j|| (times p for the l1 loss).
+        A pass over the data to sum the weighted norms (overflow-safe), made only where
+        f is below a bound read from the data's largest entry (in memory; out of core
+        always; not for a Dask array, whose source a pass would read again)."""
         from rssm.problems.losses import NormLoss, _identity
 
         loss = self.loss
@@ -148,20 +164,28 @@ class DataProblem(Problem):
             factor = float(self.shape[1])
         else:
             return None
-        if (self.l1_penalty or getattr(self, "bt", None) is not None
-                or getattr(self, "_offset_store", None) is not None):
-            return None
         store = self._store
+        if (self.l1_penalty or getattr(self, "bt", None) is not None
+                or getattr(self, "_offset_store", None) is not None
+                or getattr(store, "kind", None) == "dask"):
+            return None
+        if not (math.isfinite(f) and f >= 0):
+            return None
+        n, m = store.shape
+        unit = ZERO_ROUNDING * factor * n * np.finfo(float).eps * abs(self._scale())
         weights = getattr(self, "cw", None)
-        cached = getattr(self, "_zero_cache", None)
-        if cached is None or cached[0] is not store or cached[1] is not weights:
-            m = store.shape[1]
-            with np.errstate(over="ignore", invalid="ignore"):
-                c2 = float(m) if weights is None else float(np.dot(weights, weights))
-                level = (ZERO_ROUNDING * factor * self.shape[0] * np.finfo(float).eps
-                         * abs(self._scale()) * math.sqrt(c2 * store.sum_squares()))
-            cached = self._zero_cache = (store, weights, float(level))
-        return cached[2]
+        top = getattr(self, "_data_top", None)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if top is not None:
+                count = float(m) if weights is None else float(np.sum(weights))
+                if not f <= unit * math.sqrt(n) * top * count:
+                    return None          # (||y_j|| <= sqrt(n) max |Y|): no pass needed
+            total = 0.0
+            for lo, hi, blk in store.chunks():
+                norms = _column_norms(blk)
+                total += float(norms.sum() if weights is None else weights[lo:hi] @ norms)
+            level = unit * total
+        return level if math.isfinite(level) and f <= level else None
 
     # -- what the engine needs --------------------------------------------------------------
     def _scale(self) -> float:

@@ -321,7 +321,8 @@ class GoldsteinTest:
     """
 
     def __init__(self, tol: float, p: int, n_pairs: int = 1, window: int = WINDOW,
-                 verify: int = 0, check_above: float = -math.inf):
+                 verify: int = 0, check_above: float = -math.inf,
+                 blocks: bool | None = None):
         self.tol = float(tol)
         #: Steps of the `zigzag` check of a verdict (0: none).
         self.verify = int(verify)
@@ -335,6 +336,9 @@ class GoldsteinTest:
         self._scale = math.sqrt(p)
         self.limit = self.tol * self._scale
         self.n_pairs = max(1, int(n_pairs))
+        #: RSSM (blocks, partial subgradients in the bundles) rather than RSM; with two
+        #: blocks there is one pair, but its bundle is still RSSM's (default: pairs > 1).
+        self.blocks = self.n_pairs > 1 if blocks is None else bool(blocks)
         self.window = int(window)
         self.horizon = self.window * self.n_pairs
         self._steps = np.zeros(self.horizon)
@@ -385,7 +389,7 @@ class GoldsteinTest:
         leaves its least cost where it stalled, while its new iterates, still falling,
         are far above it (a user's l1 Procrustes, f* = 0: f at 7 times the least cost and
         falling 25-fold over the last 15 iterations was called converged at error 1e-7
-        where the run goes on to 1e-12). Relative to |f|, as the first half: with a
+        where the run goes on to 1e-12). Relative to abs(f), as the first half: with a
         constant added to f, large next to what is left to fall, f cannot tell the fall
         and the test holds as it did without this half (docs/convergence.md, "A constant
         added to f costs f's precision"). A band on the trend instead does not tell the
@@ -451,7 +455,7 @@ class GoldsteinTest:
         now. After a failed ask the next comes `horizon` iterations later, the gap then
         doubled each time."""
         c = self.last
-        return (self.n_pairs > 1 and c is not None and not c.converged and not c.probed
+        return (self.blocks and c is not None and not c.converged and not c.probed
                 and not math.isfinite(c.full) and self._n >= self._next_full)
 
     def frozen_due(self) -> bool:
@@ -461,7 +465,7 @@ class GoldsteinTest:
         next count waits `horizon` iterations, the wait doubling each time: a frozen run
         pays log2 of its length of them)."""
         c = self.last
-        if not (self.n_pairs == 1 and c is not None and not c.converged and not c.probed
+        if not (not self.blocks and c is not None and not c.converged and not c.probed
                 and self._n >= self._next_full):
             return False
         self._back_off()

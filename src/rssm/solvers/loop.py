@@ -254,7 +254,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     if verify is None:
         verify = ZIGZAG_STEPS
     cert = (GoldsteinTest(tol, p, solver.n_pairs if solver.n_blocks > 1 else 1, verify=verify,
-                          check_above=above)
+                          check_above=above, blocks=solver.n_blocks > 1)
             if tol else None)
     trial = _Trial(solver)
     wind_down = HeldInterrupt()
@@ -294,11 +294,9 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         if not math.isfinite(prog.cost):
             stop.final(prog)
             raise _Halt(StopReason.NON_FINITE, "f(x0) is not finite")
-        zero = problem._zero_level()
-        if zero is not None and not zero >= 0:
-            zero = None
-        if zero is not None and prog.cost <= zero:
-            raise _Halt(StopReason.CONVERGED, _at_zero(prog.cost, zero, 0), converged=True)
+        level = problem._exact_fit_level(prog.cost)
+        if level is not None:          # an exact fit at the start: a global minimizer
+            raise _Halt(StopReason.CONVERGED, _at_zero(prog.cost, level), converged=True)
         reason = checked_reason(stop, stop.check(prog))
         if reason is not None:
             fired = stop.fired()
@@ -393,12 +391,6 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             else:
                 prog = Progress(st.k, st.time, st.flops, step_norm=st.step_norm,
                                 best_cost=st.best_fun, certificate=certificate)
-            if (zero is not None and asked[0] >= st.k - 1 and st.fun_at == st.k - 1
-                    and st.fun <= zero):
-                # f(X_k), evaluated by the run itself (a recorded row's f is not read: what
-                # `record=` asks for never changes the path), is 0 to rounding
-                raise _Halt(StopReason.CONVERGED, _at_zero(st.fun, zero, st.k - 1),
-                            converged=True)
             reason = checked_reason(stop, stop.check(prog))
             if reason is not None:
                 fired = stop.fired()
@@ -600,7 +592,7 @@ def _weak(cert: GoldsteinTest, c: Certificate, solver: Solver, st) -> bool:
     full bundle (`_full_cancel`, asked now unless part 2 already did)."""
     if cert.check_above == -math.inf:
         return True
-    if cert.n_pairs == 1:
+    if not cert.blocks:
         return c.cancel > cert.check_above
     if not math.isfinite(c.full):
         c = cert.note_full(_full_cancel(cert, solver, st))
@@ -630,11 +622,10 @@ def _still_falling(trace: dict, k: int, best: int, fun: float) -> str:
             "iterations may let it converge")
 
 
-def _at_zero(f: float, zero: float, k: int) -> str:
-    """The message of a run stopped at an iterate whose cost is 0 to rounding."""
-    where = "x0" if k == 0 else f"iteration {k}"
-    return (f"converged: f = {f:.3g} at {where} is 0 to rounding (at most {zero:.2g} for "
-            "these data), the least value f >= 0 takes: a global minimizer (an exact fit)")
+def _at_zero(f: float, level: float) -> str:
+    """The message of a run stopped at a start whose cost is 0 to rounding."""
+    return (f"converged: f = {f:.3g} at x0 is 0 to rounding (at most {level:.2g} for these "
+            "data), the least value f >= 0 takes: x0 is a global minimizer (an exact fit)")
 
 
 #: Iterations after which a budget-ended run none of whose evaluated iterates was below
