@@ -318,6 +318,11 @@ class GoldsteinTest:
         These checks run only on verdicts whose ``cancel`` exceeds this (the solver loop
         passes `CHECK_ABOVE` by default, and -inf, every verdict, when the steps were
         given).
+    blocks : bool, optional
+        RSSM (per-pair bundles of partial subgradients, verdicts read on the full bundle
+        where those do not cancel) rather than RSM (one bundle of full subgradients, whose
+        freezes are counted). Default: ``n_pairs > 1``; the loop passes it, since RSSM
+        with two blocks has one pair.
     """
 
     def __init__(self, tol: float, p: int, n_pairs: int = 1, window: int = WINDOW,
