@@ -1007,3 +1007,25 @@ def test_what_is_recorded_does_not_change_the_run():
         assert res.x_last.tobytes() == runs[0].x_last.tobytes()
         assert res.x.tobytes() == runs[0].x.tobytes()
     assert runs[0].success
+
+
+def test_the_l1_exact_fit_level_does_not_grow_with_p():
+    """A review: for the l1 loss the level carried a factor p (a bound of ||v||_1 by
+    p ||v||_inf), 390 on St(400, 390), and stopped a start 5e-9 from the exact fit (f =
+    7.9e-6, 1e5 times f at the fit) that a run takes to 1e-11. The factor is sqrt(p)
+    (||v||_1 <= sqrt(p) ||v||_2): that start runs."""
+    from rssm.problems import EntrywiseLoss
+
+    rng = np.random.default_rng(11)
+    n, r, m = 400, 10, 2000
+    span = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    y = span[:, :r] @ rng.standard_normal((r, m))
+    comp = span[:, r:]                      # the exact fit: f(comp) is rounding
+    x0 = comp.copy()
+    t = 5e-9                                # one column turned into the data's span
+    x0[:, 0] = np.cos(t) * comp[:, 0] + np.sin(t) * span[:, 0]
+    prob = CompositeProblem(y, n - r, EntrywiseLoss.l1())
+    f_fit, f0 = prob.cost(comp), prob.cost(x0)
+    assert f0 > 1e4 * f_fit
+    assert prob._exact_fit_level(f_fit) is not None
+    assert prob._exact_fit_level(f0) is None

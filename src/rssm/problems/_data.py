@@ -149,7 +149,9 @@ class DataProblem(Problem):
         f = 0 exactly when every sample with c_j > 0 lies in the complement of span(X)
         (DPCP with d at least the rank of the data, as ``n_components="auto"`` chooses on
         wide data), and then each entry of X^T y_j is rounding of about n eps ||y_j||; the
-        level is `ZERO_ROUNDING` n eps |s| sum_j c_j ||y_j|| (times p for the l1 loss).
+        level is `ZERO_ROUNDING` n eps |s| sum_j c_j ||y_j|| (times sqrt(p) for the l1
+        loss: ||v||_1 <= sqrt(p) ||v||_2; a review found that a factor p, 390 there,
+        stopped a start 5e-9 from the fit that a run takes to 1e-11).
         A pass over the data to sum the weighted norms (overflow-safe), made only where
         f is below a bound read from the data's largest entry (in memory; out of core
         always; not for a Dask array, whose source a pass would read again)."""
@@ -161,7 +163,7 @@ class DataProblem(Problem):
                 return None
             factor = 1.0
         elif getattr(loss, "value", None) is np.abs:
-            factor = float(self.shape[1])
+            factor = math.sqrt(self.shape[1])
         else:
             return None
         store = self._store
