@@ -657,7 +657,7 @@ def test_a_start_whose_cost_is_zero_to_rounding_is_a_global_minimum():
     assert prob._exact_fit_level(2 * level) is None and prob._exact_fit_level(1.0) is None
     res = rssm.minimize(prob, seed=0)
     assert res.success and res.n_iter == 0 and res.fun == f0
-    assert res.message.startswith(f"converged: f = {f0:.3g} at x0 is 0 to rounding")
+    assert res.message.startswith(f"converged at the start: f(x0) = {f0:.3g} is 0 to rounding")
     moved = rssm.minimize(prob, stiefel.random_point(n, n - d, rng), seed=0)
     assert moved.success and moved.n_iter > 0 and moved.fun < 1e-11   # (the test above)
     assert CompositeProblem(y, n - d, NormLoss.norm())._exact_fit_level(m * f0) is not None

@@ -165,7 +165,7 @@ def test_dpcp_all_zero_data_leaves_the_start_unchanged():
             options={"n_blocks": 2}
         )
         assert res.stop_reason is StopReason.CONVERGED and res.success, res.message
-        assert res.n_iter == 0 and "f = 0 at x0 is 0 to rounding" in res.message
+        assert res.n_iter == 0 and "f(x0) = 0 is 0 to rounding" in res.message
         assert res.fun == 0.0
         np.testing.assert_allclose(res.x, x0, rtol=0, atol=1e-15)
 

@@ -624,8 +624,9 @@ def _still_falling(trace: dict, k: int, best: int, fun: float) -> str:
 
 def _at_zero(f: float, level: float) -> str:
     """The message of a run stopped at a start whose cost is 0 to rounding."""
-    return (f"converged: f = {f:.3g} at x0 is 0 to rounding (at most {level:.2g} for these "
-            "data), the least value f >= 0 takes: x0 is a global minimizer (an exact fit)")
+    return (f"converged at the start: f(x0) = {f:.3g} is 0 to rounding (at most {level:.2g} "
+            "for these data), the least value f >= 0 takes: x0 is a global minimizer (an "
+            "exact fit)")
 
 
 #: Iterations after which a budget-ended run none of whose evaluated iterates was below
