@@ -154,7 +154,7 @@ def _wolfe(m: np.ndarray, lam: np.ndarray, max_iter: int) -> tuple[np.ndarray, b
 
     (Written for small bundles, where NumPy's per-call overhead is most of the time: the
     same arithmetic as the textbook loop, with plain index arrays and reductions as
-    methods; the least-norm checks of a default run call this once per iteration.)"""
+    methods, and the bordered matrix built once per search.)"""
     tol = _TOL
     w = m.shape[0]
     big = _bordered(m)
