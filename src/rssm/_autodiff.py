@@ -75,21 +75,41 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
             x = x.copy()          # (torch cannot wrap negative strides: x[:, ::-1])
         return torch.from_numpy(x)
 
+    checked: list[bool] = []
+
     def call(xt):
         try:
-            return cost(xt)
+            if checked:
+                return cost(xt)
+            # the first evaluation looks for tensors of a lower precision mixed with
+            # float64 ones: torch promotes them in elementwise operations without a word
+            # (only a product refuses them), and the cost then carried their rounding
+            # (recovery errors of 1e-8 where float64 data gives 2e-12; a user's audit)
+            mode = _mixed_precision_mode(torch)
+            with mode:
+                out = cost(xt)
         except RuntimeError as exc:
             text = str(exc)
-            if "dtype" in text or ("Float" in text and "Double" in text):
+            low = text.lower()
+            if "double" in low and ("float" in low or "half" in low):
                 raise TypeError(
                     "the cost given to Problem.from_torch failed on X, a torch.float64 "
                     "tensor (rssm computes in float64): make the tensors it uses float64 "
                     f"(e.g. A.double()) or cast X inside it; torch said: {text}") from exc
-            _note(exc, "from_torch", "X is a torch.float64 tensor")
+            _note(exc, "from_torch", _what(xt))
             raise
         except Exception as exc:
-            _note(exc, "from_torch", "X is a torch.float64 tensor")
+            _note(exc, "from_torch", _what(xt))
             raise
+        if mode.found is not None:
+            name, dtypes = mode.found
+            raise TypeError(
+                f"the cost given to Problem.from_torch mixes X (torch.float64) with a "
+                f"tensor of {' and '.join(dtypes)} in {name}: torch promotes it without a "
+                "word and the cost then carries its rounding; make the tensors it uses "
+                "float64 (e.g. A.double())")
+        checked.append(True)
+        return out
 
     def value(x: np.ndarray) -> float:
         with torch.no_grad():
@@ -122,6 +142,39 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
         return np.ascontiguousarray(g) if 0 in g.strides else g
 
     return value, subgradient
+
+
+def _what(xt) -> str:
+    return f"X is a torch.float64 tensor of shape {tuple(xt.shape)}, as shape= gave"
+
+
+def _mixed_precision_mode(torch):
+    """A `torch.overrides.TorchFunctionMode` that records (in ``found``) the first torch
+    operation given both a float64 tensor and a floating tensor of another dtype."""
+    from torch.overrides import TorchFunctionMode
+
+    def tensors(values):
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                yield v
+            elif isinstance(v, (list, tuple)):
+                yield from (u for u in v if isinstance(u, torch.Tensor))
+
+    class MixedPrecision(TorchFunctionMode):
+        found: tuple[str, list[str]] | None = None
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if self.found is None:
+                dtypes = {t.dtype for t in tensors((*args, *kwargs.values()))
+                          if t.is_floating_point()}
+                if torch.float64 in dtypes and len(dtypes) > 1:
+                    name = getattr(func, "__name__", None) or repr(func)
+                    self.found = (name, sorted(str(d) for d in dtypes
+                                               if d != torch.float64))
+            return func(*args, **kwargs)
+
+    return MixedPrecision()
 
 
 def _scalar(out, torch) -> float:
@@ -258,8 +311,18 @@ def pymanopt_oracles(problem) -> tuple[tuple[int, int], Callable, Callable]:
         raise TypeError(f"problem must be a pymanopt.Problem, got {type(problem).__name__}")
     shape = _stiefel_shape(pymanopt, problem.manifold)
     grad = _pymanopt_gradient(problem)
+    label = ("the pymanopt problem's riemannian_gradient" if grad == getattr(
+        problem, "riemannian_gradient", None) and getattr(
+        problem, "_riemannian_gradient", None) is not None
+             else "the pymanopt problem's euclidean_gradient (autodiff's for an autodiff "
+                  "back end)")
 
     def subgradient(x: np.ndarray) -> np.ndarray:
-        return np.asarray(grad(x), dtype=np.float64)
+        g = np.asarray(grad(x), dtype=np.float64)
+        if g.shape != shape:
+            # (FunctionProblem's own check named a "subgradient" the user never wrote)
+            raise ValueError(f"{label} returned an array of shape {g.shape} at a point of "
+                             f"Stiefel{shape}, expected {shape}")
+        return g
 
     return shape, problem.cost, subgradient

@@ -30,6 +30,7 @@ from rssm._validation import (
     as_int,
     as_positive_float,
     check_signature,
+    type_name,
     user_stacklevel,
 )
 from rssm.blocks import Partition
@@ -298,6 +299,7 @@ class Problem(abc.ABC):
         """
         from rssm._autodiff import torch_oracles
 
+        _check_cost(cost, "Problem.from_torch")
         value, grad = torch_oracles(cost)
         return FunctionProblem(value, grad, None, shape=shape, name=name, stepsize=stepsize,
                                error=error)
@@ -329,6 +331,7 @@ class Problem(abc.ABC):
         """
         from rssm._autodiff import jax_oracles
 
+        _check_cost(cost, "Problem.from_jax")
         value, grad = jax_oracles(cost, shape)
         return FunctionProblem(value, grad, None, shape=shape, name=name, stepsize=stepsize,
                                error=error)
@@ -367,6 +370,16 @@ class Problem(abc.ABC):
 class FullSubgradientWarning(UserWarning):
     """RSSM runs on a problem without a partial oracle, so every iteration evaluates a full
     subgradient and keeps only the columns of the chosen blocks."""
+
+
+def _check_cost(cost, where: str) -> None:
+    """Refuse a cost for ``where`` (the autodiff constructors) that rssm cannot call as
+    cost(X), before the run (it failed inside `rssm.minimize` with "'int' object is not
+    callable")."""
+    if not callable(cost) or isinstance(cost, type):
+        raise TypeError(f"the cost given to {where} must be a function of X, called as "
+                        f"cost(X), got {type_name(cost)}")
+    check_signature(cost, 1, "cost", "cost(X)")
 
 
 class FunctionProblem(Problem):

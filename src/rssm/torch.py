@@ -415,7 +415,8 @@ class _StiefelOptimizer(torch.optim.Optimizer):
             for w, state, k, move in pending:
                 if move is not None:
                     new, sel, extra = move
-                    self._commit(w, new, sel)
+                    if new is not None:
+                        self._commit(w, new, sel)
                     state.update(extra)
                 state["step"] = k + 1
         if held.interrupted:
@@ -424,7 +425,7 @@ class _StiefelOptimizer(torch.optim.Optimizer):
 
     def _update(self, w, grad, lr, k, group, state, cost):
         """One step on ``w`` (the subclass's method: `RSSM` or `RSM`), not yet written:
-        ``(new, sel, state_updates)`` for `_commit`."""
+        ``(new, sel, state_updates)`` for `_commit` (``new`` None: no move)."""
         raise NotImplementedError(f"{type(self).__name__} must implement _update "
                                   "(use rssm.torch.RSSM or rssm.torch.RSM)")
 
@@ -590,6 +591,8 @@ class RSSM(_StiefelOptimizer):
         x = w.detach()
         g = _OPS.cols(grad.detach().to(x.dtype), sel)
         neg, _ = stiefel.block_descent_direction(x, sel, g)     # -P(G_C), eq-partialRiemsubgrad
+        if not bool(torch.any(neg != 0)):
+            return None, sel, {"last_pair": (i, j)}     # no direction: W stays, bit for bit
         gamma = lr * self._factor(k, len(bounds), cost, neg)
         new, unchecked = stiefel.block_candidate(x, sel, neg, gamma, _OPS)  # eq-projsubmfdblk
         return self._checked(new, unchecked), sel, {"last_pair": (i, j)}
@@ -613,6 +616,10 @@ class RSM(_StiefelOptimizer):
     def _update(self, w, grad, lr, k, group, state, cost) -> None:
         x = w.detach()
         neg = stiefel.descent_direction(x, grad.detach().to(x.dtype))   # -P_T(G), eq-Rsubdiff
+        if not bool(torch.any(neg != 0)):
+            # no direction: W stays, bit for bit (the retraction of W itself rounded it
+            # away from a minimizer; torch.optim.SGD leaves it too)
+            return None, None, {}
         gamma = lr * self._factor(k, 1, cost, neg)
         new, unchecked = stiefel.full_candidate(x, neg, gamma, _OPS)    # eq-polarretr
         return self._checked(new, unchecked), None, {}

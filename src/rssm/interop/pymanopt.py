@@ -106,8 +106,16 @@ class _CostBudget(StoppingCriterion):
         if self.counted.calls >= self.limit:
             self.state["why"] = (f"Terminated - max cost evals reached after "
                                  f"{progress.iteration} iterations.")
+            self.state["rssm"] = _cost_budget_stop(self.limit, progress.iteration)
             return StopReason.CALLBACK
         return None
+
+
+def _cost_budget_stop(limit: float, k: int) -> tuple[StopReason, bool, str]:
+    """The stop reason, convergence flag and message for ``log["rssm_result"]`` when the
+    optimizer's max_cost_evaluations ends the run."""
+    return (StopReason.CALLBACK, False, f"the optimizer's max_cost_evaluations ({limit:g}) "
+                                        f"was reached after {k} iterations")
 
 
 class _Stop(Exception):
@@ -186,15 +194,21 @@ class _RssmOptimizer(Optimizer):
             if verbose >= 2:
                 print(f"{prog.iteration:>10d}  {prog.cost:>+24.16e}  {state['grad']:>15.8e}  "
                       f"{state['step']:>10.3e}")
+            k = prog.iteration
             if state["grad"] < self._min_gradient_norm:
-                state["why"] = (f"Terminated - min grad norm reached after {prog.iteration} "
-                                "iterations.")
+                state["why"] = f"Terminated - min grad norm reached after {k} iterations."
+                state["rssm"] = (StopReason.STATIONARY, True, (
+                    f"the Riemannian gradient norm {state['grad']:.3g} fell below the "
+                    f"optimizer's min_gradient_norm ({self._min_gradient_norm:g}) after {k} "
+                    "iterations"))
             elif state["step"] < self._min_step_size:
-                state["why"] = (f"Terminated - min step_size reached after {prog.iteration} "
-                                "iterations.")
+                state["why"] = f"Terminated - min step_size reached after {k} iterations."
+                state["rssm"] = (StopReason.MIN_STEP, False, (
+                    f"the step {state['step']:.3g} fell below the optimizer's min_step_size "
+                    f"({self._min_step_size:g}) after {k} iterations"))
             elif counted is None and state["evals"] >= self._max_cost_evaluations:
-                state["why"] = (f"Terminated - max cost evals reached after {prog.iteration} "
-                                "iterations.")
+                state["why"] = f"Terminated - max cost evals reached after {k} iterations."
+                state["rssm"] = _cost_budget_stop(self._max_cost_evaluations, k)
             return state["why"] is not None
 
         res = None
@@ -212,6 +226,12 @@ class _RssmOptimizer(Optimizer):
         except KeyboardInterrupt:
             if res is None:
                 raise
+        if res.stop_reason.value == "callback" and state["why"] is not None:
+            state["fired"] = True
+            if state.get("rssm") is not None:
+                # rssm's Result names the optimizer's criterion that fired (it said "the
+                # callback asked to stop" and named a private class; a user's audit)
+                res.stop_reason, res.converged, res.message = state["rssm"]
         # The run is over (a Ctrl-C in it comes back as a result marked interrupted, as
         # from rssm.minimize): one that comes now is held until the result is whole (it
         # lost finished runs) and then marks it so; the section is entered again if one
@@ -237,7 +257,7 @@ class _RssmOptimizer(Optimizer):
 
     def _finish(self, res, state, counted, start, verbose) -> OptimizerResult:
         """Pymanopt's result of rssm's run ``res``."""
-        why = state["why"] if res.stop_reason.value == "callback" else None
+        why = state["why"] if state.get("fired") else None
         if why is None:
             why = _WORDS.get(res.stop_reason.value, "Terminated - {message}.").format(
                 n=res.n_iter, message=res.message)
