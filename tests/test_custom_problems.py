@@ -472,7 +472,7 @@ def test_an_error_inside_an_autodiff_cost_says_which_bridge_called_it():
     with pytest.raises(TypeError) as info:
         rssm.Problem.from_torch(lambda X: jax.numpy.abs(y.T @ X).sum(), shape=(6, 2)).cost(x)
     assert "(raised by the cost given to rssm.Problem.from_torch; X is a torch.float64 " \
-           "tensor)" in info.value.__notes__
+           "tensor of shape (6, 2), as shape= gave)" in info.value.__notes__
     with pytest.raises(Exception) as info:
         rssm.Problem.from_jax(lambda X: float(np.abs(y.T @ np.asarray(X)).sum()),
                               shape=(6, 2)).subgradient(x)

@@ -18,6 +18,7 @@ from rssm._validation import (
     as_float_matrix,
     as_int,
     as_positive_float,
+    check_bool,
     make_rng,
 )
 from rssm.data.chunked import ChunkedData, as_rows_matrix, is_out_of_core
@@ -117,6 +118,7 @@ class SparsePCA(CompositeProblem):
         SparsePCA
             The instance on the preprocessed data, without ground truth.
         """
+        normalize = check_bool(normalize, "normalize")
         if is_out_of_core(a):
             data = a if isinstance(a, ChunkedData) else ChunkedData(a, rows_are_samples=True,
                                                                     name="a")
@@ -232,8 +234,14 @@ class SparsePCA(CompositeProblem):
         return signed_permutation_distance(self._error_input(x), self.loadings)
 
     def explained_variance(self, x) -> float:
-        """||A X||_F^2 / ||A||_F^2: the fraction of the total variance the loadings explain."""
-        x = np.asarray(x, dtype=np.float64)
+        """||A X||_F^2 / ||A||_F^2: the fraction of the total variance the loadings explain.
+
+        ``x`` must be a point of St(n, r) (to 1e-6): for other matrices the ratio is no
+        fraction (``10 X`` read 54.1; a user's audit)."""
+        from rssm.stiefel import check_point
+
+        x = self._error_input(x)
+        check_point(x, atol=1e-6, name="x")
         total = 0.0
         for _, _, blk in self._store.chunks():
             z = blk.T @ x

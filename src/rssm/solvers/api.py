@@ -25,7 +25,7 @@ from rssm._validation import (
 )
 from rssm.blocks import epoch_iterations
 from rssm.data.store import DataError
-from rssm.problem import Problem, start_rng
+from rssm.problem import NoGroundTruth, Problem, start_rng
 from rssm.solvers.loop import run
 from rssm.solvers.options import (
     DEFAULT_METHOD,
@@ -35,7 +35,7 @@ from rssm.solvers.options import (
     as_options,
     default_budget,
 )
-from rssm.solvers.record import Observer, Record, as_record, error_at
+from rssm.solvers.record import Observer, Record, as_record
 from rssm.stepsizes import StepSize, from_spec
 from rssm.stopping import (
     AllOf,
@@ -200,11 +200,11 @@ def minimize(
     if not isinstance(method, str) or method.lower() not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {describe(method)}")
     method = method.lower()
-    opts = as_options(method, kw["options"])
+    n, p = problem.shape
+    opts = as_options(method, kw["options"], p)
     threads = check_threads(threads)
     rec = as_record(kw["record"])
     tol = DEFAULT_TOL if tol is None else as_positive_float(tol, "tol", allow_zero=True)
-    n, p = problem.shape
     rng, start = _streams(kw["seed"])
     # The start, its check and the run under the run's thread setting: BLAS at one
     # thread throughout (a multi-threaded BLAS call on a busy machine can stall for
@@ -294,10 +294,7 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
         criteria.append(Converged(tol))
     if kw["target_error"] is not None:
         te = as_positive_float(kw["target_error"], "target_error")
-        if not problem.has_error or math.isnan(error_at(problem, x)):
-            raise InvalidValue("target_error", f"target_error needs a ground truth, but "
-                               f"this {type(problem).__name__} has none (no planted "
-                               "solution or error function to measure against)")
+        _check_error_known(problem, x, "target_error")
         criteria.append(TargetError(te))
     criteria += _legacy_criteria(kw, n_blocks, rec)
     if kw["callback"] is not None:
@@ -307,6 +304,15 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
             raise TypeError("stop must be a StoppingCriterion (e.g. "
                             "rssm.stopping.MaxIterations(100); a function of the progress "
                             f"goes in callback=), got {type_name(kw['stop'])}")
+        for c in _leaves(kw["stop"]):
+            # criteria that could never fire were accepted and the run went on to its
+            # budget without a word (a user's audit)
+            if isinstance(c, TargetError):
+                _check_error_known(problem, x, f"stop={c!r}")
+            elif isinstance(c, MinStationarity) and not rec.stationarity:
+                raise InvalidValue("stop", f"stop={c!r} reads ||P_T(G)||_F, which a run "
+                                   "computes only when asked: pass "
+                                   "record=rssm.Record(stationarity=True) too")
         criteria.append(kw["stop"])
     rows_over = budget if budget is not None else _iteration_limit(kw["stop"])
     every = rec.every if rec.every is not None else (
@@ -472,6 +478,34 @@ def _iteration_limit(stop: Any) -> int | None:
         found = [_iteration_limit(c) for c in members]
         return None if any(n is None for n in found) else max(found)
     return None
+
+
+def _leaves(stop: Any):
+    """The criteria inside ``stop``, through its `AnyOf` and `AllOf`."""
+    members = getattr(stop, "criteria", None)
+    if isinstance(stop, (AnyOf, AllOf)) and members:
+        for c in members:
+            yield from _leaves(c)
+    else:
+        yield stop
+
+
+def _check_error_known(problem, x: np.ndarray, what: str) -> None:
+    """Refuse ``what`` (a target error) where the problem's error cannot be measured: no
+    ground truth, or an error function that returns NaN at the start."""
+    none = InvalidValue("target_error", f"{what} needs a ground truth, but this "
+                        f"{type(problem).__name__} has none (no planted solution or error "
+                        "function to measure against)")
+    if not problem.has_error:
+        raise none
+    try:
+        hook = getattr(problem, "_error_of_iterate", None)
+        err = float(hook(x) if hook is not None else problem.error(x.copy()))
+    except NoGroundTruth:       # an `error` that defers to the base class's
+        raise none from None
+    if math.isnan(err):
+        raise InvalidValue("target_error", f"{what} needs the error at the start, but this "
+                           f"{type(problem).__name__}'s error(x0) returned NaN")
 
 
 def _limits(stop: Any) -> bool:

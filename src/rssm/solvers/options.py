@@ -129,26 +129,37 @@ class RSSMOptions:
         if self.n_blocks is not None:
             as_int(self.n_blocks, "n_blocks")
 
-    def check(self) -> None:
-        """What can be checked without p (`build` checks the rest), for these options given
-        to RSM, so that a bad value is not ignored. One block (``n_blocks=1``, or a
-        partition of one block) is what RSM is, and passes."""
+    def check(self, p: int | None = None) -> None:
+        """These options given to RSM, checked so that a bad value is not ignored: against
+        the problem's ``p`` where given (as `build` does; a user's audit found n_blocks=100
+        on p = 8 accepted), else what can be checked without it. One block
+        (``n_blocks=1``, or a partition of one block) is what RSM is, and passes."""
         if self.n_blocks is not None and as_int(self.n_blocks, "n_blocks") < 1:
             raise InvalidValue("n_blocks", f"n_blocks must be 1 (RSM) or satisfy 2 <= "
                                f"n_blocks <= p (RSSM), got {self.n_blocks}")
         part = self.partition
         if part is None or isinstance(part, Partition):
+            if p is not None and part is not None and part.p != p:
+                raise ValueError(f"partition covers {part.p} columns but the problem has "
+                                 f"p={p}")
+            if p is not None and part is None and self.n_blocks not in (None, 1):
+                self.build(p)
             return
         if (not isinstance(part, (str, bytes)) and isinstance(part, (Sequence, np.ndarray))
                 and len(part) == 1):
             # one block: every column, as RSM moves them
             block = np.asarray(part[0])
             if not (block.ndim == 1 and block.dtype.kind in "iu"
-                    and np.array_equal(np.sort(block), np.arange(block.size))):
+                    and np.array_equal(np.sort(block), np.arange(block.size))
+                    and (p is None or block.size == p)):
+                cols = "0..p-1" if p is None else f"0..{p - 1}"
                 raise InvalidValue("partition", "a partition of one block (RSM) must hold "
-                                   f"every column 0..p-1 once, got {part!r}")
+                                   f"every column {cols} once, got {part!r}")
             return
-        Partition(part)
+        if p is None:
+            Partition(part)
+        else:
+            self.build(p)
 
     def build(self, p: int) -> tuple[Partition, PairSelector]:
         """The partition of p columns and a fresh pair selector."""
@@ -177,14 +188,14 @@ METHODS: dict[str, tuple[type, type]] = {
 }
 
 
-def as_options(method: str, options: Any) -> Any:
+def as_options(method: str, options: Any, p: int | None = None) -> Any:
     """``options=`` of `rssm.minimize` for ``method``: None, a dict, or an options
     object (`RSSMOptions`).
 
     Every key must be an option of some method (a typo raises and lists them); options of
     another method do not apply and are left out (RSM has no blocks), so one options dict
-    serves a loop over methods; their values are still checked (what can be checked without
-    the problem), so a bad one is not ignored.
+    serves a loop over methods; their values are still checked (against the problem's
+    number of columns ``p`` where given), so a bad one is not ignored.
     """
     cls = METHODS[method][1]
     if options is None:
@@ -207,7 +218,7 @@ def as_options(method: str, options: Any) -> Any:
             if theirs:
                 checked = other(**theirs)   # still checked, so a bad value is not ignored
                 if hasattr(checked, "check"):
-                    checked.check()
+                    checked.check(p)
         return cls(**{k: v for k, v in options.items() if k in mine})
     raise TypeError(f"options must be a dict or a {cls.__name__}, got {describe(options)}")
 

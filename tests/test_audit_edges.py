@@ -1,0 +1,209 @@
+"""Edges users' audits broke in the bridges and at the door (issue #18's stop 43): each test
+fails on the code before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rssm
+from rssm.problems import DPCP, SparsePCA
+from rssm.stopping import AnyOf, MaxIterations, MinStationarity, TargetError
+
+
+def _l1_fit(seed: int = 0, n: int = 8, p: int = 3, m: int = 40):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, n))
+    xs = np.linalg.qr(rng.standard_normal((n, p)))[0]
+    return a, xs, a @ xs
+
+
+# -- the autodiff bridges -----------------------------------------------------------------
+@pytest.mark.parametrize("ctor", ["from_torch", "from_jax"])
+@pytest.mark.parametrize("cost, words", [
+    (3, "must be a function of X, called as cost(X), got int"),
+    (lambda: 0.0, "cost is called as cost(X), but <lambda>() does not accept 1"),
+])
+def test_an_autodiff_cost_that_cannot_be_called_on_x_is_refused_at_the_door(ctor, cost, words):
+    # before: accepted, and minimize failed with "'int' object is not callable"
+    with pytest.raises(TypeError) as info:
+        getattr(rssm.Problem, ctor)(cost, shape=(4, 2))
+    assert words in str(info.value)
+
+
+def test_a_float32_tensor_mixed_into_a_torch_cost_is_refused():
+    torch = pytest.importorskip("torch")
+    a, xs, b = _l1_fit()
+    at, bt = torch.from_numpy(a), torch.from_numpy(b)
+    good = rssm.Problem.from_torch(lambda x: (at @ x - bt).abs().sum(), shape=xs.shape)
+    assert good.cost(xs) == pytest.approx(0.0, abs=1e-12)
+    # elementwise: torch promotes the float32 B without a word (a product refuses it);
+    # before, the run ended 1.3e-8 from X* where float64 data gives 2e-12
+    bad = rssm.Problem.from_torch(lambda x: (at @ x - bt.float()).abs().sum(),
+                                  shape=xs.shape)
+    with pytest.raises(TypeError, match=r"mixes X \(torch.float64\) with a tensor of "
+                                        r"torch.float32 in sub"):
+        bad.cost(xs)
+    with pytest.raises(TypeError, match="mixes X"):
+        rssm.Problem.from_torch(lambda x: (at @ x - bt.float()).abs().sum(),
+                                shape=xs.shape).subgradient(xs)
+    # a cost that casts X itself computes in float32 by choice: not refused
+    cast = rssm.Problem.from_torch(lambda x: (at.float() @ x.float()).abs().sum(),
+                                   shape=xs.shape)
+    assert np.isfinite(cast.cost(xs))
+
+
+def test_torch_errors_that_are_not_about_float_precision_keep_their_own_words():
+    torch = pytest.importorskip("torch")
+    idx = torch.tensor([0.0, 1.0])      # a float index: torch's own dtype error
+    prob = rssm.Problem.from_torch(lambda x: torch.index_select(x, 0, idx).sum(),
+                                   shape=(4, 2))
+    with pytest.raises(RuntimeError, match="index") as info:
+        prob.cost(np.eye(4, 2))
+    assert "float64" not in str(info.value)     # not the float advice (it was a TypeError)
+    # a shape mismatch: the note names X's shape and where it comes from
+    w = torch.ones(3)
+    prob = rssm.Problem.from_torch(lambda x: (x * w).sum(), shape=(8, 4))
+    with pytest.raises(RuntimeError) as info:
+        prob.cost(np.eye(8, 4))
+    assert any("shape (8, 4), as shape= gave" in n for n in info.value.__notes__)
+
+
+def test_a_pymanopt_gradient_of_the_wrong_shape_is_named_as_the_users():
+    pymanopt = pytest.importorskip("pymanopt")
+    man = pymanopt.manifolds.Stiefel(8, 3)
+    c = np.diag(np.arange(8.0))
+    cost = pymanopt.function.numpy(man)(lambda x: -np.trace(x.T @ c @ x))
+    grad = pymanopt.function.numpy(man)(lambda x: (-2 * c @ x).T)      # (p, n)
+    prob = rssm.Problem.from_pymanopt(pymanopt.Problem(man, cost, euclidean_gradient=grad))
+    with pytest.raises(ValueError, match=r"the pymanopt problem's euclidean_gradient .*"
+                                         r"returned an array of shape \(3, 8\)"):
+        prob.subgradient(np.eye(8, 3))
+
+
+@pytest.mark.parametrize("kw, reason, success, words", [
+    ({}, "stationary", True, "fell below the optimizer's min_gradient_norm (1e-06)"),
+    ({"max_cost_evaluations": 20}, "callback", False,
+     "the optimizer's max_cost_evaluations (20) was reached"),
+    ({"min_step_size": 1e-3}, "min_step", False, "fell below the optimizer's min_step_size"),
+])
+def test_the_rssm_result_of_a_pymanopt_style_stop_names_the_criterion(kw, reason, success,
+                                                                       words):
+    pymanopt = pytest.importorskip("pymanopt")
+    from rssm.interop.pymanopt import RSM
+
+    n, p = 8, 3
+    rng = np.random.default_rng(0)
+    q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    c = q @ np.diag(np.linspace(1.0, 3.0, n)) @ q.T
+    man = pymanopt.manifolds.Stiefel(n, p)
+    cost = pymanopt.function.numpy(man)(lambda x: -np.trace(x.T @ c @ x))
+    grad = pymanopt.function.numpy(man)(lambda x: -2 * c @ x)
+    out = RSM(verbosity=0, **kw).run(pymanopt.Problem(man, cost, euclidean_gradient=grad))
+    res = out.log["rssm_result"]
+    # before: "callback False - the callback asked to stop ..." or "_CostBudget fired"
+    assert res.stop_reason.value == reason
+    assert res.success is success
+    assert words in res.message
+    assert "callback" not in res.message and "_CostBudget" not in res.message
+
+
+@pytest.mark.parametrize("cls", ["RSM", "RSSM"])
+def test_the_torch_optimizers_leave_w_alone_on_a_zero_gradient(cls):
+    torch = pytest.importorskip("torch")
+    import rssm.torch as rt
+
+    a, xs, b = _l1_fit(1)
+    at, bt = torch.from_numpy(a), torch.from_numpy(b)
+    w = torch.nn.Parameter(torch.from_numpy(xs.copy()))
+    opt = getattr(rt, cls)([w], lr=1e-2, **({"n_blocks": 3} if cls == "RSSM" else {}))
+    for _ in range(5):
+        opt.zero_grad()
+        loss = (at @ w - bt).abs().sum()
+        loss.backward()
+        assert float(w.grad.abs().max()) == 0.0
+        opt.step()
+    # before: the retraction of W itself rounded it (2e-16), the next gradient was 28.9
+    # and five steps ended 0.32 from X*
+    assert np.array_equal(w.detach().numpy(), xs)
+
+
+# -- at the door --------------------------------------------------------------------------
+def test_sparse_pca_explained_variance_takes_points_of_the_manifold_only():
+    prob = SparsePCA.synthetic(n=20, r=3, support=5, seed=0)
+    x = prob.initial_point(0)
+    share = prob.explained_variance(x)
+    assert 0.0 <= share <= 1.0
+    with pytest.raises(ValueError, match="shape"):
+        prob.explained_variance(np.ones((19, 3)))
+    # before: 3.96 for ones and 54.1 for 10 X, "fractions" of the variance
+    with pytest.raises(ValueError, match="not on the Stiefel manifold"):
+        prob.explained_variance(np.ones((20, 3)))
+    with pytest.raises(ValueError, match="not on the Stiefel manifold"):
+        prob.summary(10 * x)
+    with pytest.raises(TypeError):
+        prob.explained_variance(x.astype(complex))
+
+
+@pytest.mark.parametrize("value", ["no", "False", 1.0, None])
+def test_sparse_pca_from_data_refuses_a_normalize_that_is_not_a_bool(value):
+    a = np.random.default_rng(0).standard_normal((30, 6))
+    # before: any object was a truth value ("no" normalized)
+    with pytest.raises(TypeError, match="normalize must be True or False"):
+        SparsePCA.from_data(a, 2, normalize=value)
+
+
+def test_stop_criteria_that_could_never_fire_are_refused():
+    custom = rssm.Problem.from_functions(
+        lambda x: float(np.abs(x).sum()), np.sign, shape=(6, 2))
+    # before: both ran to their budget without a word
+    with pytest.raises(ValueError, match=r"stop=TargetError\(10.0\) needs a ground truth"):
+        rssm.minimize(custom, stop=TargetError(10.0), max_iter=5, seed=0)
+    with pytest.raises(ValueError, match="needs a ground truth"):
+        rssm.minimize(custom, stop=AnyOf(MaxIterations(5), TargetError(1.0)), seed=0)
+    dpcp = DPCP.synthetic(n=10, d=2, n_inliers=60, n_outliers=60, seed=0)
+    with pytest.raises(ValueError, match=r"record=rssm.Record\(stationarity=True\)"):
+        rssm.minimize(dpcp, stop=MinStationarity(1e10), max_iter=5, seed=0)
+    res = rssm.minimize(dpcp, stop=MinStationarity(1e10), max_iter=5, seed=0,
+                        record=rssm.Record(stationarity=True))
+    assert res.stop_reason.value == "stationary" and res.n_iter == 0
+
+
+def test_a_nan_error_function_is_named_as_such():
+    prob = rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign,
+                                       shape=(6, 2), error=lambda x: float("nan"))
+    # before: "... has none (no planted solution or error function ...)"
+    with pytest.raises(ValueError, match=r"error\(x0\) returned NaN"):
+        rssm.minimize(prob, target_error=0.1, max_iter=5, seed=0)
+
+
+def test_a_masked_array_with_masked_entries_is_refused():
+    rng = np.random.default_rng(0)
+    raw = rng.standard_normal((10, 120))
+    raw[3, 7] = raw[5, 40] = -999.0
+    data = np.ma.masked_equal(raw, -999.0)
+    # before: the -999 sentinels were read as data
+    with pytest.raises(ValueError, match="masked array with 2 masked entries, the first at "
+                                         r"\(3, 7\)"):
+        DPCP(data, p=8)
+    # without masked entries it is data like any other
+    assert DPCP(np.ma.masked_equal(raw, 12345.0), p=8).cost(np.eye(10, 8)) == \
+        pytest.approx(DPCP(raw, p=8).cost(np.eye(10, 8)), rel=0, abs=0)
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"n_blocks": 100}, "2 <= n_blocks <= p = 8, got 100"),
+    ({"partition": [[0, 1], [2]]}, "every column 0..7 exactly once"),
+    ({"partition": [[0, 1], [1]]}, "every column 0..7 exactly once"),
+    ({"partition": [[0, 1, 2]]}, "every column 0..7 once"),
+])
+def test_rssm_options_given_to_rsm_are_checked_against_the_problem(options, words):
+    prob = DPCP.synthetic(n=10, d=2, n_inliers=60, n_outliers=60, seed=0)   # p = 8
+    # before: n_blocks=100 and a partition of 3 columns passed under RSM, and the message
+    # for [[0, 1], [1]] said "every column 0..2"
+    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        rssm.minimize(prob, method="rsm", options=options, max_iter=2, seed=0)
+    ok = rssm.minimize(prob, method="rsm", options={"n_blocks": 1}, max_iter=2, seed=0)
+    assert ok.n_iter == 2
+    ok = rssm.minimize(prob, method="rsm", options={"n_blocks": 4}, max_iter=2, seed=0)
+    assert ok.method == "rsm"
