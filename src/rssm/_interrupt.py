@@ -25,7 +25,7 @@ try:
 except ImportError:
     _sig = signal
 
-__all__ = ["HeldInterrupt"]
+__all__ = ["HeldInterrupt", "term_interrupt", "term_as_interrupt"]
 
 _SIGINT = int(signal.SIGINT)
 _DEFAULT = signal.default_int_handler
@@ -56,6 +56,9 @@ class HeldInterrupt:
                 if _sig.getsignal(_SIGINT) is _DEFAULT:
                     _sig.signal(_SIGINT, self._note)
                     self._held = True
+                elif _TERM[0] and _TERM[1] is None:
+                    _TERM[1] = self             # `term_interrupt` records it here
+                    self._held = None
             except (ValueError, OSError):       # no signals here (an embedded interpreter)
                 pass
         return self
@@ -64,3 +67,30 @@ class HeldInterrupt:
         if self._held:
             _sig.signal(_SIGINT, _DEFAULT)
             self._held = False
+        elif self._held is None:
+            _TERM[1] = None
+            self._held = False
+
+
+#: Where SIGINT is ignored (a job started with ``&`` by a script) and SIGTERM is handled
+#: as an interrupt (`rssm.cli`): whether that is so, and the outermost section holding
+#: it now (None outside sections).
+_TERM: list = [False, None]
+
+
+def term_interrupt(signum, frame) -> None:
+    """The interrupt SIGTERM stands for where SIGINT is ignored: recorded by the section
+    that holds it, else raised as `KeyboardInterrupt` (SIGINT stays ignored: a Ctrl-C at
+    the terminal leaves such a job alone, as the shell meant)."""
+    section = _TERM[1]
+    if section is not None:
+        section.interrupted = True
+        return
+    raise KeyboardInterrupt
+
+
+def term_as_interrupt(on: bool) -> None:
+    """Turn `term_interrupt`'s sections on or off (the CLI, around a run)."""
+    _TERM[0] = bool(on)
+    if not on:
+        _TERM[1] = None

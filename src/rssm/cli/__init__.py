@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from rssm._interrupt import term_as_interrupt, term_interrupt
 from rssm.cli import plot, reproduce, solve
 from rssm.cli._common import Formatter, Parser, StdoutClosed, UsageError
 from rssm.cli.output import WriteError
@@ -125,28 +126,38 @@ class _TermAsInterrupt:
     ``--out`` written, through the same path (and the same held sections,
     `rssm._interrupt.HeldInterrupt`) as Ctrl-C; the exit status is then 143 (128 + 15)
     instead of 130. Before, SIGTERM ended the process at once: nothing printed, no files.
-    Only on the main thread, where SIGTERM has its default handler and SIGINT Python's
-    (elsewhere SIGTERM keeps ending the process at once)."""
+    Only on the main thread, where SIGTERM has its default handler. Where SIGINT is
+    ignored (a job started with ``&`` by a script, which the shell shields from Ctrl-C)
+    the SIGINT would be dropped: there SIGTERM raises the interrupt itself
+    (`rssm._interrupt.term_interrupt`, held by the same sections) and SIGINT stays
+    ignored (before, SIGTERM ended such a job at once, nothing saved; a user's audit).
+    Where SIGINT has a handler of someone else's, SIGTERM keeps ending the process."""
 
     def __init__(self) -> None:
         self.received = False
         self._old = None
+        self._direct = False
 
     def _handle(self, signum, frame) -> None:
         self.received = True
-        signal.raise_signal(signal.SIGINT)
+        if self._direct:
+            term_interrupt(signum, frame)
+        else:
+            signal.raise_signal(signal.SIGINT)
 
     def __enter__(self) -> _TermAsInterrupt:
         import threading
 
         if threading.current_thread() is threading.main_thread():
             try:
-                # only where SIGINT raises KeyboardInterrupt: a job started with SIGINT
-                # ignored (`rssm ... &` in a script) would otherwise drop the SIGINT this
-                # handler sends and run on after SIGTERM
-                if (signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-                        and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-                    self._old = signal.signal(signal.SIGTERM, self._handle)
+                if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                    sigint = signal.getsignal(signal.SIGINT)
+                    if sigint is signal.default_int_handler:
+                        self._old = signal.signal(signal.SIGTERM, self._handle)
+                    elif sigint == signal.SIG_IGN:
+                        self._direct = True
+                        term_as_interrupt(True)
+                        self._old = signal.signal(signal.SIGTERM, self._handle)
             except (ValueError, OSError, AttributeError):
                 self._old = None
         return self
@@ -154,6 +165,9 @@ class _TermAsInterrupt:
     def __exit__(self, *exc) -> None:
         if self._old is not None:
             signal.signal(signal.SIGTERM, self._old)
+        if self._direct:
+            term_as_interrupt(False)
+            self._direct = False
 
 
 def _main(argv: list[str]) -> int:
