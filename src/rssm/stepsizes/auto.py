@@ -203,8 +203,9 @@ class Auto(StepSize):
 
     @property
     def handed_over(self) -> bool:
-        """RSSM: `BlockRule`'s per-epoch branch went unstable and this run goes on with
-        the success rule on the length."""
+        """RSSM: `BlockRule` went unstable (its per-epoch branch) or saw the subgradients
+        vanish (its per-sweep branch) and this run goes on with the success rule on the
+        length."""
         return self._handed_over
 
     def _first(self, ctx: StepContext, f: float, g: float) -> float:
