@@ -64,8 +64,26 @@ def _lazy_kind(value: Any) -> str | None:
 
 def is_out_of_core(value: Any) -> bool:
     """True for the arrays the data objectives stream instead of copying into memory:
-    `ChunkedData`, a `numpy.memmap`, an HDF5 (h5py) or Zarr dataset, or a Dask array."""
-    return isinstance(value, (ChunkedData, np.memmap)) or _lazy_kind(value) is not None
+    `ChunkedData`, a `numpy.memmap`, an HDF5 (h5py) or Zarr dataset, or a Dask array.
+
+    Not for a memmap joblib made of an in-memory array to hand it to its workers
+    (`joblib_shared`): the user passed an array in memory, and the same call gives the
+    same result, at the same cost, whatever ``n_jobs``."""
+    if isinstance(value, np.memmap):
+        return not joblib_shared(value)
+    return isinstance(value, ChunkedData) or _lazy_kind(value) is not None
+
+
+def joblib_shared(value: Any) -> bool:
+    """Whether ``value`` is a memmap joblib made of an in-memory array (arrays over
+    ``max_nbytes``, 1 MB by default, reach a worker of ``Parallel(n_jobs=2)``, and so of
+    scikit-learn's ``FeatureUnion`` or ``cross_validate``, as read-only memmaps of a file
+    in joblib's temporary folder). They went out of core: 15 times slower on wide data, a
+    Dask requirement for ``RobustSubspace(center=True)``, bool data refused (a user's
+    audit)."""
+    name = getattr(value, "filename", None)
+    return isinstance(value, np.memmap) and name is not None and (
+        "joblib_memmapping_folder_" in str(name))
 
 
 def _mapped_extent(arr: np.memmap) -> tuple[str, int, mmap.mmap] | None:
