@@ -846,3 +846,30 @@ def test_solve_names_the_options_the_user_gave(capsys, no_run):
     line = _one_line(capsys, 2, main(["solve", "odl", "--overwrite"]))
     assert line == ("rssm: error: argument --overwrite: only used with --out (the files it "
                     "may replace)"), line
+
+
+def test_a_cache_that_cannot_be_made_is_a_data_error_summary_not_a_traceback(
+        tmp_path, capsys, monkeypatch):
+    """The disk cache's folder full (a 1 MiB TMPDIR): the run ended ``data_error`` at its
+    start with no trace row, and the summary indexed the empty trace (IndexError, a
+    traceback, no --out; a user's audit). docs/cli.md: exit status 1, the summary and
+    --out written, one line on stderr saying why."""
+    import errno
+
+    from rssm.data.statefile import StateFile
+
+    def full(self):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    data = tmp_path / "pts.npy"
+    np.save(data, np.random.default_rng(0).standard_normal((3000, 12)))
+    monkeypatch.setattr(StateFile, "allocate", full)
+    out = tmp_path / "run"
+    assert main(["solve", "dpcp", "--data", str(data), "--d", "3", "--out-of-core",
+                 "always", "--out", str(out)]) == 1
+    cap = capsys.readouterr()
+    assert "No space left on device" in cap.err
+    assert [ln.split()[-1] for ln in cap.out.splitlines()
+            if ln.startswith("initial cost")] == ["n/a"]
+    doc = json.loads((out / "settings.json").read_text())
+    assert doc["summary"]["stop_reason"] == "data_error" and doc["summary"]["n_iter"] == 0

@@ -212,6 +212,34 @@ def test_a_zarr_store_deleted_during_a_run_ends_it_with_data_error(tmp_path):
     assert again.stop_reason.value == "max_iter"
 
 
+def test_an_hdf5_file_truncated_during_a_run_ends_it_with_data_error(tmp_path):
+    """HDF5 reads the part of a dataset past the end of a truncated file as zeros, without
+    an error: a file cut during a run gave a run on zeros that ended ``converged`` (exit
+    status 0 from ``rssm solve``; a user's audit), where docs/data.md advised h5py for
+    reads that fail. The size of the open file is checked after each read."""
+    h5py = pytest.importorskip("h5py")
+
+    path = tmp_path / "pts.h5"
+    pts = np.random.default_rng(3).standard_normal((60000, 12))
+    with h5py.File(path, "w") as f:
+        f["pts"] = pts
+    with h5py.File(path, "r") as f:
+        prob = DPCP(samples(f["pts"], chunk_size=10000), p=4)
+        ok = rssm.minimize(prob, max_iter=10, tol=0, seed=0)
+        assert ok.stop_reason.value == "max_iter"
+
+        def cut(progress):
+            if progress.iteration == 3:
+                os.truncate(path, os.path.getsize(path) // 3)
+
+        res = rssm.minimize(prob, x0=ok.x, max_iter=40, tol=0, seed=0, callback=cut,
+                            record=1)
+        assert res.stop_reason.value == "data_error" and not res.success
+        assert "shrank to" in res.message and "HDF5 reads what is gone as zeros" in \
+            res.message
+        assert res.n_iter == 3
+
+
 def test_a_cache_dir_that_does_not_exist_is_named_when_the_data_is_wrapped(tmp_path):
     """A missing cache_dir surfaced as a bare FileNotFoundError naming a temporary file
     ("rssm-cache-....bin") when the run started; it is refused where it is given."""

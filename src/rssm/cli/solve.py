@@ -302,6 +302,14 @@ def _spacing(trace) -> list[int]:
     return sorted({int(g) for g in np.diff(its[:-1])})
 
 
+def _first(trace: dict, key: str, fmt: str) -> str:
+    """The trace's first value of ``key``, or "n/a" for a run that recorded no row (data
+    unreadable as it started: the summary indexed the empty trace and ended the command
+    with a traceback, --out unwritten; a user's audit)."""
+    col = trace.get(key)
+    return format(col[0], fmt) if col is not None and len(col) else "n/a"
+
+
 def _minimize(problem, x0, args, rule, callback):
     """The one call of the solver (its keywords follow `rssm.minimize`)."""
     import rssm
@@ -411,9 +419,9 @@ def run(args, argv: Sequence[str]) -> int:
         ("solver time", f"{res.time:.4g} s"),
         ("threads", res.threads),
         ("flops", f"{res.flops:.4g}"),
-        ("initial cost", f"{res.trace['cost'][0]:.10g}"),
+        ("initial cost", _first(res.trace, "cost", ".10g")),
         ("final cost", f"{res.fun:.10g}"),
-        ("initial error", f"{res.trace['error'][0]:.4g}" if problem.has_error else "n/a"),
+        ("initial error", _first(res.trace, "error", ".4g") if problem.has_error else "n/a"),
         ("final error", f"{res.error:.4g}" if problem.has_error else "n/a"),
         ("success", f"{res.success}  (True only when a convergence test fired)"),
         *([("stationarity", f"{res.stationarity:.4g}  (||P_T(G)||_F at the last row)")]

@@ -103,6 +103,24 @@ def _mapped_extent(arr: np.memmap) -> tuple[str, int, mmap.mmap] | None:
     return str(fname), start + (top - base), mp
 
 
+def _h5_size(dset) -> int | None:
+    """The size of the file an h5py dataset's file holds open (through its descriptor: a
+    file renamed over the path or unlinked stays whole), or None where the driver has no
+    descriptor (an in-memory file) or the file is closed."""
+    try:
+        return int(os.fstat(dset.file.id.get_vfd_handle()).st_size)
+    except Exception:       # (h5py raises its own errors for closed files and drivers)
+        return None
+
+
+def _h5_extent(dset) -> tuple[str, int] | None:
+    """(file name, size) of an h5py dataset's file when the data are opened."""
+    size = _h5_size(dset)
+    if size is None:
+        return None
+    return str(getattr(dset.file, "filename", "?")), size
+
+
 class ChunkedData(SampleStore):
     """A data matrix read a chunk of samples at a time.
 
@@ -196,6 +214,7 @@ class ChunkedData(SampleStore):
         self.bounds = self._partition(chunk_size)
         self.chunk_size = max(hi - lo for lo, hi in self.bounds)
         self._extent = _mapped_extent(source) if self.kind == "memmap" else None
+        self._h5 = _h5_extent(source) if self.kind == "h5py" else None
         if check_bool(check_finite, "check_finite"):     # ("no" read as True)
             self.check_finite()
 
@@ -244,6 +263,8 @@ class ChunkedData(SampleStore):
         if self.kind == "dask":
             blk = self._compute(blk, lo, hi)
         arr = np.asarray(blk)
+        if self._h5 is not None:
+            self._check_h5()
         if seen is not None and self.kind == "zarr":
             self._check_zarr(arr, lo, hi, seen)
         if arr.dtype != np.float64:
@@ -315,6 +336,18 @@ class ChunkedData(SampleStore):
                 f"the data file {path} shrank to {size} bytes since it was opened (its "
                 f"samples need {need}); reading it would crash the process (SIGBUS), so "
                 "the read stops here")
+
+    def _check_h5(self) -> None:
+        """HDF5 reads the part of a dataset past the end of a truncated file as zeros,
+        without an error (a user's audit: a file cut during a run gave a run on zeros that
+        ended `converged`, exit status 0). After each read, the size of the file h5py
+        holds open is compared with its size when the data were opened."""
+        path, need = self._h5
+        size = _h5_size(self.source)
+        if size is not None and size < need:
+            raise DataError(
+                f"the HDF5 file {path} shrank to {size} bytes since it was opened (it had "
+                f"{need}); HDF5 reads what is gone as zeros, so the read stops here")
 
     def _dask_rows(self):
         """The Dask source as m x n (a lazy transpose when needed)."""
