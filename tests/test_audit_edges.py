@@ -207,3 +207,36 @@ def test_rssm_options_given_to_rsm_are_checked_against_the_problem(options, word
     assert ok.n_iter == 2
     ok = rssm.minimize(prob, method="rsm", options={"n_blocks": 4}, max_iter=2, seed=0)
     assert ok.method == "rsm"
+
+
+def _dpcp_with_one_inlier_scaled(factor: float):
+    base = DPCP.synthetic(n=20, d=3, n_inliers=200, n_outliers=200, seed=0)
+    yt = base.yt.copy()
+    s = base.subspace
+    inliers = np.flatnonzero(np.linalg.norm(yt - s @ (s.T @ yt), axis=0) < 1e-10)
+    yt[:, inliers[0]] *= factor
+    return DPCP(yt, 17, s), int(inliers[0])
+
+
+def test_one_sample_that_outweighs_the_rest_is_warned_of_once():
+    import warnings
+
+    # Measured (a user's audit): one inlier scaled by 1e5-1e12 and the default run stopped
+    # `converged` at errors 0.01-1.8 from the planted subspace, without a word.
+    prob, j = _dpcp_with_one_inlier_scaled(1e6)
+    with pytest.warns(UserWarning, match=rf"sample {j} weighs 1e\+06 times the median"):
+        rssm.minimize(prob, max_iter=5, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rssm.minimize(prob, max_iter=5, seed=0)          # once per problem
+        # up to 1e4 the runs reach the subspace (slower): no warning
+        rssm.minimize(_dpcp_with_one_inlier_scaled(1e3)[0], max_iter=5, seed=0)
+        # a huge sample of weight 0 weighs nothing
+        from rssm.problems import CompositeProblem, NormLoss
+
+        yt = np.random.default_rng(0).standard_normal((10, 300))
+        yt[:, 7] *= 1e30
+        w = np.ones(300)
+        w[7] = 0.0
+        comp = CompositeProblem(yt, 4, NormLoss.norm(), sample_weights=w)
+        rssm.minimize(comp, max_iter=5, seed=0)

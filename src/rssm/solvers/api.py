@@ -263,6 +263,9 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
     else:
         x = x0
     x = problem.check_x(x, "x0", atol=kw.get("atol", 1e-8))
+    dominated = getattr(problem, "_warn_if_dominated", None)
+    if dominated is not None:
+        dominated()
     part = selector = None
     if isinstance(opts, RSSMOptions):
         part, selector = opts.build(p)

@@ -225,6 +225,7 @@ class BlockRule(StepSize):
         self._unstable = False
         self._f_best = math.inf               # least f read after the grace period
         self._vanished = False                # the mean estimate fell below VANISH g_0
+        self._swept = False                   # the first iteration chose the sweep branch
         self._g2: collections.deque = collections.deque()
         self._beta = math.nan                 # per epoch
         self._since = 0
@@ -284,6 +285,7 @@ class BlockRule(StepSize):
             self._t = self._search(ctx, f)
         else:
             self._branch = "sweep"
+            self._swept = True
             self._beta = self.sweep_decay ** (ctx.epoch / ctx.n_pairs)
             cap = max_step_length(ctx)
             t = self._search(ctx, f) if self.search else cap
@@ -309,13 +311,16 @@ class BlockRule(StepSize):
             # `length` (as it was before this iteration); alone, the rule goes on.
             self._unstable = True
             return self._gamma(ctx)
-        if (self._branch == "sweep" and not self._unstable and self._g2
+        if (self._branch == "sweep" and self._swept and not self._unstable and self._g2
                 and len(self._g2) == ctx.n_pairs and self._mean_grad_below(SWEEP_VANISH)):
             # The subgradients vanished: a smooth or blunt minimizer, where a decay of
             # gamma stalls the run (its steps sum to a finite length; least squares with
             # f* = 0 ended its budget at errors 6e-4 to 0.1). `Auto` hands over to its
             # success rule, as for the per-epoch branch. On the sharp problems measured
-            # the mean estimate never fell below 0.83 g_0 (docs/stepsizes.md).
+            # the mean estimate never fell below 0.83 g_0 (docs/stepsizes.md). Only where
+            # the first iteration chose this branch: a per-epoch run moved here by a share
+            # of rounding once its gradient had vanished (noisy DPCP) is no smooth cost
+            # of this branch, and its own test had read the vanishing already.
             self._unstable = True
             return self._gamma(ctx)
         if self._branch == "epoch" and self._rotates(ctx):
