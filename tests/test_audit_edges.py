@@ -240,3 +240,56 @@ def test_one_sample_that_outweighs_the_rest_is_warned_of_once():
         w[7] = 0.0
         comp = CompositeProblem(yt, 4, NormLoss.norm(), sample_weights=w)
         rssm.minimize(comp, max_iter=5, seed=0)
+
+
+def test_casts_and_constants_in_a_torch_cost_are_not_refused_as_mixed_precision():
+    torch = pytest.importorskip("torch")
+    a, xs, b = _l1_fit(2)
+    a32 = torch.from_numpy(a).float()
+    yt = torch.from_numpy(a)
+    ref = rssm.Problem.from_torch(lambda x: (a32.double() @ x).abs().sum(), shape=xs.shape)
+    # a review found these refused by the first version of the check
+    for cost in (lambda x: (a32.type_as(x) @ x).abs().sum(),
+                 lambda x: (a32.to(x) @ x).abs().sum(),
+                 lambda x: (a32 @ x.type_as(a32)).abs().sum(),
+                 lambda x: (a32 @ x.to(a32)).abs().sum()):
+        prob = rssm.Problem.from_torch(cost, shape=xs.shape)
+        assert prob.cost(xs) == pytest.approx(ref.cost(xs), rel=1e-6)
+    for cost in (lambda x: torch.maximum(yt @ x, torch.tensor(0.0)).sum(),
+                 lambda x: torch.tensor(0.0) + (yt @ x).abs().sum(),
+                 lambda x: torch.tensor(2.0) * (yt @ x).abs().sum()):
+        prob = rssm.Problem.from_torch(cost, shape=xs.shape)
+        assert np.isfinite(prob.cost(xs)) and np.isfinite(prob.subgradient(xs)).all()
+
+
+def test_subclasses_of_the_checked_criteria_are_not_refused():
+    class CostWithin(TargetError):          # reads the cost, not the error
+        def check(self, progress):
+            from rssm.stopping import StopReason
+
+            return StopReason.TARGET_ERROR if progress.cost <= self.target else None
+
+    a, xs, b = _l1_fit(3)
+    prob = rssm.Problem.from_functions(lambda x: float(np.abs(a @ x - b).sum()),
+                                       lambda x: a.T @ np.sign(a @ x - b), shape=xs.shape)
+    res = rssm.minimize(prob, stop=CostWithin(1e-6), seed=0)
+    assert res.stop_reason.value == "target_error" and res.fun <= 1e-6
+
+
+def test_rssm_blocks_on_a_one_column_problem_under_rsm_are_named_as_such():
+    prob = DPCP.synthetic(n=6, d=5, n_inliers=40, n_outliers=20, seed=0)     # p = 1
+    with pytest.raises(ValueError, match=r"n_blocks=2 asks for RSSM's blocks, and this "
+                                         r"problem has p = 1 column"):
+        rssm.minimize(prob, method="rsm", options={"n_blocks": 2}, max_iter=2, seed=0)
+
+
+def test_masked_arrays_are_refused_by_the_estimators_too():
+    pytest.importorskip("sklearn")
+    from rssm.estimators import OrthogonalSparsePCA, RobustSubspace
+
+    raw = np.random.default_rng(0).standard_normal((40, 6))
+    raw[3, 2] = -999.0
+    data = np.ma.masked_equal(raw, -999.0)
+    for est in (RobustSubspace(2), OrthogonalSparsePCA(2)):
+        with pytest.raises(ValueError, match=r"X is a masked array with 1 masked entries"):
+            est.fit(data)

@@ -148,6 +148,11 @@ def _what(xt) -> str:
     return f"X is a torch.float64 tensor of shape {tuple(xt.shape)}, as shape= gave"
 
 
+#: Tensor methods that cast (their operands' dtypes differ by design).
+_CASTS = frozenset({"to", "type", "type_as", "double", "float", "half", "bfloat16",
+                    "_to_copy", "copy_", "new_tensor", "as_tensor", "tensor"})
+
+
 def _mixed_precision_mode(torch):
     """A `torch.overrides.TorchFunctionMode` that records (in ``found``) the first torch
     operation given both a float64 tensor and a floating tensor of another dtype."""
@@ -165,11 +170,15 @@ def _mixed_precision_mode(torch):
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if self.found is None:
+            name = getattr(func, "__name__", None) or repr(func)
+            # casts are what the message asks for (A.to(X), A.type_as(X), or X cast to
+            # A's dtype by choice), and 0-d tensors are constants (torch.tensor(0.) as an
+            # accumulator or a bound), not data whose rounding the cost would carry (a
+            # review found all of them refused)
+            if self.found is None and name not in _CASTS:
                 dtypes = {t.dtype for t in tensors((*args, *kwargs.values()))
-                          if t.is_floating_point()}
+                          if t.is_floating_point() and t.dim() > 0}
                 if torch.float64 in dtypes and len(dtypes) > 1:
-                    name = getattr(func, "__name__", None) or repr(func)
                     self.found = (name, sorted(str(d) for d in dtypes
                                                if d != torch.float64))
             return func(*args, **kwargs)

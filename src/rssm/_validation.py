@@ -110,13 +110,11 @@ def user_stacklevel(*outside: Any) -> int:
     return 2
 
 
-def refuse_sparse_or_missing(value: Any, name: str) -> None:
-    """A SciPy sparse matrix (which NumPy turns into a 0-d object array), a pandas frame
-    with missing values (object dtype) or a NumPy masked array with masked entries refused
-    by what it is, not by a dtype it does not have (or by values it does not mean)."""
+def refuse_masked(value: Any, name: str) -> None:
+    """A NumPy masked array with masked entries refused: ``np.asarray`` (and scikit-learn's
+    ``check_array``) drops the mask and reads the values under it as data (a user's audit:
+    -999 sentinels used as samples)."""
     if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
-        # np.asarray dropped the mask and read the values under it as data (a user's
-        # audit: -999 sentinels used as samples)
         mask = np.ma.getmaskarray(value)
         where = np.argwhere(mask.reshape(mask.shape[0], -1) if mask.ndim else
                             mask.reshape(1, 1))[0]
@@ -124,6 +122,13 @@ def refuse_sparse_or_missing(value: Any, name: str) -> None:
             name, f"{name} is a masked array with {int(mask.sum())} masked entries, the "
                   f"first at {tuple(int(i) for i in where)}; rssm reads every entry, so fill "
                   f"them ({name}.filled(value)) or drop the samples that have them")
+
+
+def refuse_sparse_or_missing(value: Any, name: str) -> None:
+    """A SciPy sparse matrix (which NumPy turns into a 0-d object array), a pandas frame
+    with missing values (object dtype) or a NumPy masked array with masked entries refused
+    by what it is, not by a dtype it does not have (or by values it does not mean)."""
+    refuse_masked(value, name)
     module = type(value).__module__.split(".")
     if module[0] == "scipy" and "sparse" in module:
         raise InvalidType(

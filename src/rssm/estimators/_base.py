@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 import rssm
-from rssm._validation import DATA_SCALE, InvalidType, InvalidValue, max_abs
+from rssm._validation import DATA_SCALE, InvalidType, InvalidValue, max_abs, refuse_masked
 from rssm.data import ChunkedData, is_out_of_core
 
 try:  # scikit-learn >= 1.6
@@ -185,6 +185,8 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
         raise TypeError(f"{name} takes the array itself (one sample per row), not "
                         "rssm.data.samples(...): it streams out-of-core arrays on its own")
     if not is_out_of_core(X):
+        # (scikit-learn's check_array drops a mask and reads what is under it)
+        refuse_masked(X, "X")
         kw = dict(reset=reset, dtype=np.float64, order="C")
         if _sk_validate_data is not None:
             out = _sk_validate_data(est, X, **kw)

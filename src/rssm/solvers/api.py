@@ -310,9 +310,10 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
         for c in _leaves(kw["stop"]):
             # criteria that could never fire were accepted and the run went on to its
             # budget without a word (a user's audit)
-            if isinstance(c, TargetError):
+            # (these classes themselves: a subclass may read something else in check)
+            if type(c) is TargetError:
                 _check_error_known(problem, x, f"stop={c!r}")
-            elif isinstance(c, MinStationarity) and not rec.stationarity:
+            elif type(c) is MinStationarity and not rec.stationarity:
                 raise InvalidValue("stop", f"stop={c!r} reads ||P_T(G)||_F, which a run "
                                    "computes only when asked: pass "
                                    "record=rssm.Record(stationarity=True) too")

@@ -143,6 +143,10 @@ class RSSMOptions:
                 raise ValueError(f"partition covers {part.p} columns but the problem has "
                                  f"p={p}")
             if p is not None and part is None and self.n_blocks not in (None, 1):
+                if p < 2:
+                    raise InvalidValue("n_blocks", f"n_blocks={self.n_blocks} asks for "
+                                       f"RSSM's blocks, and this problem has p = {p} "
+                                       "column: leave n_blocks out, or set it to 1, for RSM")
                 self.build(p)
             return
         if (not isinstance(part, (str, bytes)) and isinstance(part, (Sequence, np.ndarray))
