@@ -291,20 +291,26 @@ class _Pool:
 
     def run(self, job: _Job, n_workers: int) -> None:
         helpers = min(n_workers, job.n) - 1
-        if helpers > 0:
-            self._ensure(helpers)
-            for _ in range(helpers):
-                self._queue.put(job)
         try:
+            # (inside the `try`: a Ctrl-C that landed after the job was queued and before
+            # the `try` left helpers running it while the caller rebuilt the caches they
+            # write, and `fun`, `x` and the last trace row came back wrong; a user's audit
+            # put real SIGINTs there: 32 of 117 results wrong)
+            if helpers > 0:
+                self._ensure(helpers)
+                for _ in range(helpers):
+                    self._queue.put(job)
             job.work()
             job.done.wait()
         except KeyboardInterrupt:
             # Ctrl-C reaches the caller's thread only. Stop the chunks not started and let
             # those in flight on helpers finish before the caller touches their buffers (a
-            # helper that takes the job later sees `cancel` and runs nothing).
+            # helper that takes the job later sees `cancel` and runs nothing); a second
+            # Ctrl-C while it waits is held, not let out before the helpers are done.
             job.cancel = True
-            while not job.idle.wait(0.05):
-                pass
+            with HeldInterrupt():
+                while not job.idle.wait(0.05):
+                    pass
             raise
         if job.errors:
             raise min(job.errors, key=lambda e: e[0])[1]
