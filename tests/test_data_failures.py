@@ -238,6 +238,20 @@ def test_an_hdf5_file_truncated_during_a_run_ends_it_with_data_error(tmp_path):
         assert "shrank to" in res.message and "HDF5 reads what is gone as zeros" in \
             res.message
         assert res.n_iter == 3
+    # a file that shrinks with the dataset's bytes intact (HDF5 gives back the space of a
+    # deleted dataset) is no truncation (a review: the first version ended the run)
+    path = tmp_path / "two.h5"
+    with h5py.File(path, "w") as f:
+        f["pts"] = pts
+        f["scratch"] = np.zeros((20000, 12))
+    with h5py.File(path, "a") as f:
+        prob = DPCP(samples(f["pts"], chunk_size=10000), p=4)
+        before = os.path.getsize(path)
+        del f["scratch"]
+        f.flush()
+        assert os.path.getsize(path) < before
+        res = rssm.minimize(prob, max_iter=10, tol=0, seed=0)
+        assert res.stop_reason.value == "max_iter"
 
 
 def test_a_cache_dir_that_does_not_exist_is_named_when_the_data_is_wrapped(tmp_path):

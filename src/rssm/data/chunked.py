@@ -103,22 +103,38 @@ def _mapped_extent(arr: np.memmap) -> tuple[str, int, mmap.mmap] | None:
     return str(fname), start + (top - base), mp
 
 
-def _h5_size(dset) -> int | None:
-    """The size of the file an h5py dataset's file holds open (through its descriptor: a
-    file renamed over the path or unlinked stays whole), or None where the driver has no
+def _h5_size(fid) -> int | None:
+    """The size of the file an h5py file id holds open (through its descriptor: a file
+    renamed over the path or unlinked stays whole), or None where the driver has no
     descriptor (an in-memory file) or the file is closed."""
     try:
-        return int(os.fstat(dset.file.id.get_vfd_handle()).st_size)
+        return int(os.fstat(fid.get_vfd_handle()).st_size)
     except Exception:       # (h5py raises its own errors for closed files and drivers)
         return None
 
 
-def _h5_extent(dset) -> tuple[str, int] | None:
-    """(file name, size) of an h5py dataset's file when the data are opened."""
-    size = _h5_size(dset)
-    if size is None:
+def _h5_extent(dset) -> tuple[str, object, int] | None:
+    """(file name, file id, the file offset just past the dataset's last stored byte) of
+    an h5py dataset, or None where that is not known (no descriptor, no layout info)."""
+    try:
+        fid = dset.file.id
+        if _h5_size(fid) is None:
+            return None
+        off = dset.id.get_offset()
+        if off is not None:                       # contiguous: one extent
+            need = int(off) + int(dset.id.get_storage_size())
+        else:                                     # chunked: the last chunk's end
+            ends = [0]
+            if hasattr(dset.id, "chunk_iter"):
+                dset.id.chunk_iter(lambda info: ends.append(info.byte_offset + info.size))
+            else:     # pragma: no cover - h5py < 3.8
+                for i in range(dset.id.get_num_chunks()):
+                    info = dset.id.get_chunk_info(i)
+                    ends.append(info.byte_offset + info.size)
+            need = int(max(ends))
+        return str(getattr(dset.file, "filename", "?")), fid, need
+    except Exception:
         return None
-    return str(getattr(dset.file, "filename", "?")), size
 
 
 class ChunkedData(SampleStore):
@@ -341,13 +357,15 @@ class ChunkedData(SampleStore):
         """HDF5 reads the part of a dataset past the end of a truncated file as zeros,
         without an error (a user's audit: a file cut during a run gave a run on zeros that
         ended `converged`, exit status 0). After each read, the size of the file h5py
-        holds open is compared with its size when the data were opened."""
-        path, need = self._h5
-        size = _h5_size(self.source)
+        holds open is compared with the end of the dataset's stored bytes (the file may
+        shrink for other reasons: HDF5 gives back the space of a deleted dataset)."""
+        path, fid, need = self._h5
+        size = _h5_size(fid)
         if size is not None and size < need:
             raise DataError(
-                f"the HDF5 file {path} shrank to {size} bytes since it was opened (it had "
-                f"{need}); HDF5 reads what is gone as zeros, so the read stops here")
+                f"the HDF5 file {path} shrank to {size} bytes since it was opened (the "
+                f"dataset's bytes reach {need}); HDF5 reads what is gone as zeros, so the "
+                "read stops here")
 
     def _dask_rows(self):
         """The Dask source as m x n (a lazy transpose when needed)."""

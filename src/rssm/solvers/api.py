@@ -310,10 +310,11 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
         for c in _leaves(kw["stop"]):
             # criteria that could never fire were accepted and the run went on to its
             # budget without a word (a user's audit)
-            # (these classes themselves: a subclass may read something else in check)
-            if type(c) is TargetError:
+            # (where `check` is theirs: a subclass may read something else in its own)
+            if isinstance(c, TargetError) and type(c).check is TargetError.check:
                 _check_error_known(problem, x, f"stop={c!r}")
-            elif type(c) is MinStationarity and not rec.stationarity:
+            elif (isinstance(c, MinStationarity) and type(c).check is MinStationarity.check
+                  and not rec.stationarity):
                 raise InvalidValue("stop", f"stop={c!r} reads ||P_T(G)||_F, which a run "
                                    "computes only when asked: pass "
                                    "record=rssm.Record(stationarity=True) too")
