@@ -84,6 +84,10 @@ def check_threads(value: Any) -> str | int | None:
 
 _BLAS_LOCK = threading.Lock()
 _blas_depth = 0
+#: How often each Python thread took the pools to one thread, by thread id (a
+#: ``threads=None`` run reads the others': another thread's run that did so during it
+#: changed its BLAS threads part of the time).
+_limits_taken: dict[int, int] = {}
 _blas_limiter = None
 
 
@@ -161,6 +165,8 @@ def _enter_blas_locked() -> None:
             _take_control()
             _blas_limiter = _blas_controller().limit(limits=1)
             _take_control()
+            me = threading.get_ident()
+            _limits_taken[me] = _limits_taken.get(me, 0) + 1
         _blas_depth += 1
         _local.blas_held = getattr(_local, "blas_held", 0) + 1
 
@@ -371,6 +377,14 @@ def parallel_for(fn: Callable[[int], None], n: int) -> None:
     _POOL.run(_Job(fn, n), w)
 
 
+def _by_others() -> tuple[int, int]:
+    """(the limits other Python threads took so far, the holds they have now)."""
+    me = threading.get_ident()
+    mine = _limits_taken.get(me, 0)
+    return (sum(_limits_taken.values()) - mine,
+            _blas_depth - getattr(_local, "blas_held", 0))
+
+
 class RunThreads:
     """The thread setting of one run; a context manager around the solver loop.
 
@@ -390,6 +404,7 @@ class RunThreads:
             self.workers = int(self.mode)
         self._saved: int | None = None
         self._claim: _Claim | None = None
+        self._taken_at_claim: tuple[int, int] | None = None
 
     def claim(self) -> None:
         """Take the setting (call it in a held section: `rssm._interrupt.HeldInterrupt`,
@@ -397,6 +412,8 @@ class RunThreads:
         loop that catches a KeyboardInterrupt raised at the call's entry)."""
         if self.mode is not None:
             _enter_blas_locked()
+        else:
+            self._taken_at_claim = _by_others()
         self._saved = getattr(_local, "workers", None)
         _local.workers = self.workers
         self._claim = _Claim()
@@ -449,7 +466,16 @@ class RunThreads:
     def describe(self) -> str:
         """One line for `rssm.Result.threads`."""
         if self.mode is None:
-            return "unchanged pools, chunks on 1 worker (bits depend on the BLAS threads)"
+            line = "unchanged pools, chunks on 1 worker (bits depend on the BLAS threads)"
+            seen = self._taken_at_claim
+            now = _by_others()
+            if seen is not None and (seen[1] > 0 or now[1] > 0 or now[0] != seen[0]):
+                # another run in this process held the pools at one thread during part
+                # of this one: its BLAS threads changed under it (a user's audit: 4 tries,
+                # 4 iterates, and this line said "unchanged pools" alone)
+                line += ("; another rssm run in this process held them at 1 thread during "
+                         "part of this run, so its bits follow that run's timing")
+            return line
         how = "auto, " if self.mode == "auto" else ""
         # "up to": a run uses at most one worker per chunk of its data (a 1-chunk or
         # Dask problem uses one, or the cluster's), whatever was asked
