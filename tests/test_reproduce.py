@@ -675,3 +675,67 @@ def _assert_labels_apart(fig):
         assert len(boxes) >= 2
         for left, right in zip(boxes, boxes[1:], strict=False):
             assert left.x1 <= right.x0 + 0.5, (left, right)
+
+
+def _runs(counts: dict[str, int]):
+    from rssm.experiments.analysis import Run
+
+    runs = []
+    for method, n in counts.items():
+        for seed in range(n):
+            rows = [dict(part="paper", problem="dpcp", method=method, blocks=1, seed=seed,
+                         stepsize="s", iteration=k, time=0.01 * (k + 1),
+                         flops=1e6 * (k + 1), cost=1.0 / (k + 1), error=0.5 ** k)
+                    for k in range(6)]
+            runs.append(Run(rows))
+    return runs
+
+
+@pytest.mark.parametrize(("counts", "words"), [
+    ({"rsm": 3, "rssm-l3": 3}, "median of 3 seeds"),
+    ({"rsm": 2, "rssm-l3": 3}, "median of 2 to 3 seeds (each method over the seeds it "
+                               "finished)"),
+    ({"rsm": 1, "rssm-l3": 1}, "one seed: its error"),
+])
+def test_the_legend_says_over_how_many_seeds_each_curve_is(tmp_path, monkeypatch, counts,
+                                                           words):
+    # a run stopped part way drew "median of 3 seeds" for a method that had 2, and one
+    # seed read "median of 1 seeds ... shaded band" with no band (a user's audit)
+    import matplotlib.figure
+
+    from rssm.experiments.plots import plot_comparison
+
+    titles = []
+    real = matplotlib.figure.Figure.legend
+
+    def spy(self, *args, **kwargs):
+        titles.append(kwargs.get("title"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "legend", spy)
+    plot_comparison(_runs(counts), "t", "e", tmp_path / "fig", formats=("png",))
+    assert len(titles) == 1 and words in titles[0]
+
+
+@pytest.mark.parametrize(("column", "value", "words"), [
+    ("error", "inf", "column error is 'inf'; it must be a finite number >= 0"),
+    ("time", "-1.0", "column time is '-1.0'; it must be a finite number >= 0"),
+    ("flops", "nan", "column flops is 'nan'; it must be a finite number >= 0"),
+])
+def test_plot_refuses_values_no_run_writes(tmp_path, capsys, column, value, words):
+    import csv
+
+    src = tmp_path / "r"
+    assert main(["reproduce", "dpcp", "--quick", "--seeds", "1", "--quiet", "--out",
+                 str(src)]) == 0
+    report = (src / "report.md").read_text()
+    assert "all 1 seeds" not in report and "of the 1 seeds" not in report   # "its one seed"
+    rows = list(csv.DictReader((src / "results.csv").open()))
+    rows[3][column] = value
+    bad = tmp_path / "bad.csv"
+    with bad.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert main(["plot", str(bad), "--no-report", "--formats", "png"]) == 2
+    assert words in capsys.readouterr().err

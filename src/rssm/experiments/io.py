@@ -177,6 +177,15 @@ def _typed_row(path: Path, line: int, row: dict) -> dict:
             what = "missing" if row[c] is None else f"{row[c]!r}, not " + (
                 "an integer" if kind is int else "a number")
             raise ValueError(f"{path}, line {line}: column {c} is {what}") from None
+    # values no run writes, which the log axes dropped without a word (an audit: an error
+    # of inf left a gap in a band, a time of -1 vanished)
+    for c in ("time", "flops"):
+        if not (math.isfinite(out[c]) and out[c] >= 0):
+            raise ValueError(f"{path}, line {line}: column {c} is {row[c]!r}; it must be a "
+                             "finite number >= 0")
+    if out["error"] < 0 or out["error"] == math.inf:
+        raise ValueError(f"{path}, line {line}: column error is {row['error']!r}; it must be "
+                         "a finite number >= 0 (or nan where unknown)")
     return out
 
 

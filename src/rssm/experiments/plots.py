@@ -77,7 +77,13 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
     for r in runs:
         by_method.setdefault(r.method, []).append(r)
     fig, axes = plt.subplots(1, 2, figsize=(11.5, 5.2), constrained_layout=True)
-    n_seeds = max((len(v) for v in by_method.values()), default=0)
+    counts = sorted({len(v) for v in by_method.values()})
+    # the seeds each curve is over: one count, or the range where the methods differ (a
+    # run stopped part way: the legend said "median of 3" for methods that had 2; a
+    # user's audit)
+    seeds = ("no seeds" if not counts else
+             f"{counts[0]} seed{'s' if counts[0] > 1 else ''}" if len(counts) == 1 else
+             f"{counts[0]} to {counts[-1]} seeds (each method over the seeds it finished)")
     for i, key in enumerate(method_order(by_method)):
         color, ls, marker = _style(key, i)
         group = by_method[key]
@@ -95,7 +101,7 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
                 ax.plot(xp, ep, color=color, linewidth=0.6, alpha=0.35, drawstyle="steps-post")
             ax.plot(grid, med, color=color, linestyle=ls, linewidth=1.8, label=label,
                     marker=marker, markevery=max(1, grid.size // 6), markersize=5)
-    for ax, xlabel in zip(axes, ("flops (model count)", "CPU time (s, solver only)"),
+    for ax, xlabel in zip(axes, ("flops (model count)", "time (s, solver only, wall clock)"),
                           strict=True):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -118,15 +124,17 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
                 axis.set_minor_formatter(matplotlib.ticker.LogFormatterSciNotation(
                     labelOnlyBase=False, minor_thresholds=(3.0, 3.0)))
     axes[0].set_title("error vs flops")
-    axes[1].set_title("error vs CPU time")
+    axes[1].set_title("error vs time")
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncol=2,
                    fontsize=9, framealpha=0.9,
-                   title=f"thick line: median of {n_seeds} seeds, drawn until half of them "
-                         "have ended; shaded band: min to max over seeds;\nthin lines: each "
-                         "seed from its starting error; every recorded error is held until "
-                         "the next record",
+                   title=(f"thick line: median of {seeds}, drawn until half of them have "
+                          "ended; shaded band: min to max over seeds;\nthin lines: each seed "
+                          "from its starting error; every recorded error is held until the "
+                          "next record") if counts != [1] else (
+                       "one seed: its error, every recorded value held until the next "
+                       "record (no median or band)"),
                    title_fontsize=9)
     fig.suptitle(title, fontsize=12)
     out_stem = Path(out_stem)

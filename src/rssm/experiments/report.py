@@ -156,11 +156,13 @@ def claim_check(runs: Sequence[Run], floor: float = 0.0) -> tuple[list[str], dic
         both = sorted(set(faster) & set(accurate))
         n = len(faster) + len(slower)
         if len(both) == n and n:
-            verdict = f"**holds on all {n} seeds**"
+            verdict = ("**holds on its one seed**" if n == 1
+                       else f"**holds on all {n} seeds**")
         elif both:
             verdict = f"**holds on {len(both)} of {n} seeds** ({_on_seeds(both)[3:]})"
         else:
-            verdict = f"**does not hold on any of the {n} seeds**"
+            verdict = ("**does not hold on its one seed**" if n == 1
+                       else f"**does not hold on any of the {n} seeds**")
         # (per seed, to that seed's RSM final error: the table's speed-up is to the median
         # over seeds, and the two can disagree; a reader saw "1.06x" beside "slower on
         # seeds 0, 1")
