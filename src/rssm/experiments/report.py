@@ -434,7 +434,10 @@ def _summary(summary: list[tuple[str, dict]]) -> list[str]:
         parts = []
         for key, (both, seeds) in verdicts.items():
             label = MethodSpec.from_key(key).label
-            if len(both) == len(seeds) and seeds:
+            if len(seeds) == 1:
+                parts.append(f"{label}: {'holds' if both else 'does not hold'} on its one "
+                             "seed")
+            elif len(both) == len(seeds) and seeds:
                 parts.append(f"{label}: all {len(seeds)} seeds")
             elif both:
                 parts.append(f"{label}: {len(both)}/{len(seeds)} ({_on_seeds(both)[3:]})")
