@@ -396,3 +396,34 @@ def test_a_run_that_leaves_the_pools_alone_says_when_another_run_held_them():
         release.set()
         other.join()
     assert "another rssm run in this process held them at 1 thread" in beside.threads
+
+
+def test_a_run_that_starts_while_a_threads_none_run_holds_the_limit_is_counted():
+    """A review: the count took only holds that found the pools free, so a run of another
+    thread that started while the ``threads=None`` run held them for a moment of its own
+    (as its start does) and held them after went unnoticed."""
+    import threading
+
+    from rssm.threads import single_blas
+
+    small = rssm.problems.DPCP.synthetic(n=10, d=2, n_inliers=60, n_outliers=40, seed=0)
+    inside, release = threading.Event(), threading.Event()
+
+    def b_hold(_):
+        inside.set()
+        release.wait(30)
+
+    other = threading.Thread(target=lambda: rssm.minimize(small, seed=0, max_iter=3,
+                                                           threads=1, callback=b_hold))
+
+    def a_cb(progress):
+        if progress.iteration == 1:
+            with single_blas():          # A's own hold; B starts inside it
+                other.start()
+                assert inside.wait(30)
+        if progress.iteration == 4:
+            release.set()
+            other.join()
+
+    res = rssm.minimize(small, seed=0, max_iter=8, threads=None, callback=a_cb)
+    assert "another rssm run in this process held them at 1 thread" in res.threads

@@ -84,7 +84,7 @@ def check_threads(value: Any) -> str | int | None:
 
 _BLAS_LOCK = threading.Lock()
 _blas_depth = 0
-#: How often each Python thread took the pools to one thread, by thread id (a
+#: How often each Python thread held the pools at one thread, by thread id (a
 #: ``threads=None`` run reads the others': another thread's run that did so during it
 #: changed its BLAS threads part of the time).
 _limits_taken: dict[int, int] = {}
@@ -165,8 +165,10 @@ def _enter_blas_locked() -> None:
             _take_control()
             _blas_limiter = _blas_controller().limit(limits=1)
             _take_control()
-            me = threading.get_ident()
-            _limits_taken[me] = _limits_taken.get(me, 0) + 1
+        # every hold, also one that found the limit taken (a review: a run that started
+        # while a threads=None run held the limit for its own start went uncounted)
+        me = threading.get_ident()
+        _limits_taken[me] = _limits_taken.get(me, 0) + 1
         _blas_depth += 1
         _local.blas_held = getattr(_local, "blas_held", 0) + 1
 
