@@ -717,17 +717,25 @@ def test_the_legend_says_over_how_many_seeds_each_curve_is(tmp_path, monkeypatch
     assert len(titles) == 1 and words in titles[0]
 
 
+@pytest.fixture(scope="module")
+def one_seed_run(tmp_path_factory):
+    """``rssm reproduce dpcp --quick --seeds 1`` once for the tests that read it."""
+    src = tmp_path_factory.mktemp("one_seed") / "r"
+    assert main(["reproduce", "dpcp", "--quick", "--seeds", "1", "--quiet", "--out",
+                 str(src)]) == 0
+    return src
+
+
 @pytest.mark.parametrize(("column", "value", "words"), [
     ("error", "inf", "column error is 'inf'; it must be a finite number >= 0"),
     ("time", "-1.0", "column time is '-1.0'; it must be a finite number >= 0"),
     ("flops", "nan", "column flops is 'nan'; it must be a finite number >= 0"),
 ])
-def test_plot_refuses_values_no_run_writes(tmp_path, capsys, column, value, words):
+def test_plot_refuses_values_no_run_writes(tmp_path, capsys, one_seed_run, column, value,
+                                           words):
     import csv
 
-    src = tmp_path / "r"
-    assert main(["reproduce", "dpcp", "--quick", "--seeds", "1", "--quiet", "--out",
-                 str(src)]) == 0
+    src = one_seed_run
     report = (src / "report.md").read_text()
     assert "all 1 seeds" not in report and "of the 1 seeds" not in report   # "its one seed"
     rows = list(csv.DictReader((src / "results.csv").open()))
