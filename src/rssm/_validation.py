@@ -110,6 +110,18 @@ def user_stacklevel(*outside: Any) -> int:
     return 2
 
 
+
+def library_stacklevel() -> int:
+    """The ``stacklevel`` for the function that calls this and then `warnings.warn`: the
+    first caller outside rssm and, where loaded, scikit-learn and joblib (an estimator
+    fitted through a pipeline, a search or ``cross_val_score``: the warning pointed into
+    sklearn/pipeline.py or joblib/parallel.py)."""
+    import sys
+
+    # one frame more: this function's caller is the one that calls warnings.warn
+    return user_stacklevel(sys.modules.get("sklearn"), sys.modules.get("joblib")) - 1
+
+
 def refuse_masked(value: Any, name: str) -> None:
     """A NumPy masked array with masked entries refused: ``np.asarray`` (and scikit-learn's
     ``check_array``) drops the mask and reads the values under it as data (a user's audit:

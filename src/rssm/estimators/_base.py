@@ -21,7 +21,14 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 import rssm
-from rssm._validation import DATA_SCALE, InvalidType, InvalidValue, max_abs, refuse_masked
+from rssm._validation import (
+    DATA_SCALE,
+    InvalidType,
+    InvalidValue,
+    library_stacklevel,
+    max_abs,
+    refuse_masked,
+)
 from rssm.data import ChunkedData, is_out_of_core
 
 try:  # scikit-learn >= 1.6
@@ -151,24 +158,8 @@ class SolverMixin:
             warnings.warn(
                 f"{type(self).__name__} did not converge: the solver stopped with "
                 f"{res.stop_reason.value!r} ({res.message}){advice}",
-                ConvergenceWarning, stacklevel=_user_stacklevel())
+                ConvergenceWarning, stacklevel=library_stacklevel())
         return res
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning issued in `_run` (or another method of an
-    estimator) at the first caller outside rssm, scikit-learn and joblib (the user's
-    ``fit``, ``fit_transform``, pipeline, ``cross_val_score`` or ``GridSearchCV`` line,
-    not sklearn/base.py or joblib/parallel.py when the estimator is fitted through a
-    wrapper; `rssm._validation.user_stacklevel`)."""
-    import sys
-
-    import sklearn
-
-    from rssm._validation import user_stacklevel
-
-    # one frame more: this function's caller is the one that calls warnings.warn
-    return user_stacklevel(sklearn, sys.modules.get("joblib")) - 1
 
 
 def check_X(est: Any, X: Any, *, reset: bool) -> Any:

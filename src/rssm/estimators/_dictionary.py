@@ -17,10 +17,10 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_array, check_is_fitted
 
 import rssm
+from rssm._validation import library_stacklevel
 from rssm.data import LayoutWarning, is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
-    _user_stacklevel,
     check_float,
     check_int,
     check_X,
@@ -203,7 +203,7 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
                 "energy. To learn sparse atoms among the data's dominant directions, reduce "
                 f"the data first (e.g. make_pipeline(PCA({p}), {name}()), a complete "
                 "dictionary there), or use OrthogonalSparsePCA",
-                UserWarning, stacklevel=_user_stacklevel())
+                UserWarning, stacklevel=library_stacklevel())
         order = np.argsort(-energy, kind="stable")
         self.components_ = flip_signs(q[:, order].T)
         self.n_components_ = p

@@ -18,9 +18,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from rssm._validation import library_stacklevel
 from rssm.estimators._base import (
     SolverMixin,
-    _user_stacklevel,
     check_float,
     check_int,
     check_X,
@@ -172,7 +172,7 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
                 + ": with a complete basis the explained variance is the same for every "
                 "basis, so the fit returns the sparsest one, a signed permutation of the "
                 "identity; set n_components < n_features",
-                UserWarning, stacklevel=_user_stacklevel())
+                UserWarning, stacklevel=library_stacklevel())
         mean = np.zeros(n)
         lo = np.full(n, np.inf)
         hi = np.full(n, -np.inf)

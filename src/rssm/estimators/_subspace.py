@@ -25,10 +25,10 @@ from sklearn.base import (
 from sklearn.utils.validation import check_array, check_is_fitted
 
 import rssm
+from rssm._validation import library_stacklevel
 from rssm.data import is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
-    _user_stacklevel,
     check_float,
     check_int,
     check_X,
@@ -291,7 +291,7 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
                     "eigenvalue gap may be the edge of the samples' span or of the outliers, "
                     "not of the inliers' subspace; pass n_components=<the subspace "
                     "dimension>",
-                    UserWarning, stacklevel=_user_stacklevel())
+                    UserWarning, stacklevel=library_stacklevel())
         else:
             d = int(self.n_components)
         p = n - d
@@ -468,7 +468,7 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
                 "the noise scale from "
                 f"that quartile, declares only {flagged} samples outliers; pass "
                 "contamination=<the expected fraction of outliers>",
-                UserWarning, stacklevel=_user_stacklevel())
+                UserWarning, stacklevel=library_stacklevel())
         if t <= floor:
             # A quarter of the samples or more lie on the subspace exactly: the noise
             # scale reads 0, and samples near it but not on it are outliers. Right for
@@ -482,7 +482,7 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
                     f"other sample an outlier, {near} of them within {NEAR:g} of their "
                     "norm of the subspace; if those are noisy inliers, pass "
                     "contamination=<the expected fraction of outliers>",
-                    UserWarning, stacklevel=_user_stacklevel())
+                    UserWarning, stacklevel=library_stacklevel())
         return -max(t, floor)
 
     # -- transform and outlier scores ---------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import as_float_matrix, check_data_scale, max_abs, user_stacklevel
+from rssm._validation import as_float_matrix, check_data_scale, library_stacklevel, max_abs
 from rssm.blocks import Partition
 from rssm.data.chunked import ChunkedData, as_data_matrix
 from rssm.data.engine import DataOracle, one_pass
@@ -91,14 +91,6 @@ def _column_norms(blk: np.ndarray) -> np.ndarray:
         return np.zeros(blk.shape[1]) if math.isfinite(top) else np.full(blk.shape[1], top)
     scaled = blk / top
     return top * np.sqrt(np.einsum("ij,ij->j", scaled, scaled))
-
-
-def _user_level() -> int:
-    """`user_stacklevel` past scikit-learn and joblib too (an estimator fitted in a
-    pipeline: the warning pointed into sklearn/pipeline.py; a review)."""
-    import sys
-
-    return user_stacklevel(sys.modules.get("sklearn"), sys.modules.get("joblib")) - 1
 
 
 class DataProblem(Problem):
@@ -253,7 +245,7 @@ class DataProblem(Problem):
                 "for rounding, and a run may stop `converged` away from the minimizer; "
                 "scale the samples to comparable norms (e.g. unit norm, as DPCP's model "
                 "has them) or weight them (docs/convergence.md, 'One sample that outweighs "
-                "the rest')", UserWarning, stacklevel=_user_level())
+                "the rest')", UserWarning, stacklevel=library_stacklevel())
 
     # -- what the engine needs --------------------------------------------------------------
     def _scale(self) -> float:
