@@ -13,6 +13,27 @@ import rssm
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def import_pymanopt():
+    """Import pymanopt (or skip), undoing the global jax_enable_x64 = True that importing it
+    sets when jax is installed (other tests check that rssm leaves the flag alone; a test
+    that imported pymanopt plainly made them depend on the order of the tests)."""
+    try:
+        import jax
+    except ImportError:
+        return pytest.importorskip("pymanopt")
+    old = jax.config.jax_enable_x64
+    try:
+        return pytest.importorskip("pymanopt")
+    finally:
+        jax.config.update("jax_enable_x64", old)
+
+
+@pytest.fixture
+def pymanopt_module():
+    """`import_pymanopt` as a fixture."""
+    return import_pymanopt()
+
+
 @pytest.fixture
 def benchmark_module(monkeypatch):
     """``load(name)``: the module ``benchmarks.<name>`` of the repository (its root put on

@@ -69,8 +69,8 @@ def test_torch_errors_that_are_not_about_float_precision_keep_their_own_words():
     assert any("shape (8, 4), as shape= gave" in n for n in info.value.__notes__)
 
 
-def test_a_pymanopt_gradient_of_the_wrong_shape_is_named_as_the_users():
-    pymanopt = pytest.importorskip("pymanopt")
+def test_a_pymanopt_gradient_of_the_wrong_shape_is_named_as_the_users(pymanopt_module):
+    pymanopt = pymanopt_module
     man = pymanopt.manifolds.Stiefel(8, 3)
     c = np.diag(np.arange(8.0))
     cost = pymanopt.function.numpy(man)(lambda x: -np.trace(x.T @ c @ x))
@@ -88,8 +88,8 @@ def test_a_pymanopt_gradient_of_the_wrong_shape_is_named_as_the_users():
     ({"min_step_size": 1e-3}, "min_step", False, "fell below the optimizer's min_step_size"),
 ])
 def test_the_rssm_result_of_a_pymanopt_style_stop_names_the_criterion(kw, reason, success,
-                                                                       words):
-    pymanopt = pytest.importorskip("pymanopt")
+                                                                       words, pymanopt_module):
+    pymanopt = pymanopt_module
     from rssm.interop.pymanopt import RSM
 
     n, p = 8, 3

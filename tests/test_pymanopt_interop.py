@@ -9,23 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import import_pymanopt  # noqa: E402
 
-
-def _import_pymanopt():
-    """Import pymanopt, undoing the global jax_enable_x64 = True that importing it sets
-    when jax is installed (other tests check that rssm leaves the flag alone)."""
-    try:
-        import jax
-    except ImportError:
-        return pytest.importorskip("pymanopt")
-    old = jax.config.jax_enable_x64
-    try:
-        return pytest.importorskip("pymanopt")
-    finally:
-        jax.config.update("jax_enable_x64", old)
-
-
-pymanopt = _import_pymanopt()
+pymanopt = import_pymanopt()
 
 import rssm  # noqa: E402
 from rssm.interop.pymanopt import RSM, RSSM, problem_from_pymanopt  # noqa: E402

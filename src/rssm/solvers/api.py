@@ -25,7 +25,7 @@ from rssm._validation import (
 )
 from rssm.blocks import epoch_iterations
 from rssm.data.store import DataError
-from rssm.problem import NoGroundTruth, Problem, start_rng
+from rssm.problem import Problem, start_rng
 from rssm.solvers.loop import run
 from rssm.solvers.options import (
     DEFAULT_METHOD,
@@ -35,7 +35,7 @@ from rssm.solvers.options import (
     as_options,
     default_budget,
 )
-from rssm.solvers.record import Observer, Record, as_record
+from rssm.solvers.record import Observer, Record, as_record, error_at
 from rssm.stepsizes import StepSize, from_spec
 from rssm.stopping import (
     AllOf,
@@ -503,11 +503,9 @@ def _check_error_known(problem, x: np.ndarray, what: str) -> None:
                         "function to measure against)")
     if not problem.has_error:
         raise none
-    try:
-        hook = getattr(problem, "_error_of_iterate", None)
-        err = float(hook(x) if hook is not None else problem.error(x.copy()))
-    except NoGroundTruth:       # an `error` that defers to the base class's
-        raise none from None
+    err = error_at(problem, x, no_truth=None)
+    if err is None:             # an `error` that defers to the base class's
+        raise none
     if math.isnan(err):
         raise InvalidValue("target_error", f"{what} needs the error at the start, but this "
                            f"{type(problem).__name__}'s error(x0) returned NaN")

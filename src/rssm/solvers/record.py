@@ -266,11 +266,12 @@ def _stationarity(oracle: Any, x: np.ndarray) -> float:
     return val if math.isfinite(val) else math.nan
 
 
-def error_at(problem: Any, x: np.ndarray) -> float:
-    """``problem.error`` at a copy of ``x``; NaN where this instance has no ground truth (an
-    `error` that defers to `rssm.Problem.error`'s `NoGroundTruth`)."""
+def error_at(problem: Any, x: np.ndarray, no_truth: Any = math.nan) -> Any:
+    """``problem.error`` at a copy of ``x``; ``no_truth`` (NaN by default) where this
+    instance has no ground truth (an `error` that defers to `rssm.Problem.error`'s
+    `NoGroundTruth`)."""
     try:
         hook = getattr(problem, "_error_of_iterate", None)
         return float(hook(x) if hook is not None else problem.error(x.copy()))
     except NoGroundTruth:
-        return math.nan
+        return no_truth
