@@ -930,3 +930,69 @@ def test_a_subgradient_tensor_that_requires_grad_is_read_by_its_values():
     b = rssm.minimize(rssm.Problem.from_functions(cost, tensor, shape=(8, 2)), x0,
                       stepsize=1e-3, max_iter=20)
     np.testing.assert_array_equal(a.x, b.x)
+
+
+class _CostFailure(RuntimeError):
+    """What a user's cost raises (a lost connection, a bug): not rssm's to swallow."""
+
+
+@pytest.mark.parametrize(("method", "stepsize", "fail_at"), [
+    ("rsm", "auto", 2), ("rsm", "auto", 4), ("rsm", "auto", 50), ("rssm", "auto", 10),
+    ("rsm", "backtracking", 6), ("rssm", "backtracking", 9)])
+def test_an_exception_from_the_cost_reaches_the_caller_wherever_rssm_called_it(
+        method, stepsize, fail_at):
+    """Before: a cost that raised while the step-size rule read f (`StepContext.cost`,
+    `StepContext.trial`) ended the run `stalled`, "the default step-size rule raised ...",
+    with the traceback dropped; on the first iteration a ZeroDivisionError became "stepsize
+    could not compute gamma_0". Elsewhere the same error reached the caller (an audit: 19 of
+    25 failing calls of the default call returned a Result)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((120, 10))
+    b = a @ stiefel.random_point(10, 4, rng)
+    calls = [0]
+
+    def cost(x):
+        calls[0] += 1
+        if calls[0] == fail_at:
+            raise _CostFailure(f"connection lost at call {fail_at}")
+        return float(np.abs(a @ x - b).sum())
+
+    prob = rssm.Problem.from_functions(
+        cost, lambda x: a.T @ np.sign(a @ x - b),
+        lambda x, c: a.T @ np.sign(a @ x[:, c] - b[:, c]), shape=(10, 4))
+    with pytest.raises(_CostFailure, match=f"connection lost at call {fail_at}"):
+        rssm.minimize(prob, method=method, stepsize=stepsize, seed=1)
+    assert calls[0] == fail_at
+
+
+def test_a_cost_that_divides_by_zero_on_the_first_step_is_not_called_a_bad_stepsize():
+    calls = [0]
+
+    def cost(x):
+        calls[0] += 1
+        return 1.0 / 0.0 if calls[0] == 2 else float(np.abs(x).sum())
+
+    prob = rssm.Problem.from_functions(cost, np.sign, shape=(5, 2))
+    with pytest.raises(ZeroDivisionError):
+        rssm.minimize(prob, method="rsm", seed=0)
+
+
+@pytest.mark.parametrize(("value", "what"), [
+    ("1.5", "str"), (np.bool_(True), "bool"), (1 + 0j, "complex"), (None, "NoneType"),
+    (np.ones(1), "ndarray with shape (1,)")])
+def test_a_subclass_cost_that_returns_no_number_is_named(value, what):
+    """Before: the subclass route (`rssm.Problem` with `cost` and `subgradient`) took text
+    and flags as costs (f = 1363.68 from a string) and failed on None or a complex number
+    with Python's bare float() message from inside rssm; `from_functions` refused all."""
+
+    class Bad(rssm.Problem):
+        shape = (5, 2)
+
+        def cost(self, x):
+            return value
+
+        def subgradient(self, x):
+            return np.sign(x)
+
+    with pytest.raises(TypeError, match=re.escape(f"cost must return a real number, got {what}")):
+        rssm.minimize(Bad(), method="rsm", max_iter=5, seed=0)

@@ -55,6 +55,23 @@ def check_bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
+def real_value(out: Any, what: str) -> float:
+    """``out``, a user function's value (its cost, its error), as a float; anything but a
+    real number (text, a flag, a complex number, None, an array with a dimension, even of
+    one entry) raises naming ``what``."""
+    try:
+        if isinstance(out, (str, bytes, bool, np.bool_, complex, np.complexfloating)):
+            raise TypeError   # float("1.5") would accept text, float(True) a flag
+        if isinstance(out, np.ndarray) and out.dtype.kind not in "iuf":
+            raise TypeError
+        return float(out)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{what} must return a real number, got {type(out).__name__}"
+            + (f" with shape {np.shape(out)}" if np.ndim(out) else "")
+        ) from None
+
+
 def type_name(value: Any) -> str:
     """The type of ``value`` for a "must be ..., got ..." message; a class passed where an
     instance belongs is named as such (it read "got ABCMeta")."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rssm._validation import real_value
 from rssm.blocks import ColumnSet, Partition
 
 __all__ = ["Oracle", "GenericOracle"]
@@ -46,7 +47,7 @@ class Oracle:
 
     def cost(self) -> float:
         """f(X) at the current iterate."""
-        return float(self._call("cost"))
+        return real_value(self._call("cost"), "cost")
 
     def subgradient(self) -> np.ndarray:
         """A Euclidean subgradient of f at the current iterate (n x p)."""
@@ -63,7 +64,7 @@ class Oracle:
         on a copy."""
         x = self.x.copy()
         x[:, sel] = values
-        return float(self.problem.cost(x))
+        return real_value(self.problem.cost(x), "cost")
 
     def update(self, cols: ColumnSet | None) -> None:
         """Tell the oracle that the columns ``cols`` of ``x`` changed (None: all)."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import abc
 import warnings
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from rssm._validation import (
     as_int,
     as_positive_float,
     check_signature,
+    real_value,
     type_name,
     user_stacklevel,
 )
@@ -424,7 +424,7 @@ class FunctionProblem(Problem):
         return self._partial is not None
 
     def cost(self, x) -> float:
-        return _real(self._cost(x), "cost")
+        return real_value(self._cost(x), "cost")
 
     def _check(self, g, what: str, cols: int) -> np.ndarray:
         if callable(getattr(g, "detach", None)) and callable(getattr(g, "cpu", None)):
@@ -474,7 +474,7 @@ class FunctionProblem(Problem):
     def error(self, x) -> float:
         if self._error is None:
             return super().error(x)
-        return _real(self._error(x), "error")
+        return real_value(self._error(x), "error")
 
     def default_stepsize(self):
         return self._stepsize
@@ -490,17 +490,3 @@ class FunctionProblem(Problem):
         return f"FunctionProblem(name={self.name!r}, n={n}, p={p}, partial={self.has_partial})"
 
 
-def _real(out: Any, what: str) -> float:
-    """``out``, a user function's value, as a float; anything but a real number (text, a
-    flag, a complex number, an array of more than one entry) raises naming ``what``."""
-    try:
-        if isinstance(out, (str, bytes, bool, np.bool_, complex, np.complexfloating)):
-            raise TypeError   # float("1.5") would accept text, float(True) a flag
-        if isinstance(out, np.ndarray) and out.dtype.kind not in "iuf":
-            raise TypeError
-        return float(out)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{what} must return a real number, got {type(out).__name__}"
-            + (f" with shape {np.shape(out)}" if np.ndim(out) else "")
-        ) from None

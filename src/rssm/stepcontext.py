@@ -101,7 +101,7 @@ class StepContext:
                  "cross_sq", "rotation_sq", "partition",
                  "max_gamma", "previous_gamma", "previous_cost", "direction", "columns",
                  "pair", "escapes", "selection", "_cost", "_cost_fn", "_trial_fn",
-                 "_best_fn")
+                 "_best_fn", "_raised")
 
     def __init__(self, method: str, n_blocks: int, shape: tuple[int, int] | None = None, *,
                  cost: Callable[[], float] | None = None,
@@ -129,6 +129,7 @@ class StepContext:
         self._cost_fn = cost
         self._trial_fn = trial
         self._best_fn = best
+        self._raised: Exception | None = None   # what f raised when a rule read it
 
     @property
     def epoch(self) -> float:
@@ -147,7 +148,11 @@ class StepContext:
         if self._cost is None:
             if self._cost_fn is None:
                 raise ValueError("StepContext.cost is only available during a run")
-            self._cost = float(self._cost_fn())
+            try:
+                self._cost = float(self._cost_fn())
+            except Exception as exc:
+                self._raised = exc
+                raise
         return self._cost
 
     @property
@@ -173,7 +178,11 @@ class StepContext:
         """
         if self._trial_fn is None:
             raise ValueError("StepContext.trial is only available during a run")
-        return float(self._trial_fn(min(float(gamma), self.max_gamma)))
+        try:
+            return float(self._trial_fn(min(float(gamma), self.max_gamma)))
+        except Exception as exc:
+            self._raised = exc
+            raise
 
     def advance(self, k: int, direction_norm: float, grad_sq: float,
                 max_gamma: float = math.inf, direction: np.ndarray | None = None,
@@ -188,6 +197,7 @@ class StepContext:
         self.pair = pair
         self.previous_cost = self._cost
         self._cost = None
+        self._raised = None
         self.iteration = k
         self.direction_norm = direction_norm
         self.grad_sq = grad_sq
