@@ -353,6 +353,35 @@ def test_non_finite_cost_read_by_the_default_rule_stops_non_finite():
     assert np.isfinite(res.fun) and res.feasibility <= FEAS_TOL
 
 
+@pytest.mark.parametrize("n_blocks", [2, 3])
+def test_a_non_finite_cost_read_by_rssms_rule_stops_the_run_where_it_was_read(n_blocks):
+    """RSSM's default rule (`BlockRule`) reads f at its tests only; where it read a NaN it
+    went on stepping to the next recorded row (iteration 50 here, read at 42 with l = 3 and
+    28 with l = 2: an audit of guarantees.md section 4)."""
+    a = np.random.default_rng(0).standard_normal((40, 8))
+    state = {"k": 0, "read": None}
+
+    def cost(x):
+        if state["k"] > 25:
+            state["read"] = state["read"] or state["k"] - 1
+            return np.nan
+        return float(np.abs(a @ x).sum())
+
+    def partial(x, c):
+        state["k"] += 1
+        return a.T @ np.sign(a @ x[:, c])
+
+    prob = rssm.Problem.from_functions(cost, lambda x: a.T @ np.sign(a @ x), partial,
+                                       shape=(8, 3))
+    res = rssm.minimize(prob, method="rssm", options={"n_blocks": n_blocks}, max_iter=200,
+                        tol=0, record=50)
+    assert res.stop_reason is StopReason.NON_FINITE and not res.success
+    assert state["read"] is not None and res.n_iter == state["read"] < 50
+    assert res.message == (f"iteration {res.n_iter}: f(X_{res.n_iter}) = nan is not finite; "
+                           "returning the best finite iterate")
+    assert np.isfinite(res.fun) and res.feasibility <= FEAS_TOL
+
+
 @pytest.mark.parametrize("method, bad", [("rsm", np.inf), ("rsm", np.nan),
                                          ("rssm", np.inf), ("rssm", np.nan)])
 def test_a_non_finite_subgradient_stops_without_numpy_warnings(method, bad):

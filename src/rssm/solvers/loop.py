@@ -154,6 +154,14 @@ def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
     raise _Halt(StopReason.STALLED, f"iteration {k}: {why}")
 
 
+def _finite_cost(k: int, f: float, st: Any, elapsed: float) -> None:
+    """Ends the run ``non_finite`` where the run read f(X_k) and it is not finite."""
+    if not math.isfinite(f):
+        st.time += elapsed
+        raise _Halt(StopReason.NON_FINITE, f"iteration {k}: f(X_{k}) = {f} is not finite; "
+                    "returning the best finite iterate")
+
+
 class _Trial:
     """`StepContext.trial` for the current direction: a pure query, with the last
     candidate kept so that the step can take it without computing it again."""
@@ -329,8 +337,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             t0 = perf()
             d = solver.direction(st)
             if track_best:
-                run_cost()     # f(X_k), after the direction: the data oracles compute both
-                #                in one pass over the chunks
+                _finite_cost(k, run_cost(), st, perf() - t0)   # f(X_k), after the
+                #              direction: the data oracles compute both in one pass
             if d.defect or not (math.isfinite(d.norm_sq) and math.isfinite(d.grad_sq)):
                 st.time += perf() - t0
                 what = d.defect or "the subgradient is not finite"
@@ -360,6 +368,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 except _Halt:
                     st.time += perf() - t0
                     raise
+                if ctx._cost is not None:
+                    # a rule that read f(X_k) and went on (BlockRule reads it at its
+                    # tests only): a non-finite f ends the run here, not at the next row
+                    _finite_cost(k, ctx._cost, st, perf() - t0)
                 if gamma > max_gamma and clip:
                     gamma = max_gamma
                     st.n_clipped += 1
