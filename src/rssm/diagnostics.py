@@ -20,13 +20,12 @@ tells which oracle is wrong, at a random smooth point near a given X:
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_int, as_positive_float, make_rng
+from rssm._validation import as_int, as_positive_float, make_rng, quieted
 from rssm.blocks import Partition
 from rssm.problem import FullSubgradientWarning, Problem
 
@@ -312,13 +311,8 @@ def check_subgradient(
 def _quiet_oracle(problem: Problem, x: np.ndarray, partition: Partition | None):
     """``problem.make_oracle`` without its one-time `FullSubgradientWarning` (and without
     using it up for the user's own run)."""
-    warned = getattr(problem, "warned", None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FullSubgradientWarning)
-        oracle = problem.make_oracle(x, partition)
-    if warned is not None:
-        problem.warned = warned
-    return oracle
+    with quieted(FullSubgradientWarning):
+        return problem.make_oracle(x, partition)
 
 
 def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator,

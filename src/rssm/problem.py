@@ -29,6 +29,7 @@ from rssm._validation import (
     as_int,
     as_positive_float,
     check_signature,
+    is_quiet,
     real_value,
     type_name,
     user_stacklevel,
@@ -455,7 +456,8 @@ class FunctionProblem(Problem):
         return self._check(self._partial(x, cols), "partial_subgradient", c)
 
     def make_oracle(self, x, partition) -> Oracle:
-        if partition is not None and self._partial is None and not self.warned:
+        if (partition is not None and self._partial is None and not self.warned
+                and not is_quiet(FullSubgradientWarning)):
             self.warned = True
             warnings.warn(
                 f"{self.name!r} has no partial subgradient, so each RSSM iteration computes a "

@@ -252,7 +252,12 @@ class _Job:
             if not self.cancel:
                 try:
                     self.fn(i)
-                except Exception as exc:   # re-raised by the caller
+                except BaseException as exc:
+                    # re-raised by the caller, whichever thread ran the chunk. (Catching
+                    # `Exception` only, a SystemExit, a KeyboardInterrupt or an asyncio
+                    # CancelledError raised by a user's loss on a helper thread left its
+                    # chunk uncounted, and the caller waited for it for good: a user's
+                    # audit.)
                     self.errors.append((i, exc))
                     self.cancel = True
             with self.lock:
@@ -321,7 +326,9 @@ class _Pool:
                     pass
             raise
         if job.errors:
-            raise min(job.errors, key=lambda e: e[0])[1]
+            # the lowest chunk's error, a SystemExit, KeyboardInterrupt or the like first
+            severe = [e for e in job.errors if not isinstance(e[1], Exception)]
+            raise min(severe or job.errors, key=lambda e: e[0])[1]
 
 
 _POOL = _Pool()
@@ -367,7 +374,9 @@ def parallel_for(fn: Callable[[int], None], n: int) -> None:
     Each call must write only to memory of its own (its chunk's buffers), so the result
     cannot depend on which worker ran which chunk. With one worker (outside a run, or
     ``threads=1``/``None``) the calls run in order on the caller's thread. An exception in
-    a chunk stops the chunks not yet started and is raised here (the lowest chunk's first).
+    a chunk stops the chunks not yet started and is raised here once the chunks in flight
+    are done (the lowest chunk's first; a `BaseException` that is no `Exception`, such as
+    SystemExit or KeyboardInterrupt, before any `Exception`).
     """
     if n <= 0:
         return

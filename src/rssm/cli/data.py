@@ -14,13 +14,14 @@ samples, a problem that is both slow and not the one meant.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rssm._validation import quieted
 from rssm.cli._common import Given, UsageError, given, kind_parser, positive_int
 
 __all__ = ["add_options", "problem_from_data", "refuse_without_data"]
@@ -184,9 +185,7 @@ def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
     else:
         data = arr  # left unloaded: the problem reads (or streams) it
     try:
-        with warnings.catch_warnings():
-            if layout_said:
-                warnings.simplefilter("ignore", LayoutWarning)
+        with quieted(LayoutWarning) if layout_said else contextlib.nullcontext():
             problem = entry.build(data, **values)
     except (ValueError, TypeError) as exc:
         arg = getattr(exc, "argument", None)

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from rssm._validation import is_quiet
+
 __all__ = ["SampleStore", "InMemory", "Standardized", "DataError", "LayoutWarning",
            "default_chunk_size", "chunk_bounds", "as_store", "warn_if_transposed",
            "DEFAULT_CHUNK_BYTES", "MIN_CHUNK_SAMPLES", "MIN_CHUNK_ENTRIES", "MAX_CHUNKS",
@@ -122,7 +124,7 @@ def warn_if_transposed(n: int, m: int, what: str, arg: str, stacklevel: int = 3)
     samples than features, m < n: for DPCP and ODL such data determine nothing (with
     m <= n - p a DPCP X orthogonal to every sample has f = 0), and the usual cause is a
     matrix with samples as rows passed where samples are columns."""
-    if m < n:
+    if m < n and not is_quiet(LayoutWarning):
         warnings.warn(
             f"{what}: {arg} is {n} x {m}, read as {m} samples in R^{n}; fewer samples than "
             f"features usually means samples as rows were passed where {what} takes them "

@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_array, check_is_fitted
 
 import rssm
-from rssm._validation import library_stacklevel
+from rssm._validation import library_stacklevel, quieted
 from rssm.data import LayoutWarning, is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
@@ -169,10 +169,9 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
             self.n_components, "n_components", 1, n, name, " (the number of atoms) or None")
         self._check_transform_params(p)
         data = rssm.data.samples(X, check_finite=True) if is_out_of_core(X) else X.T
-        with warnings.catch_warnings():
+        with quieted(LayoutWarning):
             # The layout is the estimator's own (one sample per row, passed transposed):
             # ODL's guess from few samples (m < n) does not apply to it.
-            warnings.simplefilter("ignore", LayoutWarning)
             problem = ODL(data, p)
         x0 = None
         if self.dict_init is not None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +38,7 @@ except ImportError:  # pragma: no cover - exercised only without pymanopt
 
 from rssm._autodiff import pymanopt_oracles
 from rssm._interrupt import HeldInterrupt
+from rssm._validation import quieted
 from rssm.problem import FullSubgradientWarning, FunctionProblem, Problem
 from rssm.solvers import minimize
 from rssm.stopping import StoppingCriterion, StopReason
@@ -213,9 +213,8 @@ class _RssmOptimizer(Optimizer):
 
         res = None
         try:
-            with warnings.catch_warnings():
+            with quieted(FullSubgradientWarning):
                 # Pymanopt gives no partial gradient: the full one is sliced, documented.
-                warnings.simplefilter("ignore", FullSubgradientWarning)
                 res = minimize(rproblem, initial_point, method=self._method,
                                stepsize=self.stepsize, max_iter=self._max_iterations,
                                max_time=self._max_time, seed=self.seed,

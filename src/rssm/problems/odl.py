@@ -6,8 +6,6 @@ where Y = X* S with X* orthogonal and S sparse.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from rssm import stiefel
@@ -18,6 +16,7 @@ from rssm._validation import (
     check_memory,
     make_rng,
     metric_inputs,
+    quieted,
 )
 from rssm.data.engine import DataOracle
 from rssm.data.store import LayoutWarning
@@ -127,10 +126,9 @@ class ODL(DataProblem):
         rng = make_rng(seed)
         x_star = stiefel.random_point(n, n, rng)
         codes = rng.standard_normal((n, m)) * (rng.random((n, m)) < theta)
-        with warnings.catch_warnings():
+        with quieted(LayoutWarning):
             # the instance is built with samples as columns: the layout check's guess
             # (fewer samples than features, m < n) does not apply to it
-            warnings.simplefilter("ignore", LayoutWarning)
             prob = cls(x_star @ codes, None, x_star)
         prob.theta = theta
         return prob
