@@ -75,7 +75,7 @@ and docs/convergence.md): it refuted 9 of the 10 ODL stalls found (RSSM, l = 3, 
 1-15) within 8-22 steps, and none of the 130 verdicts at a solution (error below 1e-9;
 DPCP, ODL, l1 Procrustes, from_functions, the planted sparse basis). It costs up to
 `ZIGZAG_STEPS` subgradients and costs at points off the run, once per verdict; verdicts
-whose subgradients cancel to `CHECK_ABOVE` (1e-3) of their norm or less skip it by default
+whose subgradients cancel to `CHECK_ABOVE` (1e-4) of their norm or less skip it by default
 (at a valley stall ``cancel`` is the slope along the valley over the slope across it,
 0.06-0.19 at the stalls found; the paper's DPCP ends default RSM runs at 0.0003-0.007 on
 all of seeds 1-15, where the zigzag would add half to the run and the bundle check, which
@@ -534,7 +534,13 @@ class GoldsteinTest:
 #: ridge (a max of 15 linear functions on S^9) was called converged at cancel 0.009, 9e-5
 #: above the least f nearby; the paper's DPCP verdicts (0.002-0.008) are checked now too,
 #: at 4-5 cost evaluations each (``python -m benchmarks.valley_stalls --check-cost``).
-CHECK_ABOVE = 1e-3
+#: 1e-3 until a user's audit (2026-11-27): on a sharp cost plus a small linear term,
+#: sum_j ||X^T y_j|| + eps <C, X>, whose sharp part is the same along the orbit X Q of its
+#: minimizers, verdicts at cancel 4e-4 to 9.9e-4 skipped the check with f still falling
+#: along the orbit at that fraction of the subgradients' norm (14-76 % of |f| lower
+#: there). Now the check's own stopping test: a verdict skips it only where the run's
+#: own bundle already passes that test.
+CHECK_ABOVE = 1e-4
 #: Full Riemannian subgradients of `full_cancel`, the bundle that decides whether an RSSM
 #: verdict gets the zigzag check.
 FULL_BUNDLE = 4
