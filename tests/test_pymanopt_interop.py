@@ -337,3 +337,20 @@ def test_a_cost_budget_without_an_iteration_limit_is_the_runs_only_limit():
                  max_cost_evaluations=3000, verbosity=0, min_step_size=None).run(problem)
     assert result.stopping_criterion.startswith("Terminated - max cost evals reached")
     assert result.iterations > 1000
+
+
+def test_the_pymanopt_optimizers_name_every_documented_argument_in_their_signature():
+    """An audit of the API reference: `RSSM`'s signature was (n_blocks, stepsize, *,
+    selection, **kwargs), and the nine arguments its docstring documents (seed,
+    record_every, Pymanopt's budgets and verbosity) were only in **kwargs; `RSM` named
+    them. Both now name them, so help(), an IDE and the reference show them."""
+    import inspect
+
+    shared = ["stepsize", "seed", "record_every", "max_time", "max_iterations",
+              "min_gradient_norm", "min_step_size", "max_cost_evaluations", "verbosity",
+              "log_verbosity"]
+    assert list(inspect.signature(RSM).parameters) == shared
+    assert list(inspect.signature(RSSM).parameters) == ["n_blocks", "stepsize", "selection",
+                                                         *shared[1:]]
+    opt = RSSM(2, seed=3, record_every=7, max_iterations=50, verbosity=0)
+    assert (opt.seed, opt.record_every, opt._max_iterations) == (3, 7, 50)

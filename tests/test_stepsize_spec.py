@@ -210,3 +210,19 @@ def test_a_function_step_size_is_recorded_as_one():
     assert rec["function"].endswith("scaled") and rec["keywords"] == "{'c': 0.02}"
     with pytest.raises(ValueError, match="cannot rebuild it; pass the function itself"):
         from_spec(rec)
+
+
+def test_integer_settings_of_the_rules_take_numpys_integers():
+    """An audit of the API reference: `Auto(patience=np.int64(8))` and
+    `Backtracking(max_trials=np.int64(30))` were refused ("must be an int >= 1"), where
+    every other integer setting of rssm takes NumPy's integers (values read from an
+    array or a grid)."""
+    import numpy as np
+
+    from rssm.stepsizes import Auto, Backtracking
+
+    assert Auto(patience=np.int64(8)).patience == 8
+    assert Backtracking(max_trials=np.int32(30)).max_trials == 30
+    for bad in (0, 2.5, True):
+        with pytest.raises((TypeError, ValueError), match="patience"):
+            Auto(patience=bad)

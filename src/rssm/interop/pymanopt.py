@@ -329,8 +329,18 @@ verbosity, log_verbosity
 
     def __init__(self, n_blocks: int | None = None, stepsize=None, *,
                  selection: str = "uniform",
-                 **kwargs):
-        super().__init__(stepsize, **kwargs)
+                 seed: int | np.random.Generator | None = None,
+                 record_every: int | None = None, max_time: float = 1000,
+                 max_iterations: int = 1000, min_gradient_norm: float | None = 1e-6,
+                 min_step_size: float | None = None, max_cost_evaluations: int = 5000,
+                 verbosity: int = 2, log_verbosity: int = 0):
+        # (named here, not passed on as **kwargs: the signature is what help(), an IDE
+        # and the API reference show, and it matched none of the documented names)
+        super().__init__(stepsize, seed=seed, record_every=record_every, max_time=max_time,
+                         max_iterations=max_iterations, min_gradient_norm=min_gradient_norm,
+                         min_step_size=min_step_size,
+                         max_cost_evaluations=max_cost_evaluations, verbosity=verbosity,
+                         log_verbosity=log_verbosity)
         self.n_blocks = n_blocks
         self.selection = selection
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from rssm._validation import as_positive_float
+from rssm._validation import as_int, as_positive_float
 from rssm.stepsizes._common import _Adaptive, capped, check_t0, first_length
 from rssm.stepsizes.context import StepContext
 
@@ -83,9 +83,7 @@ class Backtracking(_Adaptive):
         self.t0 = check_t0(t0)
         self.c = as_positive_float(c, "c", upper=1.0, upper_inclusive=False)
         self.grow = as_positive_float(grow, "grow")
-        if not isinstance(max_trials, int) or max_trials < 1:
-            raise ValueError(f"max_trials must be an int >= 1, got {max_trials!r}")
-        self.max_trials = max_trials
+        self.max_trials = as_int(max_trials, "max_trials", minimum=1)
         self.reset()
 
     def reset(self) -> None:

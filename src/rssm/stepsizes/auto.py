@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import math
 
-from rssm._validation import as_positive_float
+from rssm._validation import as_int, as_positive_float
 from rssm.stepsizes._common import (  # FIRST_SEARCH_FACTOR: kept importable from here
     FIRST_SEARCH_FACTOR,  # noqa: F401
     GradMean,
@@ -165,9 +165,7 @@ class Auto(StepSize):
                  shrink: float | None = None, c: float = 1e-4, patience: int = 8,
                  window: float = 4.0, scale: str | None = None,
                  drop_floor: float = DROP_FLOOR, start_decay: float | None = START_DECAY):
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
-            raise ValueError(f"patience must be an int >= 1, got {patience!r}")
-        self.patience = patience
+        self.patience = as_int(patience, "patience", minimum=1)
         self.t0 = check_t0(t0)
         self.grow = None if grow is None else as_positive_float(grow, "grow")
         if self.grow is not None and self.grow < 1:
