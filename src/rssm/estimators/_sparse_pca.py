@@ -238,7 +238,13 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
                              f"{j} to 0 (its largest is {top[j]:.3g}); use a smaller zero_tol")
         v[np.abs(v) < zero_tol] = 0.0
         var = np.einsum("ij,ik,kj->j", v, sigma, v)
-        order = np.argsort(-var, kind="stable")
+        # Largest variance first; variances equal to 1e-10 (relative) are a tie, broken by
+        # the feature of each loading's largest entry (a user's audit: two unit loadings
+        # of variance exactly 1 on a correlation matrix came in either order depending on
+        # rounding, i.e. on whether the data went through a StandardScaler first, and the
+        # order-dependent explained_variance_ratio_ read 0.068 or 0.21 for the second)
+        level = np.round(var / max(float(var.max()), np.finfo(float).tiny), 10)
+        order = np.lexsort((np.abs(v).argmax(axis=0), -level))
         self.components_ = flip_signs(v[:, order].T)
         self.n_components_ = r
         self.mean_, self.scale_ = mean, scale

@@ -127,7 +127,10 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         turns a d-dimensional affine subspace into a (d+1)-dimensional linear one that DPCP
         recovers. Centring by the mean, as PCA does, would let the outliers move the
         subspace; the median shift only conditions the lift (any shift gives the same
-        model). ``mean_`` is then the point of the subspace nearest to the shift.
+        model). ``mean_`` is then the point of the subspace nearest to the shift. Pass
+        ``n_components`` with it: on the lifted samples ``"auto"`` sees a weaker gap (the
+        lift takes part of each inlier) and, where the median lies off the affine
+        subspace, one dimension too many (docs/estimators.md).
     contamination : "auto" or float in (0, 1), default="auto"
         Sets ``offset_``, the threshold of `predict`. A float: the fraction of training
         samples declared outliers (``offset_`` is that percentile of the training scores).
