@@ -61,12 +61,34 @@ _REPROJECT_ROUNDS = 2
 
 
 def sym(a: np.ndarray) -> np.ndarray:
-    """Symmetric part (a + a^T) / 2 of a square matrix."""
+    """Symmetric part (a + a^T) / 2 of a square matrix.
+
+    Parameters
+    ----------
+    a : ndarray, shape (k, k)
+        Square matrix.
+
+    Returns
+    -------
+    ndarray, shape (k, k)
+        (a + a^T) / 2, a new array.
+    """
     return 0.5 * (a + a.T)
 
 
 def skew(a: np.ndarray) -> np.ndarray:
-    """Skew-symmetric part (a - a^T) / 2 of a square matrix."""
+    """Skew-symmetric part (a - a^T) / 2 of a square matrix.
+
+    Parameters
+    ----------
+    a : ndarray, shape (k, k)
+        Square matrix.
+
+    Returns
+    -------
+    ndarray, shape (k, k)
+        (a - a^T) / 2, a new array.
+    """
     return 0.5 * (a - a.T)
 
 
@@ -108,6 +130,19 @@ def tangent_projection(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
 
     P_T(xi) = xi - X sym(X^T xi)  (Section 2.1, after eq. ``eq-Rsubdiff``).
     Cost: 4 n p^2 flops. Computed in float64; ``xi`` must have the shape of ``x``.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, p)
+        Point X on St(n, p), p <= n; finite, real.
+    xi : array_like, shape (n, p)
+        Euclidean direction (a subgradient G, for the Riemannian subgradient P_T(G));
+        finite, real.
+
+    Returns
+    -------
+    ndarray, shape (n, p)
+        P_T(xi), in float64.
     """
     x, xi = _checked(x, xi, "xi")
     return _tangent_projection(x, xi)
@@ -145,7 +180,8 @@ def block_tangent_projection(
     Returns
     -------
     ndarray, shape (n, c)
-        In float64.
+        P(xi_C), the tangent vector of M_{X_{-C}} at X_C, in float64 (the partial
+        Riemannian subgradient P(G_C) for xi_C = G_C).
     """
     x, xi_c = _checked(x, xi_c, "xi_c", cols)
     y = x.T @ xi_c
@@ -168,11 +204,14 @@ def polar(xi: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    xi : ndarray, shape (n, k), n >= k, full column rank
+    xi : array_like, shape (n, k)
+        Finite real matrix, n >= k, of full column rank (the zero matrix is refused).
 
     Returns
     -------
     ndarray, shape (n, k)
+        Q = U V^T for the thin SVD xi = U S V^T: the point of St(n, k) nearest to ``xi``
+        in the Frobenius norm, in float64.
     """
     xi = as_float_matrix(xi, "xi")               # lists and integers too; finite, 2-D
     if xi.shape[0] < xi.shape[1]:
@@ -219,12 +258,31 @@ class ArrayOps:
 
     @staticmethod
     def finite(a) -> bool:
-        """Whether every entry of ``a`` is finite."""
+        """Whether every entry of ``a`` is finite.
+
+        Parameters
+        ----------
+        a : array
+            Any array of the library.
+
+        Returns
+        -------
+        bool
+            True when no entry is NaN or infinite.
+        """
         return bool(np.isfinite(a).all())
 
     @staticmethod
     def add_diag(a, value: float) -> None:
-        """a += value * I, in place (``a`` square)."""
+        """a += value * I, in place.
+
+        Parameters
+        ----------
+        a : array, shape (k, k)
+            Square matrix, overwritten.
+        value : float
+            Added to each diagonal entry.
+        """
         if a.flags.c_contiguous:
             a.reshape(-1)[:: a.shape[0] + 1] += value    # a view: cheaper than a.flat
         else:
@@ -234,40 +292,124 @@ class ArrayOps:
     def fro(a) -> float:
         """The Frobenius norm of ``a`` (float64: what `numpy.linalg.norm` computes, the
         square root of the dot product of the raveled array with itself, without its
-        dispatch)."""
+        dispatch).
+
+        Parameters
+        ----------
+        a : array
+            Any array of the library.
+
+        Returns
+        -------
+        float
+            ||a||_F.
+        """
         v = a.ravel(order="K")
         return math.sqrt(float(v.dot(v)))
 
     @staticmethod
     def ns_tol(a) -> float:
         """Newton-Schulz stops one step after ||Q^T Q - I||_F falls below this: about
-        sqrt(eps) of ``a``'s dtype, so that the last step reaches eps."""
+        sqrt(eps) of ``a``'s dtype, so that the last step reaches eps.
+
+        Parameters
+        ----------
+        a : array, shape (n, k)
+            The matrix being orthonormalized (its dtype and size set the tolerance).
+
+        Returns
+        -------
+        float
+            The tolerance; here 1e-8 (`_NS_TOL`), for float64.
+        """
         return _NS_TOL
 
     @staticmethod
     def eigh(a):
         """(w, v), ascending eigenvalues of the symmetric ``a`` in float64; None when the
-        decomposition fails."""
+        decomposition fails.
+
+        Parameters
+        ----------
+        a : array, shape (k, k)
+            Symmetric matrix (read from its lower triangle).
+
+        Returns
+        -------
+        tuple (w, v) or None
+            Eigenvalues w, shape (k,), ascending, and orthonormal eigenvectors v, shape
+            (k, k), in columns, so that a = v diag(w) v^T; None where the decomposition
+            failed (NumPy's raises `numpy.linalg.LinAlgError` instead).
+        """
         return _eigh(a)
 
     @staticmethod
     def sqrt(w):
-        """Entrywise square root."""
+        """Entrywise square root.
+
+        Parameters
+        ----------
+        w : array
+            Nonnegative entries (the eigenvalues of `eigh`).
+
+        Returns
+        -------
+        array
+            sqrt(w), the shape of ``w``.
+        """
         return np.sqrt(w)
 
     @staticmethod
     def like(b, a):
-        """``b`` in the dtype of ``a`` (the float64 eigenvectors for a float32 ``a``)."""
+        """``b`` in the dtype of ``a`` (the float64 eigenvectors for a float32 ``a``).
+
+        Parameters
+        ----------
+        b : array
+            Array to convert.
+        a : array
+            Array whose dtype is wanted.
+
+        Returns
+        -------
+        array
+            ``b`` itself here (NumPy's `eigh` keeps ``a``'s dtype); a subclass whose
+            `eigh` computes in float64 converts it.
+        """
         return b
 
     @staticmethod
     def cols(a, sel):
-        """The columns ``sel`` (a slice or an integer index) of ``a``."""
+        """The columns ``sel`` of ``a``.
+
+        Parameters
+        ----------
+        a : array, shape (n, p)
+            Matrix.
+        sel : slice or integer index
+            Column set C, indices into the p columns (an int array or tensor).
+
+        Returns
+        -------
+        array, shape (n, c)
+            a[:, sel] (a view for a slice, a copy for an index).
+        """
         return a[:, sel]
 
     @staticmethod
     def svd_polar(xi):
-        """U V^T from the thin SVD of ``xi``."""
+        """U V^T from the thin SVD of ``xi``.
+
+        Parameters
+        ----------
+        xi : array, shape (n, k)
+            Matrix, n >= k.
+
+        Returns
+        -------
+        array, shape (n, k)
+            The polar factor U V^T of xi = U S V^T (eq. ``eq-polarretr``).
+        """
         u, _, vt = np.linalg.svd(xi, full_matrices=False)
         return u @ vt
 
@@ -345,6 +487,24 @@ def submanifold_step(
 
     Cost: 8 n p c (four n x p x c products) + 4 n c + 4 n c^2 + O(c^3) flops. Computed in
     float64; ``g`` is n x |C| and finite, ``gamma`` a finite number.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, p)
+        Current point X on St(n, p).
+    sel : ndarray of int or slice
+        The column set C: indices into the p columns of ``x``, in the order of the
+        columns of ``g``.
+    g : array_like, shape (n, c)
+        Euclidean subgradient G_C for the columns C (c = |C|).
+    gamma : float
+        Step size.
+
+    Returns
+    -------
+    ndarray, shape (n, c)
+        The new columns X_C^+ in the order of ``sel``, float64; the columns outside C do
+        not change.
     """
     x, g = _checked(x, g, "g", sel)
     gamma = _gamma(gamma)
@@ -359,6 +519,20 @@ def full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
 
     Cost: 4 n p^2 + 4 n p + 4 n p^2 + O(p^3) flops. Computed in float64; ``g`` has the
     shape of ``x`` and is finite, ``gamma`` a finite number.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, p)
+        Current point X on St(n, p).
+    g : array_like, shape (n, p)
+        Euclidean subgradient G at X.
+    gamma : float
+        Step size.
+
+    Returns
+    -------
+    ndarray, shape (n, p)
+        The new point X^+ on St(n, p), float64.
     """
     x, g = _checked(x, g, "g")
     gamma = _gamma(gamma)
@@ -374,6 +548,23 @@ def block_descent_direction(x, sel, g):
     Any array library (see `ArrayOps`); ``sel`` is a slice or an integer index.
 
     Cost: 4 n p c + n c + O(c^2) flops.
+
+    Parameters
+    ----------
+    x : ndarray or torch.Tensor, shape (n, p)
+        Current point X on St(n, p).
+    sel : slice or integer index
+        The column set C: indices into the p columns of ``x`` (an int array or tensor),
+        in the order of the columns of ``g``.
+    g : ndarray or torch.Tensor, shape (n, c)
+        Euclidean subgradient G_C for the columns C, in the dtype of ``x``.
+
+    Returns
+    -------
+    neg : ndarray or torch.Tensor, shape (n, c)
+        -P(G_C), a new array.
+    s : ndarray or torch.Tensor, shape (c, c)
+        skew(X_C^T G_C), rows and columns in the order of ``sel``.
     """
     y = x.T @ g                          # Y = X^T G_C                (p x c)
     yc = y[sel]
@@ -389,13 +580,56 @@ def block_step(x: np.ndarray, sel, neg: np.ndarray, gamma: float) -> np.ndarray:
     """Second half of `submanifold_step`: the new columns
     P_{M_{X_{-C}}}(X_C - gamma P(G_C)) (eq. ``eq-projsubmfdblk``) from ``neg`` = -P(G_C) of
     `block_descent_direction`. The solver's kernel: its arguments are not checked and keep
-    their dtype (`submanifold_step` checks them and computes in float64)."""
+    their dtype (`submanifold_step` checks them and computes in float64).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, p)
+        Current point X on St(n, p).
+    sel : slice or ndarray of int
+        The column set C: indices into the p columns of ``x``, in the order of the
+        columns of ``neg``.
+    neg : ndarray, shape (n, c)
+        -P(G_C) from `block_descent_direction` (not modified).
+    gamma : float
+        Step size.
+
+    Returns
+    -------
+    ndarray, shape (n, c)
+        The new columns X_C^+, in the order of ``sel``.
+    """
     return block_candidate(x, sel, neg, gamma)[0]
 
 
 def block_candidate(x, sel, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
     """`block_step` for any array library: (new columns, whether the SVD fallback
-    ran, after which the columns may be non-finite)."""
+    ran, after which the columns may be non-finite).
+
+    Parameters
+    ----------
+    x : ndarray or torch.Tensor, shape (n, p)
+        Current point X on St(n, p).
+    sel : slice or integer index
+        The column set C: indices into the p columns of ``x`` (an int array or tensor),
+        in the order of the columns of ``neg``.
+    neg : ndarray or torch.Tensor, shape (n, c)
+        -P(G_C) from `block_descent_direction` (not modified).
+    gamma : float
+        Step size.
+    ops : ArrayOps, optional
+        The array library's operations (`NUMPY_OPS` by default).
+
+    Returns
+    -------
+    new : ndarray or torch.Tensor, shape (n, c)
+        P_{M_{X_{-C}}}(X_C - gamma P(G_C)) (eq. ``eq-projsubmfdblk``), in the dtype of
+        ``x``.
+    unchecked : bool
+        True when the SVD fallback ran (Xi ill conditioned): ``new`` may then hold NaN or
+        inf, which the caller checks; False when it came from the Gram route and is
+        finite.
+    """
     # (a step of 1e308 with the cap off: the products overflow, the polar factor rescales;
     # no NumPy warning, as from the public steps)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -429,13 +663,41 @@ def _project_block(x, sel, xi, ops: ArrayOps):
 
 def descent_direction(x, g):
     """First half of `full_step`: -P_T(G) = X sym(X^T G) - G (eq. ``eq-Rsubdiff``); any
-    array library."""
+    array library. Unchecked; ``x`` and ``g`` are not modified.
+
+    Parameters
+    ----------
+    x : ndarray or torch.Tensor, shape (n, p)
+        Current point X on St(n, p).
+    g : ndarray or torch.Tensor, shape (n, p)
+        Euclidean subgradient G at X, in the dtype of ``x``.
+
+    Returns
+    -------
+    ndarray or torch.Tensor, shape (n, p)
+        -P_T(G), a new array.
+    """
     return descent_direction_parts(x, g)[0]
 
 
 def descent_direction_parts(x, g):
     """(`descent_direction`, X^T G): the direction and the p x p product it was formed
-    from (whose skew part is X^T P_T(G)); any array library."""
+    from (whose skew part is X^T P_T(G)); any array library.
+
+    Parameters
+    ----------
+    x : ndarray or torch.Tensor, shape (n, p)
+        Current point X on St(n, p).
+    g : ndarray or torch.Tensor, shape (n, p)
+        Euclidean subgradient G at X, in the dtype of ``x``.
+
+    Returns
+    -------
+    neg : ndarray or torch.Tensor, shape (n, p)
+        -P_T(G) (eq. ``eq-Rsubdiff``), a new array.
+    y : ndarray or torch.Tensor, shape (p, p)
+        X^T G.
+    """
     y = x.T @ g
     ys = y + y.T                         # 2 sym(X^T G)
     neg = x @ ys
@@ -446,12 +708,47 @@ def descent_direction_parts(x, g):
 
 def full_retraction_step(x: np.ndarray, neg: np.ndarray, gamma: float) -> np.ndarray:
     """Second half of `full_step`: polar(X - gamma P_T(G)) from ``neg`` = -P_T(G). The
-    solver's kernel: its arguments are not checked (`full_step` checks them)."""
+    solver's kernel: its arguments are not checked (`full_step` checks them).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, p)
+        Current point X on St(n, p).
+    neg : ndarray, shape (n, p)
+        -P_T(G) from `descent_direction` (not modified).
+    gamma : float
+        Step size.
+
+    Returns
+    -------
+    ndarray, shape (n, p)
+        The new point polar(X - gamma P_T(G)) (eq. ``eq-polarretr``).
+    """
     return full_candidate(x, neg, gamma)[0]
 
 
 def full_candidate(x, neg, gamma: float, ops: ArrayOps = NUMPY_OPS):
-    """`full_retraction_step` for any array library: (new X, whether the SVD fallback ran)."""
+    """`full_retraction_step` for any array library: (new X, whether the SVD fallback ran).
+
+    Parameters
+    ----------
+    x : ndarray or torch.Tensor, shape (n, p)
+        Current point X on St(n, p).
+    neg : ndarray or torch.Tensor, shape (n, p)
+        -P_T(G) from `descent_direction` (not modified).
+    gamma : float
+        Step size.
+    ops : ArrayOps, optional
+        The array library's operations (`NUMPY_OPS` by default).
+
+    Returns
+    -------
+    new : ndarray or torch.Tensor, shape (n, p)
+        polar(X - gamma P_T(G)) (eq. ``eq-polarretr``), in the dtype of ``x``.
+    unchecked : bool
+        True when the SVD fallback ran: ``new`` may then hold NaN or inf, which the
+        caller checks; False when it came from the Gram route and is finite.
+    """
     with np.errstate(over="ignore", invalid="ignore"):   # (as in `block_candidate`)
         xi = neg * gamma
         xi += x                          # X - gamma P_T(G)
@@ -475,6 +772,24 @@ def project_submanifold_block(
     projected out again and the block re-orthonormalized, as the solver's kernel does
     (`block_candidate`). Computed in float64. Cost: 6 n p c + 4 n c^2 + O(c^3) flops (the
     re-projection, when it runs, as much again).
+
+    Parameters
+    ----------
+    x : array_like, shape (n, p)
+        Point X on St(n, p); its columns outside C span the space the result is kept
+        orthogonal to.
+    cols : ndarray of int or slice
+        The column set C: indices into the p columns of ``x``, in the order of the
+        columns of ``big_xi``.
+    big_xi : array_like, shape (n, c)
+        The block Xi to project (in a step, X_C - gamma P(G_C)); finite, and not in
+        span(X_{-C}).
+
+    Returns
+    -------
+    ndarray, shape (n, c)
+        P(Xi), float64: c orthonormal columns orthogonal to X_{-C}, so that X with its
+        columns C replaced by them is on St(n, p).
     """
     x, xi = _checked(x, big_xi, "big_xi", cols)
     w = x.T @ xi
@@ -495,7 +810,20 @@ _LEAK = 1e-14
 
 def retract(x: np.ndarray, xi: np.ndarray) -> np.ndarray:
     """Polar retraction Retr_X(xi) = P_St(X + xi) (eq. ``eq-polarretr``); ``xi`` has the
-    shape of ``x``."""
+    shape of ``x``.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, p)
+        Point X on St(n, p).
+    xi : array_like, shape (n, p)
+        Tangent vector at X (any finite matrix is accepted: X + xi is projected).
+
+    Returns
+    -------
+    ndarray, shape (n, p)
+        Retr_X(xi) = polar(X + xi), a point of St(n, p), in float64.
+    """
     x, xi = _checked(x, xi, "xi")
     return polar(x + xi)
 
@@ -536,6 +864,16 @@ def feasibility(x: np.ndarray) -> float:
 
     ``x`` is any 2-D real array (converted to float64); NaN or Inf entries give NaN or
     Inf. Raises ``TypeError``/``ValueError`` naming ``x`` for other input.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, p)
+        Matrix to measure (may be empty).
+
+    Returns
+    -------
+    float
+        The largest absolute entry of X^T X - I; 0.0 for an empty matrix.
     """
     return _feasibility(as_float_matrix(x, "x", allow_empty=True, finite=False))
 
@@ -555,6 +893,25 @@ def check_point(x: np.ndarray, atol: float = 1e-8, name: str = "x") -> float:
     `rssm.stiefel.polar` to project a nearby matrix onto the manifold. ``x`` must be a
     2-D real array (else ``TypeError``/``ValueError`` naming ``name``) and ``atol`` a
     finite number > 0.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, p)
+        Matrix to check.
+    atol : float, optional
+        Largest accepted ||X^T X - I||_max.
+    name : str, optional
+        The argument's name in the error messages.
+
+    Returns
+    -------
+    float
+        ||X^T X - I||_max, at most ``atol``.
+
+    Raises
+    ------
+    ValueError
+        ``x`` has NaN or infinite entries or is off St(n, p) by more than ``atol``.
     """
     atol = as_positive_float(atol, "atol")
     arr = as_float_matrix(x, name, allow_empty=True, finite=False)
@@ -585,7 +942,18 @@ PROJECT_ABOVE = 1e-13
 
 def low_precision_atol(dtype) -> float | None:
     """The check's tolerance for a point of ``dtype`` rounded from an orthonormal matrix
-    (float32, float16), or None for float64 and the rest."""
+    (float32, float16), or None for float64 and the rest.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype, type or None
+        The point's dtype (None for input without one, such as a list).
+
+    Returns
+    -------
+    float or None
+        `FLOAT32_ATOL` for float32, `FLOAT16_ATOL` for float16, else None.
+    """
     if dtype == np.float32:
         return FLOAT32_ATOL
     if dtype == np.float16:
@@ -596,7 +964,32 @@ def low_precision_atol(dtype) -> float | None:
 def checked_point(x, name: str, shape, atol: float = 1e-8) -> np.ndarray:
     """``x`` as a float64 copy on St(n, p): checked to ``atol`` (a float32 or float16
     point to its own precision, `low_precision_atol`), and projected onto the manifold
-    (`polar`) where it is off by more than `PROJECT_ABOVE`."""
+    (`polar`) where it is off by more than `PROJECT_ABOVE`.
+
+    Parameters
+    ----------
+    x : array_like
+        The candidate point: a finite real matrix.
+    name : str
+        The argument's name in the error messages.
+    shape : tuple of (int or None)
+        The expected shape (n, p); None accepts any size on that axis.
+    atol : float, optional
+        Largest accepted ||X^T X - I||_max for a float64 ``x`` (at least
+        `low_precision_atol` for a float32 or float16 one).
+
+    Returns
+    -------
+    ndarray
+        A float64 copy of ``x`` on St(n, p): ``x``'s values where it is off the manifold
+        by at most `PROJECT_ABOVE`, else their polar factor.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``x`` is not a finite real matrix of ``shape`` or is off St(n, p) by more than
+        the tolerance.
+    """
     low = low_precision_atol(getattr(x, "dtype", None))
     arr = as_float_matrix(x, name, shape=shape, copy=True)
     dev = check_point(arr, atol=atol if low is None else max(atol, low), name=name)
@@ -606,7 +999,26 @@ def checked_point(x, name: str, shape, atol: float = 1e-8) -> np.ndarray:
 def as_point(value, name: str, shape: tuple[int | None, int | None], atol: float = 1e-8):
     """None stays None; anything else must be a finite real matrix of ``shape`` (None: any
     size on that axis) with orthonormal columns (to ``atol``), returned as a float64 copy.
-    Used for the ground truths the problems accept (true subspace, dictionary, ...)."""
+    Used for the ground truths the problems accept (true subspace, dictionary, ...).
+
+    Parameters
+    ----------
+    value : array_like or None
+        The point, or None.
+    name : str
+        The argument's name in the error messages.
+    shape : tuple of (int or None)
+        The expected shape (n, p); None accepts any size on that axis.
+    atol : float, optional
+        Largest accepted ||X^T X - I||_max (float32 and float16 input to their own
+        precision, as in `checked_point`).
+
+    Returns
+    -------
+    ndarray or None
+        None for None, else the float64 copy of `checked_point` (projected onto St(n, p)
+        when off it by more than `PROJECT_ABOVE`).
+    """
     if value is None:
         return None
     return checked_point(value, name, shape, atol)

@@ -100,21 +100,59 @@ class StoppingCriterion(abc.ABC):
 
     @abc.abstractmethod
     def check(self, progress: Progress) -> StopReason | None:
-        """A reason to stop, or None."""
+        """A reason to stop, or None.
+
+        Parameters
+        ----------
+        progress : Progress
+            The run after its last iteration. Between recording points only
+            ``iteration``, ``time``, ``flops``, ``step_norm``, ``best_cost`` and
+            ``certificate`` are set (``cost`` is None); at a recording point the row's
+            values too. A criterion with ``needs_record`` is asked at recording points
+            only.
+
+        Returns
+        -------
+        StopReason or None
+            Why the run stops now, or None to go on.
+        """
 
     def fired(self) -> StoppingCriterion:
         """The criterion whose stop was returned by the last `check` (itself, or for a
-        combination, the member that decided)."""
+        combination, the member that decided).
+
+        Returns
+        -------
+        StoppingCriterion
+            The criterion whose `message` and `indicates_convergence` describe the stop.
+        """
         return self
 
     def message(self, progress: Progress) -> str:
-        """One line on why the run ended, for `rssm.Result.message`."""
+        """One line on why the run ended, for `rssm.Result.message`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         return f"{type(self).__name__} fired after {iterations(progress.iteration)}"
 
     def final(self, progress: Progress) -> None:
         """Called once with the last recorded row when the run stopped on a row that was
         not checked: a time limit, an iteration limit between recording points or a
-        non-finite step (not after a user interrupt). Default: nothing."""
+        non-finite step (not after a user interrupt). Default: nothing.
+
+        Parameters
+        ----------
+        progress : Progress
+            The last recorded row.
+        """
         return None
 
     def __or__(self, other: StoppingCriterion) -> AnyOf:
@@ -126,7 +164,25 @@ class StoppingCriterion(abc.ABC):
 
 def checked_reason(criterion: StoppingCriterion, value: object) -> StopReason | None:
     """``criterion.check``'s result, refused by name unless it is a `StopReason` or None (a
-    bool, a string: "False" used to count as a stop and crash the Result's printing)."""
+    bool, a string: "False" used to count as a stop and crash the Result's printing).
+
+    Parameters
+    ----------
+    criterion : StoppingCriterion
+        The criterion that returned ``value`` (named in the error).
+    value : object
+        What its `StoppingCriterion.check` returned.
+
+    Returns
+    -------
+    StopReason or None
+        ``value`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is neither a `StopReason` nor None.
+    """
     if value is None or isinstance(value, StopReason):
         return value
     raise TypeError(f"{type(criterion).__name__}.check must return a rssm.StopReason (e.g. "
@@ -144,7 +200,13 @@ def _check_criteria(criteria: tuple) -> tuple:
 
 
 class MaxIterations(StoppingCriterion):
-    """Stop after ``n`` iterations."""
+    """Stop after ``n`` iterations (reason ``max_iter``).
+
+    Parameters
+    ----------
+    n : int
+        The iteration budget, >= 0.
+    """
 
     limits_run = True
 
@@ -152,9 +214,22 @@ class MaxIterations(StoppingCriterion):
         self.n = as_int(n, "n", minimum=0)
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Whether the iteration budget is spent.
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            `StopReason.MAX_ITER` once ``progress.iteration`` reaches ``n``, else None.
+        """
         return StopReason.MAX_ITER if progress.iteration >= self.n else None
 
     def message(self, progress: Progress) -> str:
+        """See `StoppingCriterion.message`."""
         # (`rssm.minimize`'s loop adds what the convergence test did)
         return (f"reached the iteration limit ({self.n})" if progress.iteration == self.n
                 else f"reached the iteration limit ({self.n}) after {progress.iteration} "
@@ -165,7 +240,14 @@ class MaxIterations(StoppingCriterion):
 
 
 class MaxTime(StoppingCriterion):
-    """Stop once the solver time (recording excluded) reaches ``seconds``."""
+    """Stop once the solver time (recording excluded) reaches ``seconds`` (reason
+    ``max_time``).
+
+    Parameters
+    ----------
+    seconds : float
+        The time budget in seconds of solver time, > 0.
+    """
 
     limits_run = True
 
@@ -173,9 +255,22 @@ class MaxTime(StoppingCriterion):
         self.seconds = as_positive_float(seconds, "seconds")
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Whether the time budget is spent.
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            `StopReason.MAX_TIME` once ``progress.time`` reaches ``seconds``, else None.
+        """
         return StopReason.MAX_TIME if progress.time >= self.seconds else None
 
     def message(self, progress: Progress) -> str:
+        """See `StoppingCriterion.message`."""
         return (f"reached the time limit ({self.seconds:g} s of solver time) after "
                 f"{iterations(progress.iteration)}")
 
@@ -184,7 +279,13 @@ class MaxTime(StoppingCriterion):
 
 
 class TargetError(StoppingCriterion):
-    """Stop when the problem's ``error(X)`` is at most ``target`` (checked at recording points)."""
+    """Stop when the problem's ``error(X)`` is at most ``target`` (checked at recording points).
+
+    Parameters
+    ----------
+    target : float
+        The largest error that stops the run, >= 0 (reason ``target_error``, a success).
+    """
 
     needs_record = True
     indicates_convergence = True
@@ -193,10 +294,24 @@ class TargetError(StoppingCriterion):
         self.target = as_positive_float(target, "target", allow_zero=True)
 
     def message(self, progress: Progress) -> str:
+        """See `StoppingCriterion.message`."""
         return (f"the error reached the target {self.target:g} after {progress.iteration} "
                 "iterations")
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Whether the recorded error reached the target.
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            `StopReason.TARGET_ERROR` once ``progress.error`` is at most ``target``; None
+            while it is larger or None (no ground truth, or no recording point).
+        """
         if progress.error is not None and progress.error <= self.target:
             return StopReason.TARGET_ERROR
         return None
@@ -220,6 +335,11 @@ class MinStationarity(StoppingCriterion):
     default (Goldstein's epsilon-subdifferential, `rssm.solvers.certificate`); ``tol``
     here fits smooth costs and costs whose subgradient is continuous near the solution.
     It needs the column: ``record=rssm.Record(stationarity=True)``.
+
+    Parameters
+    ----------
+    tol : float
+        The largest recorded ||P_T(G)||_F that stops the run, >= 0.
     """
 
     needs_record = True
@@ -229,10 +349,24 @@ class MinStationarity(StoppingCriterion):
         self.tol = as_positive_float(tol, "tol", allow_zero=True)
 
     def message(self, progress: Progress) -> str:
+        """See `StoppingCriterion.message`."""
         return (f"||P_T(G)||_F is at most {self.tol:g} (the stationarity tolerance) after "
                 f"{iterations(progress.iteration)}")
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Whether the recorded stationarity is within the tolerance.
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            `StopReason.STATIONARY` once ``progress.stationarity`` is at most ``tol``; None
+            while it is larger or not recorded.
+        """
         st = progress.stationarity
         if st is not None and st <= self.tol:
             return StopReason.STATIONARY
@@ -253,6 +387,17 @@ class CostStagnation(StoppingCriterion):
     A stop on this criterion is not a success (`Result.success` is False): the run stalled,
     which a converged run and a run stuck far from a solution both do; read
     ``Result.stationarity`` and, with a ground truth, the error.
+
+    Parameters
+    ----------
+    window : float
+        Epochs over which the best cost must decrease, > 0.
+    rtol : float, optional
+        Relative decrease that counts as progress, >= 0.
+    atol : float, optional
+        Absolute decrease that counts as progress, >= 0.
+    epoch : float, optional
+        Iterations per epoch, > 0.
     """
 
     needs_record = True
@@ -266,6 +411,22 @@ class CostStagnation(StoppingCriterion):
         self._hist: list[tuple[int, float]] = []
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Whether the best cost stalled over the last ``window`` epochs. Keeps the best
+        cost of recent rows (forgotten when ``progress.iteration`` is 0 or goes back: a
+        new run).
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            `StopReason.NO_PROGRESS` once the best cost at the last recording point at
+            least ``window * epoch`` iterations back exceeds the best cost now by at most
+            ``rtol * |best| + atol``; None before that many iterations and without a cost.
+        """
         if progress.cost is None:
             return None
         k = progress.iteration
@@ -283,6 +444,7 @@ class CostStagnation(StoppingCriterion):
         return None
 
     def message(self, progress: Progress) -> str:
+        """See `StoppingCriterion.message`."""
         return (f"the best cost did not decrease by more than rtol={self.rtol:g} over "
                 f"{self.window:g} epochs (after {iterations(progress.iteration)}); not a "
                 "convergence test")
@@ -300,16 +462,35 @@ class MinStepNorm(StoppingCriterion):
     gradient method's do; they shrink as its step size does, so with a decaying or
     adaptive rule this is a "the method has settled" test. An RSSM step changes only the
     columns of one block pair, so its length is that of their change.
+
+    Parameters
+    ----------
+    tol : float
+        The step length below which the run stops, > 0.
     """
 
     def __init__(self, tol: float):
         self.tol = as_positive_float(tol, "tol")
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Whether the last step was shorter than ``tol``.
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            `StopReason.MIN_STEP` once ``progress.step_norm`` is below ``tol``; None while
+            it is not, and before the first step.
+        """
         s = progress.step_norm
         return StopReason.MIN_STEP if s is not None and s < self.tol else None
 
     def message(self, progress: Progress) -> str:
+        """See `StoppingCriterion.message`."""
         return (f"the step ||X_k+1 - X_k||_F = {progress.step_norm:.3g} fell below "
                 f"{self.tol:g} after {iterations(progress.iteration)}")
 
@@ -318,7 +499,14 @@ class MinStepNorm(StoppingCriterion):
 
 
 class CallbackStop(StoppingCriterion):
-    """Call ``fn(progress)`` at each recording point; a truthy return stops the run."""
+    """Call ``fn(progress)`` at each recording point; a truthy return stops the run.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(progress) -> bool``, given the `Progress` of each recorded row. True (or any
+        truthy value) stops the run with reason ``callback``; False or None goes on.
+    """
 
     needs_record = True
 
@@ -329,6 +517,19 @@ class CallbackStop(StoppingCriterion):
         self.fn = fn
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Call ``fn(progress)``; a return value with no truth value (an array) raises
+        ``TypeError``.
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            `StopReason.CALLBACK` when ``fn(progress)`` is truthy, else None.
+        """
         ret = self.fn(progress)
         try:
             stop = bool(ret)
@@ -343,9 +544,12 @@ class CallbackStop(StoppingCriterion):
         return StopReason.CALLBACK if stop else None
 
     def message(self, progress: Progress) -> str:
+        """See `StoppingCriterion.message`."""
         return f"the callback asked to stop after {iterations(progress.iteration)}"
 
     def final(self, progress: Progress) -> None:
+        """Calls ``fn`` with the last row, so that it sees every row of the trace; its
+        return value is ignored. See `StoppingCriterion.final`."""
         self.fn(progress)  # the last row of the trace; the return value no longer matters
 
     def __repr__(self) -> str:
@@ -364,16 +568,22 @@ class _Combination(StoppingCriterion):
         self._fired: StoppingCriterion | None = None
 
     def fired(self) -> StoppingCriterion:
+        """The member that decided the last stop (itself before any): see
+        `StoppingCriterion.fired`."""
         return self if self._fired is None else self._fired.fired()
 
     @property
     def indicates_convergence(self) -> bool:  # type: ignore[override]
+        """Whether the member that decided the last stop means convergence."""
         return self._fired is not None and self._fired.fired().indicates_convergence
 
     def message(self, progress: Progress) -> str:
+        """The deciding member's message ("" before a stop). See
+        `StoppingCriterion.message`."""
         return self.fired().message(progress) if self._fired is not None else ""
 
     def final(self, progress: Progress) -> None:
+        """Calls every member's `final`. See `StoppingCriterion.final`."""
         for c in self.criteria:
             c.final(progress)
 
@@ -386,15 +596,35 @@ class AnyOf(_Combination):
 
     Every member is asked, even after one has fired, so that a callback sees every
     recording point, including the one where an iteration limit stops the run.
+    ``a | b`` builds ``AnyOf(a, b)``.
+
+    Parameters
+    ----------
+    *criteria : StoppingCriterion
+        The members, in the order they are asked.
     """
 
     _joiner = " | "
 
     @property
     def limits_run(self) -> bool:  # type: ignore[override]
+        """True when some member ends every run on its own."""
         return any(c.limits_run for c in self.criteria)
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Ask every member (those with ``needs_record`` only at recording points).
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            The first member's reason that is not None (that member is then `fired`),
+            or None.
+        """
         reason = None
         for c in self.criteria:
             if c.needs_record and progress.cost is None:
@@ -406,15 +636,37 @@ class AnyOf(_Combination):
 
 
 class AllOf(_Combination):
-    """Stop when every member fires; the reason is the last member's."""
+    """Stop when every member fires; the reason is the last member's.
+
+    ``a & b`` builds ``AllOf(a, b)``.
+
+    Parameters
+    ----------
+    *criteria : StoppingCriterion
+        The members, asked in order until one does not fire.
+    """
 
     _joiner = " & "
 
     @property
     def limits_run(self) -> bool:  # type: ignore[override]
+        """True when every member ends every run on its own."""
         return all(c.limits_run for c in self.criteria)
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Ask the members in order until one returns None.
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            The last member's reason when every member returns one, else None (always
+            None between recording points when a member has ``needs_record``).
+        """
         reason = None
         for c in self.criteria:
             if c.needs_record and progress.cost is None:
@@ -448,10 +700,24 @@ class Converged(StoppingCriterion):
         self.tol = as_positive_float(tol, "tol")
 
     def check(self, progress: Progress) -> StopReason | None:
+        """Whether the run's convergence certificate holds.
+
+        Parameters
+        ----------
+        progress : Progress
+            See `StoppingCriterion.check`.
+
+        Returns
+        -------
+        StopReason or None
+            `StopReason.CONVERGED` when ``progress.certificate`` is set and its
+            ``converged`` is True, else None.
+        """
         cert = progress.certificate
         return StopReason.CONVERGED if cert is not None and cert.converged else None
 
     def message(self, progress: Progress) -> str:
+        """See `StoppingCriterion.message`; adds the certificate's summary."""
         cert = progress.certificate
         how = "" if cert is None else f" ({cert.summary()})"
         return f"converged after {iterations(progress.iteration)}{how}"

@@ -537,9 +537,9 @@ class GoldsteinTest:
 #: 1e-3 until a user's audit (2026-11-27): on a sharp cost plus a small linear term,
 #: sum_j ||X^T y_j|| + eps <C, X>, whose sharp part is the same along the orbit X Q of its
 #: minimizers, verdicts at cancel 4e-4 to 9.9e-4 skipped the check with f still falling
-#: along the orbit at that fraction of the subgradients' norm (14-76 % of |f| lower
-#: there). Now the check's own stopping test: a verdict skips it only where the run's
-#: own bundle already passes that test.
+#: along the orbit at that fraction of the subgradients' norm (f 14-76 % of its size
+#: lower there). Now the check's own stopping test: a verdict skips it only where the
+#: run's own bundle already passes that test.
 CHECK_ABOVE = 1e-4
 #: Full Riemannian subgradients of `full_cancel`, the bundle that decides whether an RSSM
 #: verdict gets the zigzag check.

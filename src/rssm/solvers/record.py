@@ -101,7 +101,26 @@ class Record:
 
 
 def as_record(value: Any) -> Record:
-    """``record=`` of `rssm.minimize`: None, an int (every), or a `Record`."""
+    """``record=`` of `rssm.minimize`: None, an int (every), or a `Record`.
+
+    Parameters
+    ----------
+    value : None, int or Record
+        None for the defaults, an int >= 1 (or an integer-valued float) for a row every
+        that many iterations, or the options themselves.
+
+    Returns
+    -------
+    Record
+        ``value`` itself for a `Record`, else a new one.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is of another type (a bool included).
+    ValueError
+        ``value`` is an int below 1.
+    """
     if value is None:
         return Record()
     if isinstance(value, Record):
@@ -121,13 +140,34 @@ class Observer:
     region. ``record`` receives every recorded row, the last one included."""
 
     def start(self, info: Mapping[str, Any]) -> None:
-        """Before the first iteration; ``info`` has the run's settings."""
+        """Before the first iteration; ``info`` has the run's settings.
+
+        Parameters
+        ----------
+        info : mapping of str to object
+            ``method`` ("rssm" or "rsm"), ``n_blocks``, ``shape`` (n, p) and the settings
+            `rssm.minimize` passes on (``seed``, ``selection``, ...).
+        """
 
     def record(self, progress: Progress) -> None:
-        """At each recording point."""
+        """At each recording point.
+
+        Parameters
+        ----------
+        progress : Progress
+            The recorded row: iteration, solver time, flops, cost, error (None without a
+            ground truth), stationarity (when recorded) and, when the run keeps snapshots
+            (`rssm.minimize` does with a ``callback``), a read-only copy of X.
+        """
 
     def finish(self, result: Any) -> None:
-        """With the `rssm.Result`, once the run has ended (not after Ctrl-C)."""
+        """With the `rssm.Result`, once the run has ended (not after Ctrl-C).
+
+        Parameters
+        ----------
+        result : rssm.Result
+            The run's result, complete (trace, message, best point).
+        """
 
 
 _STANDARD = ("iteration", "time", "flops", "cost", "error", "stationarity")
@@ -200,11 +240,32 @@ class TraceRecorder:
 
     @property
     def last_iteration(self) -> int:
+        """The iteration of the last row, -1 before the first."""
         return int(self._rows[-1][0]) if self._rows else -1
 
     def record(self, state: Any, certificate: Any = None) -> Progress:
         """Append the row of ``state`` (its cost evaluated if needed) and return it as a
-        `Progress`."""
+        `Progress`.
+
+        The error, the stationarity and the custom columns are evaluated here, off the
+        clock. With ``thin``, the spacing ``every`` may double after the row.
+
+        Parameters
+        ----------
+        state : SolverState
+            The run's state (`rssm.solvers.base.SolverState`): iterate ``x``, iteration
+            ``k``, time, flops, step norm, best cost, oracle.
+        certificate : Certificate, optional
+            The convergence certificate's value at this iteration
+            (`rssm.solvers.certificate`), passed on in the `Progress`.
+
+        Returns
+        -------
+        Progress
+            The row: ``error`` None without a ground truth, ``stationarity`` None unless
+            recorded (or not finite), ``step_norm`` None at iteration 0, ``x`` a
+            read-only copy of the iterate with ``snapshot``, else None.
+        """
         x = state.x
         cost = state.cost()
         has_err = self.problem.has_error
@@ -233,7 +294,18 @@ class TraceRecorder:
                         best_cost=state.best_fun, certificate=certificate)
 
     def last_value(self, column: str) -> float:
-        """The last row's value of ``column`` (NaN without rows)."""
+        """The last row's value of ``column`` (NaN without rows).
+
+        Parameters
+        ----------
+        column : str
+            A name of `columns` (a standard column or a custom one).
+
+        Returns
+        -------
+        float
+            Its value in the last row.
+        """
         return self._rows[-1][self.columns.index(column)] if self._rows else math.nan
 
     def drop_last(self) -> None:
@@ -269,7 +341,23 @@ def _stationarity(oracle: Any, x: np.ndarray) -> float:
 def error_at(problem: Any, x: np.ndarray, no_truth: Any = math.nan) -> Any:
     """``problem.error`` at a copy of ``x``; ``no_truth`` (NaN by default) where this
     instance has no ground truth (an `error` that defers to `rssm.Problem.error`'s
-    `NoGroundTruth`)."""
+    `NoGroundTruth`).
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem whose error is measured (its ``_error_of_iterate`` hook, where it has
+        one, is called with ``x`` itself instead).
+    x : ndarray, shape (n, p)
+        The point (``problem.error`` gets a copy).
+    no_truth : object, optional
+        What to return without a ground truth.
+
+    Returns
+    -------
+    float or object
+        The error as a float, or ``no_truth``.
+    """
     try:
         hook = getattr(problem, "_error_of_iterate", None)
         return float(hook(x) if hook is not None else problem.error(x.copy()))
