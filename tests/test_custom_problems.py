@@ -16,6 +16,7 @@ from rssm.diagnostics import check_subgradient
 from rssm.problem import FullSubgradientWarning, FunctionProblem
 from rssm.problems import DPCP, ODL, CompositeProblem, EntrywiseLoss, NormLoss
 from rssm.stepsizes import Geometric
+from rssm.stopping import StopReason
 
 
 def _procrustes_data(seed: int = 0, m: int = 300, n: int = 20, p: int = 5):
@@ -996,3 +997,39 @@ def test_a_subclass_cost_that_returns_no_number_is_named(value, what):
 
     with pytest.raises(TypeError, match=re.escape(f"cost must return a real number, got {what}")):
         rssm.minimize(Bad(), method="rsm", max_iter=5, seed=0)
+
+
+@pytest.mark.parametrize("how", ["recover", "own", "own from None"])
+def test_a_rule_that_handles_the_costs_error_keeps_its_own_outcome(how):
+    """The cost's error propagates only as itself: a rule that catches it and returns a
+    step goes on, and a rule that raises an error of its own instead (even inside the
+    `except`, or `from None`) ends the run `stalled`, naming the rule (a review of the
+    first version, which propagated anything chained to the cost's error)."""
+    state = {"armed": False, "fired": False}
+
+    def cost(x):
+        if state["armed"] and not state["fired"]:
+            state["fired"] = True
+            raise _CostFailure("once")
+        return float(np.abs(x).sum())
+
+    def rule(k, ctx):
+        state["armed"] = k == 5
+        try:
+            ctx.trial(1e-3)        # a trial point: always one call of the cost
+        except _CostFailure:
+            if how == "own":
+                raise ValueError("my rule gave up")  # noqa: B904 - the case under test
+            if how == "own from None":
+                raise ValueError("my rule gave up") from None
+        finally:
+            state["armed"] = False
+        return 1e-3
+
+    prob = rssm.Problem.from_functions(cost, np.sign, shape=(6, 2))
+    res = rssm.minimize(prob, method="rsm", stepsize=rule, max_iter=20, tol=0, seed=0)
+    if how == "recover":
+        assert res.stop_reason is StopReason.MAX_ITER and res.n_iter == 20
+    else:
+        assert res.stop_reason is StopReason.STALLED
+        assert "raised ValueError: my rule gave up" in res.message

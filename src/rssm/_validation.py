@@ -94,10 +94,13 @@ def real_value(out: Any, what: str) -> float:
             raise TypeError
         return float(out)
     except (TypeError, ValueError):
-        raise TypeError(
-            f"{what} must return a real number, got {type(out).__name__}"
-            + (f" with shape {np.shape(out)}" if np.ndim(out) else "")
-        ) from None
+        kind = type(out).__name__
+        if isinstance(out, np.ndarray):
+            kind += (f" with shape {out.shape}" if out.ndim
+                     else f" of dtype {out.dtype} (0-d)")
+        elif np.ndim(out):
+            kind += f" with shape {np.shape(out)}"
+        raise TypeError(f"{what} must return a real number, got {kind}") from None
 
 
 def type_name(value: Any) -> str:

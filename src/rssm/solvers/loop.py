@@ -92,18 +92,6 @@ def _rule_name(stepsize: StepSize) -> str:
     return f"the step-size rule {d.get('rule', type(stepsize).__name__)}({args})"
 
 
-def _from_cost(exc: BaseException, raised: Exception | None) -> bool:
-    """Whether ``exc`` is, or was raised while handling, what the cost raised when the
-    rule read f or a trial point (`StepContext.cost`, `StepContext.trial`)."""
-    seen = set()
-    while raised is not None and exc is not None and id(exc) not in seen:
-        if exc is raised:
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
     """gamma_k from the rule, checked. Before the first step a failing rule is a bad
     argument and raises; from iteration 1 on the run is kept and ends ``stalled``. What
@@ -119,10 +107,12 @@ def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
         raise _Halt(reason, f"iteration {k}: {exc}; returning the best finite iterate"
                     if reason is StopReason.NON_FINITE else f"iteration {k}: {exc}") from None
     except Exception as exc:
-        if _from_cost(exc, ctx._raised):
-            # Your cost (or the data it reads) failed while the rule read f: that is not a
-            # stall of the rule. It propagates as it would from any other call of the
-            # cost, and a `DataError` ends the run with `data_error`.
+        if exc is ctx._raised:
+            # Your cost (or the data it reads) failed while the rule read f, and the rule
+            # let it through: that is not a stall of the rule. It propagates as it would
+            # from any other call of the cost, and a `DataError` ends the run with
+            # `data_error`. (An exception of the rule's own, even one raised while it
+            # handled the cost's, is the rule's: `stalled`, as a review asked.)
             raise
         if k == 0:
             if isinstance(exc, (OverflowError, ZeroDivisionError)):
