@@ -268,7 +268,7 @@ class Result:
         if kw.get("certificate") is not None:
             from rssm.solvers.certificate import Certificate
 
-            flags = ("converged", "probed")          # the bool fields; the rest numbers
+            flags = ("converged", "probed", "bundle")   # the bool fields; the rest numbers
             kw["certificate"] = Certificate(**{k: bool(v) if k in flags else _number(v)
                                                for k, v in kw["certificate"].items()})
         for key in ("fun", "time", "flops", "error", "feasibility", "stationarity",

@@ -181,6 +181,10 @@ class Certificate:
         RSSM only: delta / mean norm of a bundle of `FULL_BUNDLE` full Riemannian
         subgradients within the radius (`full_cancel`), NaN when not computed. Part 2
         passes on it when the per-pair bundles do not (`GoldsteinTest.with_full`).
+    bundle : bool
+        RSSM with cyclic pairs only: part 1 held where neither the per-pair bundles nor
+        the full one cancel, and the bundle check (`bundle_probe`) found X stationary
+        (docs/convergence.md, "Cyclic pairs at a solution").
     """
 
     radius: float
@@ -189,6 +193,7 @@ class Certificate:
     converged: bool = False
     probed: bool = False
     full: float = math.nan
+    bundle: bool = False
 
     def summary(self) -> str:
         """One line: the radius and the ratios."""
@@ -197,6 +202,9 @@ class Certificate:
                 f"{self.vanish:.2g} of the largest")
         if math.isfinite(self.full):
             text += f"; of {FULL_BUNDLE} full subgradients near X, {self.full:.2g}"
+        if self.bundle:
+            text += ("; with cyclic pairs these need not cancel at a solution, and the "
+                     "bundle check found X stationary")
         return text
 
 
@@ -519,6 +527,12 @@ class GoldsteinTest:
         if self.last is not None:
             self.last = replace(self.last, converged=False, probed=True)
         self._next_eval = self._n + self.horizon
+
+    def confirm_by_bundle(self) -> Certificate:
+        """Cyclic pairs: the bundle check found X stationary where part 2 failed on every
+        bundle the run has: a verdict (converged, probed, ``bundle``)."""
+        self.last = replace(self.last, converged=True, probed=True, bundle=True)
+        return self.last
 
     def confirm(self) -> None:
         """The checks upheld the verdict: mark the current certificate converged and
