@@ -107,8 +107,9 @@ def test_stated_durations_come_from_one_source(doc):
 def test_documented_parameters_match_the_signatures():
     """Every public callable (each module's ``__all__``) documents the parameters of its
     signature, in order, and no others (numpydoc's Parameters section). Pass-throughs are
-    named: ``minimize``'s deprecated ``*args``/``**legacy`` (its Notes) and Pymanopt
-    RSSM's ``**kwargs`` (documented as the options they carry)."""
+    named: ``minimize``'s deprecated ``*args``/``**legacy`` (its Notes), and ``**kwargs``
+    where a signature passes documented options on (Pymanopt's RSSM named them all since
+    2026-11-27)."""
     import importlib
     import inspect
     import pkgutil
