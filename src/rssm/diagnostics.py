@@ -35,7 +35,19 @@ __all__ = ["check_subgradient", "SubgradientCheck", "CheckItem"]
 @dataclass(frozen=True)
 class CheckItem:
     """One comparison: its name, the largest relative discrepancy, the tolerance, and what
-    a failure means."""
+    a failure means.
+
+    Parameters
+    ----------
+    name : str
+        The comparison's name (``report[name]`` of a `SubgradientCheck` finds it).
+    max_error : float
+        The largest relative discrepancy found.
+    tol : float
+        The largest discrepancy accepted; the item is `ok` when ``max_error <= tol``.
+    meaning : str
+        What a failure means: which oracle is likely wrong.
+    """
 
     name: str
     max_error: float
@@ -44,11 +56,17 @@ class CheckItem:
 
     @property
     def ok(self) -> bool:
-        """True when the discrepancy is within the tolerance."""
+        """True when the discrepancy is within the tolerance (``max_error <= tol``)."""
         return bool(self.max_error <= self.tol)
 
     def line(self) -> str:
-        """One line: 'OK' or 'DISAGREES' with the numbers and, on failure, the culprit."""
+        """One line: 'OK' or 'DISAGREES' with the numbers and, on failure, the culprit.
+
+        Returns
+        -------
+        str
+            ``"<name>: OK (...)"`` or ``"<name>: DISAGREES (...): <meaning>"``.
+        """
         head = f"{self.name}: "
         if self.ok:
             return head + f"OK (max relative error {self.max_error:.1e} <= {self.tol:.0e})"

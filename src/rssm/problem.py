@@ -82,27 +82,92 @@ class Problem(abc.ABC):
 
     @abc.abstractmethod
     def cost(self, x: np.ndarray) -> float:
-        """f(X)."""
+        """f(X).
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n, p)
+            The point X of St(n, p) at which to evaluate f.
+
+        Returns
+        -------
+        float
+            The cost f(X).
+        """
 
     @abc.abstractmethod
     def subgradient(self, x: np.ndarray) -> np.ndarray:
-        """An element of the Clarke subdifferential of f at X, shape (n, p)."""
+        """An element of the Clarke subdifferential of f at X, shape (n, p).
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n, p)
+            The point X of St(n, p).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+            A Euclidean (Clarke) subgradient G of f at X.
+        """
 
     def partial_subgradient(self, x: np.ndarray, cols: slice | np.ndarray) -> np.ndarray:
         """Partial subgradient for the columns ``cols`` (Prop. ``prop-structural``).
 
         The default slices a full subgradient: correct for every f, at full cost.
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n, p)
+            The point X of St(n, p).
+        cols : slice or numpy.ndarray of int
+            The columns C of X to differentiate in: a slice when C is one contiguous run,
+            else a sorted integer array; ``X[:, cols]`` are the columns concerned.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, c)
+            The columns ``cols`` of a subgradient of f at X, c the number of columns in
+            ``cols`` (by Prop. ``prop-structural``, an element of the partial
+            subdifferential for C).
         """
         return np.ascontiguousarray(self.subgradient(x)[:, cols])
 
     def riemannian_subgradient(self, x: np.ndarray) -> np.ndarray:
-        """P_T(subgradient(X)), the Riemannian subgradient (eq. ``eq-Rsubdiff``)."""
+        """P_T(subgradient(X)), the Riemannian subgradient (eq. ``eq-Rsubdiff``).
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n, p)
+            The point X of St(n, p).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+            The projection of `subgradient` onto the tangent space of St(n, p) at X, in
+            float64.
+        """
         # (as float64: a subclass's subgradient may return a list, float32 or a tensor)
         return stiefel._tangent_projection(np.asarray(x, dtype=np.float64),
                                            np.asarray(self.subgradient(x), dtype=np.float64))
 
     def make_oracle(self, x: np.ndarray, partition: Partition | None) -> Oracle:
-        """A stateful oracle bound to the solver's iterate ``x``."""
+        """A stateful oracle bound to the solver's iterate ``x``.
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n, p)
+            The solver's working iterate; the solver updates it in place and tells the
+            oracle which columns changed (`Oracle.update`).
+        partition : Partition or None
+            The column blocks of an RSSM run, or None for RSM (every column at once).
+
+        Returns
+        -------
+        Oracle
+            The oracle the solver calls (the default, `GenericOracle`, calls this
+            problem's `cost`, `subgradient` and `partial_subgradient`; data problems
+            return an incremental one).
+        """
         return GenericOracle(self, x, partition)
 
     def _exact_fit_level(self, f: float) -> float | None:
@@ -122,7 +187,23 @@ class Problem(abc.ABC):
         return type(self).error is not Problem.error
 
     def error(self, x: np.ndarray) -> float:
-        """Distance to the ground truth; only when `has_error` is True."""
+        """Distance to the ground truth; only when `has_error` is True.
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n, p)
+            The point X of St(n, p) to measure.
+
+        Returns
+        -------
+        float
+            The distance of X to the known solution (its metric is the problem's own).
+
+        Raises
+        ------
+        NoGroundTruth
+            When the problem has no ground truth (the default).
+        """
         raise NoGroundTruth(f"{type(self).__name__} has no ground truth, so error(X) is "
                             "undefined")
 
@@ -195,7 +276,18 @@ class Problem(abc.ABC):
         return 0.0
 
     def partial_subgradient_flops(self, c: int) -> float:
-        """Flops of one `partial_subgradient` call on c columns (default: a full one)."""
+        """Flops of one `partial_subgradient` call on c columns (default: a full one).
+
+        Parameters
+        ----------
+        c : int
+            The number of columns of the call.
+
+        Returns
+        -------
+        float
+            The flop count; 0 when unknown.
+        """
         return self.subgradient_flops()
 
     def check_x(self, x, name: str = "x0", atol: float = 1e-8) -> np.ndarray:
@@ -207,7 +299,29 @@ class Problem(abc.ABC):
         `rssm.stiefel.PROJECT_ABOVE` (1e-13) is then projected onto it in float64
         (`rssm.stiefel.polar`), so the run starts on the manifold to rounding and returns
         no point off it (a start accepted at 8e-9 had a lower cost than every feasible
-        point, and came back as the best one)."""
+        point, and came back as the best one).
+
+        Parameters
+        ----------
+        x : array_like, shape (n, p)
+            The point to check.
+        name : str
+            The argument's name in error messages.
+        atol : float
+            Tolerance of the orthonormality check of a float64 start.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+            A float64 copy of ``x`` on St(n, p): its values, or their polar factor where
+            ``x`` is off the manifold by more than `rssm.stiefel.PROJECT_ABOVE`.
+
+        Raises
+        ------
+        TypeError, ValueError
+            When ``x`` is not a real finite matrix of this problem's shape, or is off
+            St(n, p) by more than the tolerance.
+        """
         return stiefel.checked_point(x, name, self.shape, atol)
 
     def __repr__(self) -> str:
@@ -257,6 +371,7 @@ class Problem(abc.ABC):
         Returns
         -------
         FunctionProblem
+            The problem, which calls the given functions.
 
         Examples
         --------
@@ -293,6 +408,24 @@ class Problem(abc.ABC):
         same function (see `rssm._autodiff` and docs/custom.md). Other parameters as in
         `from_functions`; RSSM slices a full subgradient (`FullSubgradientWarning`).
 
+        Parameters
+        ----------
+        cost : callable
+            ``cost(X) -> scalar tensor`` for a ``torch.Tensor`` X of shape (n, p).
+        shape : tuple of int
+            (n, p): the problem lives on St(n, p).
+        name : str
+            Label in results.
+        stepsize : StepSize, callable or float, optional
+            The problem's default rule, as in `from_functions`.
+        error : callable, optional
+            ``error(X) -> float``, a distance to a known solution (enables ``target_error``).
+
+        Returns
+        -------
+        FunctionProblem
+            The problem, whose subgradient is the one autograd returns.
+
         Examples
         --------
         >>> import rssm
@@ -325,6 +458,24 @@ class Problem(abc.ABC):
         evaluation traces the cost and its gradient together: change them afterwards and
         neither changes (build a new problem for new data).
 
+        Parameters
+        ----------
+        cost : callable
+            ``cost(X) -> scalar`` for a ``jax.Array`` X of shape (n, p), traceable by JAX.
+        shape : tuple of int
+            (n, p): the problem lives on St(n, p).
+        name : str
+            Label in results.
+        stepsize : StepSize, callable or float, optional
+            The problem's default rule, as in `from_functions`.
+        error : callable, optional
+            ``error(X) -> float``, a distance to a known solution (enables ``target_error``).
+
+        Returns
+        -------
+        FunctionProblem
+            The problem, whose subgradient is the one ``jax.grad`` returns.
+
         Examples
         --------
         >>> import rssm
@@ -356,6 +507,24 @@ class Problem(abc.ABC):
         gradient (`FullSubgradientWarning`). See `rssm.interop.pymanopt`, which also has
         Pymanopt-style optimizers.
 
+        Parameters
+        ----------
+        problem : pymanopt.Problem
+            A problem over ``pymanopt.manifolds.Stiefel(n, p)``; its manifold gives the
+            shape (n, p).
+        name : str
+            Label in results.
+        stepsize : StepSize, callable or float, optional
+            The problem's default rule, as in `from_functions`.
+        error : callable, optional
+            ``error(X) -> float``, a distance to a known solution (enables ``target_error``).
+
+        Returns
+        -------
+        FunctionProblem
+            The problem, with Pymanopt's cost and Euclidean gradient as its cost and
+            subgradient.
+
         Examples
         --------
         >>> import rssm
@@ -384,7 +553,37 @@ def _check_cost(cost, where: str) -> None:
 
 
 class FunctionProblem(Problem):
-    """A `Problem` built from callables; see `Problem.from_functions`."""
+    """A `Problem` built from callables; see `Problem.from_functions`.
+
+    Parameters
+    ----------
+    cost : callable
+        ``cost(X) -> float``, f(X) for X of shape (n, p).
+    subgradient : callable
+        ``subgradient(X) -> ndarray (n, p)``, an element of the Clarke subdifferential.
+    partial_subgradient : callable, optional
+        ``partial_subgradient(X, cols) -> ndarray (n, c)``: the subgradient's columns
+        ``cols`` (a slice or a sorted integer array; index with ``X[:, cols]``), c the
+        number of columns in ``cols``. None (the default): the full subgradient is sliced,
+        and RSSM warns once (`FullSubgradientWarning`).
+    shape : tuple of int
+        (n, p), 1 <= p <= n: the problem lives on St(n, p).
+    name : str
+        Label in results.
+    stepsize : StepSize, callable or float, optional
+        Returned by `default_stepsize` (any spec `rssm.stepsizes.as_stepsize` accepts);
+        None: ``"auto"``.
+    error : callable, optional
+        ``error(X) -> float``, a distance to a known solution (enables ``target_error``).
+    subgradient_flops : float
+        Flops of one ``subgradient`` call, for the flop counts (0: unknown).
+
+    Raises
+    ------
+    TypeError, ValueError
+        When a function is not callable or does not take the arguments it is called
+        with, or ``shape``, ``name`` or ``subgradient_flops`` is invalid.
+    """
 
     def __init__(self, cost, subgradient, partial_subgradient=None, *, shape, name="custom",
                  stepsize=None, error=None, subgradient_flops: float = 0.0):

@@ -62,7 +62,26 @@ def usable_cores() -> int:
 
 
 def check_threads(value: Any) -> str | int | None:
-    """Validate ``threads``: ``"auto"``, None, or an int >= 1 (returned as int)."""
+    """Validate ``threads``: ``"auto"``, None, or an int >= 1 (returned as int).
+
+    Parameters
+    ----------
+    value : {"auto", None} or int
+        The thread setting of a run: ``"auto"``, None (leave the thread pools as they
+        are), or a number of threads >= 1 (an integer-valued number is accepted).
+
+    Returns
+    -------
+    str, int or None
+        ``"auto"`` or None as given, else the number of threads as a Python int.
+
+    Raises
+    ------
+    TypeError
+        When ``value`` is neither ``"auto"``, None nor an integer.
+    ValueError
+        When the integer is below 1.
+    """
     if value is None or (isinstance(value, str) and value == "auto"):
         return value
     from rssm._validation import integer_valued

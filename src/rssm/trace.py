@@ -221,6 +221,26 @@ class Result:
         ValueError (TypeError for a non-dict) that names what is wrong; before, Python's
         KeyError or AttributeError came from inside, and some values (an ``n_iter`` of
         ``"x"``, an ``x`` of None) made a Result that failed later.
+
+        Parameters
+        ----------
+        data : dict
+            What `to_dict` returned (or its JSON read back): at least ``fun``, ``n_iter``,
+            ``time``, ``flops``, ``stop_reason`` and ``method``; keys that are not fields
+            of Result (``success``, ``shape``) are ignored.
+
+        Returns
+        -------
+        Result
+            The rebuilt result, equal to the original when ``data`` came from
+            ``to_dict(arrays=True)``.
+
+        Raises
+        ------
+        TypeError
+            When ``data`` is not a mapping.
+        ValueError
+            When a key is missing or a value is of the wrong type.
         """
         from collections.abc import Mapping
 

@@ -166,7 +166,29 @@ class RSSMOptions:
             self.build(p)
 
     def build(self, p: int) -> tuple[Partition, PairSelector]:
-        """The partition of p columns and a fresh pair selector."""
+        """The partition of p columns and a fresh pair selector.
+
+        Parameters
+        ----------
+        p : int
+            The number of columns of the problem (St(n, p)).
+
+        Returns
+        -------
+        partition : Partition
+            ``partition`` as given (checked to cover p columns), else the uniform
+            partition of p columns into ``n_blocks`` (default ``min(5, p)``) contiguous
+            blocks.
+        selector : PairSelector
+            A new block-pair selector for a ``selection`` name (a `PairSelector` given as
+            ``selection`` is returned as is).
+
+        Raises
+        ------
+        ValueError
+            When the partition does not cover p columns, p < 2, or ``n_blocks`` is not in
+            [2, p].
+        """
         if self.partition is not None:
             part = (self.partition if isinstance(self.partition, Partition)
                     else Partition(self.partition, p))

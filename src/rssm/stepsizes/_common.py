@@ -73,6 +73,17 @@ def max_step_length(ctx: StepContext) -> float:
     fastest geometric schedules take steps of length 10-100 in their first iterations:
     capped at 1 none of those with beta <= 0.8 converged, capped at sqrt(|C|) or at the
     diameter they did in the same number of iterations (docs/stepsizes.md).
+
+    Parameters
+    ----------
+    ctx : StepContext
+        The step's context; its ``shape``, ``method`` and ``n_blocks`` are read.
+
+    Returns
+    -------
+    float
+        The cap, 2 sqrt(c) with c the number of columns a step moves (see above); 2 when
+        ``ctx.shape`` is unknown.
     """
     shape = ctx.shape
     if shape is None:
@@ -108,7 +119,20 @@ def first_search(ctx: StepContext, f: float, g: float, t: float, c: float,
 
 def max_gamma(ctx: StepContext) -> float:
     """The largest gamma whose step is at most `max_step_length` long (inf when the
-    direction is 0 or unknown)."""
+    direction is 0 or unknown).
+
+    Parameters
+    ----------
+    ctx : StepContext
+        The step's context; ``direction_norm`` (the Frobenius norm of the step's
+        direction) and what `max_step_length` reads.
+
+    Returns
+    -------
+    float
+        ``max_step_length(ctx) / ctx.direction_norm``, or inf when that norm is 0 or not
+        finite.
+    """
     d = ctx.direction_norm
     if not (math.isfinite(d) and d > 0):
         return math.inf

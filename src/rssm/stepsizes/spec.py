@@ -235,7 +235,27 @@ def as_stepsize(value, name: str = "stepsize") -> StepSize:
     PyTorch optimizer's ``lr``): the same specs as ``rssm.minimize(stepsize=...)``
     accepts (NumPy scalars and spec strings included; they were refused here), with
     messages that name the argument (``Problem.from_functions(stepsize=-1)`` said "c must
-    be > 0")."""
+    be > 0").
+
+    Parameters
+    ----------
+    value : StepSize, float, callable, str or dict
+        A step-size spec, as `from_spec` takes it: a `StepSize`, a number > 0, a
+        callable ``(k, ctx) -> float``, ``"auto"``, a rule string such as
+        ``"geometric:mu0=0.1,beta=0.9"``, or a dict ``{"rule": ..., ...}``.
+    name : str
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    StepSize
+        The rule the spec stands for.
+
+    Raises
+    ------
+    TypeError, ValueError
+        When ``value`` is not a valid spec; the message names ``name``.
+    """
     try:
         return from_spec(value)
     except (TypeError, ValueError) as exc:
