@@ -541,20 +541,6 @@ class GoldsteinTest:
             self.last = replace(self.last, converged=True, probed=True)
 
 
-#: A verdict whose subgradients cancel to this fraction of their mean norm or less is
-#: confirmed by the line probe alone; above it the bundle check runs too (default runs).
-#: At a valley stall ``cancel`` is the ratio of the slope along the valley to the slope
-#: across it; the stalls found had 0.06-0.19 (docs/convergence.md). 0.01 until a user's
-#: ridge (a max of 15 linear functions on S^9) was called converged at cancel 0.009, 9e-5
-#: above the least f nearby; the paper's DPCP verdicts (0.002-0.008) are checked now too,
-#: at 4-5 cost evaluations each (``python -m benchmarks.valley_stalls --check-cost``).
-#: 1e-3 until a user's audit (2026-11-27): on a sharp cost plus a small linear term,
-#: sum_j ||X^T y_j|| + eps <C, X>, whose sharp part is the same along the orbit X Q of its
-#: minimizers, verdicts at cancel 4e-4 to 9.9e-4 skipped the check with f still falling
-#: along the orbit at that fraction of the subgradients' norm (f 14-76 % of its size
-#: lower there). Now the check's own stopping test: a verdict skips it only where the
-#: run's own bundle already passes that test.
-CHECK_ABOVE = 1e-4
 #: Full Riemannian subgradients of `full_cancel`, the bundle that decides whether an RSSM
 #: verdict gets the zigzag check.
 FULL_BUNDLE = 4
@@ -580,6 +566,20 @@ BUNDLE_LENGTH = 1e-8
 #: passed at 6.5e-4 with f falling along it (docs/convergence.md, "A ridge with a small
 #: slope").
 BUNDLE_STATIONARY = 1e-4
+#: A verdict whose subgradients cancel to this fraction of their mean norm or less is
+#: confirmed by the line probe alone; above it the bundle check runs too (default runs).
+#: At a valley stall ``cancel`` is the ratio of the slope along the valley to the slope
+#: across it; the stalls found had 0.06-0.19 (docs/convergence.md). 0.01 until a user's
+#: ridge (a max of 15 linear functions on S^9) was called converged at cancel 0.009, 9e-5
+#: above the least f nearby; the paper's DPCP verdicts (0.002-0.008) are checked now too,
+#: at 4-5 cost evaluations each (``python -m benchmarks.valley_stalls --check-cost``).
+#: 1e-3 until a user's audit (2026-11-27): on a sharp cost plus a small linear term,
+#: sum_j ||X^T y_j|| + eps <C, X>, whose sharp part is the same along the orbit X Q of its
+#: minimizers, verdicts at cancel 4e-4 to 9.9e-4 skipped the check with f still falling
+#: along the orbit at that fraction of the subgradients' norm (f 14-76 % of its size
+#: lower there). Now the check's own stopping test: a verdict skips it only where the
+#: run's own bundle already passes that test.
+CHECK_ABOVE = BUNDLE_STATIONARY
 #: By default the bundle check takes up to two trial points per tangent dimension
 #: (n p - p (p + 1) / 2) plus two, at least `BUNDLE_STEPS` and at most this many: near a
 #: vertex of a polyhedral f a bundle needs about as many subgradients as dimensions
