@@ -48,6 +48,12 @@ class StopReason(str, enum.Enum):
     was not finite or left float64's range (``non_finite``: a cost or subgradient NaN or
     infinite, or a subgradient whose squared norm overflows or underflows; the message
     says which and what to scale) or the data became unreadable (``data_error``).
+
+    Parameters
+    ----------
+    value : str
+        The value of a reason, as ``str(reason)`` gives it: ``StopReason("max_iter")`` is
+        `StopReason.MAX_ITER` (an unknown value raises ``ValueError``).
     """
 
     MAX_ITER = "max_iter"
@@ -229,7 +235,18 @@ class MaxIterations(StoppingCriterion):
         return StopReason.MAX_ITER if progress.iteration >= self.n else None
 
     def message(self, progress: Progress) -> str:
-        """See `StoppingCriterion.message`."""
+        """See `StoppingCriterion.message`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         # (`rssm.minimize`'s loop adds what the convergence test did)
         return (f"reached the iteration limit ({self.n})" if progress.iteration == self.n
                 else f"reached the iteration limit ({self.n}) after {progress.iteration} "
@@ -270,7 +287,18 @@ class MaxTime(StoppingCriterion):
         return StopReason.MAX_TIME if progress.time >= self.seconds else None
 
     def message(self, progress: Progress) -> str:
-        """See `StoppingCriterion.message`."""
+        """See `StoppingCriterion.message`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         return (f"reached the time limit ({self.seconds:g} s of solver time) after "
                 f"{iterations(progress.iteration)}")
 
@@ -294,7 +322,18 @@ class TargetError(StoppingCriterion):
         self.target = as_positive_float(target, "target", allow_zero=True)
 
     def message(self, progress: Progress) -> str:
-        """See `StoppingCriterion.message`."""
+        """See `StoppingCriterion.message`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         return (f"the error reached the target {self.target:g} after {progress.iteration} "
                 "iterations")
 
@@ -349,7 +388,18 @@ class MinStationarity(StoppingCriterion):
         self.tol = as_positive_float(tol, "tol", allow_zero=True)
 
     def message(self, progress: Progress) -> str:
-        """See `StoppingCriterion.message`."""
+        """See `StoppingCriterion.message`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         return (f"||P_T(G)||_F is at most {self.tol:g} (the stationarity tolerance) after "
                 f"{iterations(progress.iteration)}")
 
@@ -444,7 +494,18 @@ class CostStagnation(StoppingCriterion):
         return None
 
     def message(self, progress: Progress) -> str:
-        """See `StoppingCriterion.message`."""
+        """See `StoppingCriterion.message`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         return (f"the best cost did not decrease by more than rtol={self.rtol:g} over "
                 f"{self.window:g} epochs (after {iterations(progress.iteration)}); not a "
                 "convergence test")
@@ -490,7 +551,18 @@ class MinStepNorm(StoppingCriterion):
         return StopReason.MIN_STEP if s is not None and s < self.tol else None
 
     def message(self, progress: Progress) -> str:
-        """See `StoppingCriterion.message`."""
+        """See `StoppingCriterion.message`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         return (f"the step ||X_k+1 - X_k||_F = {progress.step_norm:.3g} fell below "
                 f"{self.tol:g} after {iterations(progress.iteration)}")
 
@@ -544,12 +616,29 @@ class CallbackStop(StoppingCriterion):
         return StopReason.CALLBACK if stop else None
 
     def message(self, progress: Progress) -> str:
-        """See `StoppingCriterion.message`."""
+        """See `StoppingCriterion.message`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         return f"the callback asked to stop after {iterations(progress.iteration)}"
 
     def final(self, progress: Progress) -> None:
         """Calls ``fn`` with the last row, so that it sees every row of the trace; its
-        return value is ignored. See `StoppingCriterion.final`."""
+        return value is ignored. See `StoppingCriterion.final`.
+
+        Parameters
+        ----------
+        progress : Progress
+            The last recorded row, passed to ``fn``.
+        """
         self.fn(progress)  # the last row of the trace; the return value no longer matters
 
     def __repr__(self) -> str:
@@ -717,7 +806,18 @@ class Converged(StoppingCriterion):
         return StopReason.CONVERGED if cert is not None and cert.converged else None
 
     def message(self, progress: Progress) -> str:
-        """See `StoppingCriterion.message`; adds the certificate's summary."""
+        """See `StoppingCriterion.message`; adds the certificate's summary.
+
+        Parameters
+        ----------
+        progress : Progress
+            The row on which `check` returned the stop.
+
+        Returns
+        -------
+        str
+            The reason in words, with the iteration count.
+        """
         cert = progress.certificate
         how = "" if cert is None else f" ({cert.summary()})"
         return f"converged after {iterations(progress.iteration)}{how}"

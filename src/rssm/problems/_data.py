@@ -41,18 +41,20 @@ __all__ = ["DataProblem", "DataOracle", "SampleModel"]
 class SampleModel:
     """What the chunk engine needs of a data problem, besides X.
 
-    Attributes
+    Parameters
     ----------
     store : SampleStore
         The samples.
     kernel : EntrywiseKernel or NormKernel
         The loss on a chunk, bound to the partition.
-    inputs : dict
+    inputs : dict, optional
         Per-sample inputs in memory, sample axis last (None when absent).
-    readers : dict
+    readers : dict, optional
         Per-sample inputs read at each pass: name -> ``reader(lo, hi)``.
-    mu, scale : float
-        The l1 penalty and the factor s of the sum.
+    mu : float, default=0.0
+        The l1 penalty.
+    scale : float, default=1.0
+        The factor s of the sum.
     """
 
     store: SampleStore
@@ -258,7 +260,20 @@ class DataProblem(Problem):
         return {}
 
     def sample_model(self, partition: Partition | None) -> SampleModel:
-        """The loss kernel for ``partition``, the store, the inputs, mu and s."""
+        """The loss kernel for ``partition``, the store, the inputs, mu and s.
+
+        Parameters
+        ----------
+        partition : Partition or None
+            The column blocks of an RSSM run, or None for RSM (and for `cost` and
+            `subgradient` from scratch).
+
+        Returns
+        -------
+        SampleModel
+            What the chunk engine needs of this problem, with the kernel of `loss` for
+            ``partition`` (`rssm.problems.losses.make_kernel`).
+        """
         return SampleModel(self._store, make_kernel(self.loss, self.shape[1], partition,
                                                     self._scale()),
                            self._inputs(), self._readers(), float(self.l1_penalty or 0.0),
@@ -297,13 +312,37 @@ class DataProblem(Problem):
         return self._inputs().get(name) is not None or name in self._readers()
 
     def weight_flops(self, c: int) -> float:
-        """Flops of the weights of c rows of Z^T (and the penalty's sign term)."""
+        """Flops of the weights of c rows of Z^T (and the penalty's sign term).
+
+        Parameters
+        ----------
+        c : int
+            The number of rows of Z^T (columns of X).
+
+        Returns
+        -------
+        float
+            The flop count.
+        """
         per = self._has("bt") + (1.0 if isinstance(self.loss, NormLoss) else self.loss.flops)
         per += self._has("cw")
         return float(self.m * c * per) + (2.0 * self.shape[0] * c if self.l1_penalty else 0.0)
 
     def stat_flops(self, c: int, n_blocks: int) -> float:
-        """Flops of the statistics after c rows of Z^T changed (l = ``n_blocks``)."""
+        """Flops of the statistics after c rows of Z^T changed (l = ``n_blocks``).
+
+        Parameters
+        ----------
+        c : int
+            The number of rows of Z^T (columns of X) that changed.
+        n_blocks : int
+            The number of blocks l of the partition.
+
+        Returns
+        -------
+        float
+            The flop count (0 for an entrywise loss, which keeps no statistics).
+        """
         if not isinstance(self.loss, NormLoss):
             return 0.0
         return 2.0 * self.m * c + (n_blocks + self.loss.flops + 2.0) * self.m

@@ -229,7 +229,25 @@ def signed_permutation_distance(x: np.ndarray, x_star: np.ndarray) -> float:
     The objectives whose ground truth is only defined up to the order and signs of the
     columns (sparse PCA, planted sparse bases) use it as their error. The matching
     maximizes sum |x_i^T x*_pi(i)| (Hungarian algorithm on p x p, O(p^3)). Both arguments
-    must be finite, of the same shape, with unit-norm columns (else ValueError).
+    must be finite, of the same shape, with orthonormal columns (else ValueError).
+
+    Parameters
+    ----------
+    x : numpy.ndarray of shape (n, p)
+        The estimate, a point of St(n, p) (orthonormal columns, to 1e-2).
+    x_star : numpy.ndarray of shape (n, p)
+        The ground truth, a point of St(n, p).
+
+    Returns
+    -------
+    float
+        The least ||X - X* P||_F over signed permutations P.
+
+    Raises
+    ------
+    ValueError
+        When an argument is not finite, the shapes differ or the columns are not
+        orthonormal.
     """
     x, x_star = metric_inputs(x, x_star, "signed_permutation_distance", same_shape=True)
     c = x.T @ x_star

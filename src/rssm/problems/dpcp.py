@@ -58,6 +58,24 @@ def subspace_distance(s: np.ndarray, x: np.ndarray) -> float:
     exactly in S there), ample for an error that far from 0. Both
     arguments must be finite with as many rows and orthonormal columns, and X at most
     n - d of them (the dimension of S^perp; else ValueError).
+
+    Parameters
+    ----------
+    s : array_like, shape (n, d)
+        Orthonormal basis of the subspace S.
+    x : array_like, shape (n, q)
+        The point X, with orthonormal columns, q <= n - d (q = n - d for DPCP's iterates).
+
+    Returns
+    -------
+    float
+        dist(X, S^perp) = min_R ||X - S^perp R||_F, >= 0.
+
+    Raises
+    ------
+    ValueError
+        When an argument is not finite, the row counts differ, a column set is not
+        orthonormal, or X has more than n - d columns.
     """
     s, x = metric_inputs(x=s, ref=x, what="subspace_distance", names=("s", "x"))
     n, d = s.shape
@@ -128,7 +146,29 @@ class DPCP(DataProblem):
     @single_blas()
     def from_data(cls, yt, d: int | None = None, p: int | None = None, subspace=None) -> DPCP:
         """Build from a user's data matrix (n x m, points as columns), with either the
-        subspace dimension ``d`` (then p = n - d) or ``p`` directly."""
+        subspace dimension ``d`` (then p = n - d) or ``p`` directly.
+
+        Parameters
+        ----------
+        yt : array_like, shape (n, m)
+            Data points as columns; out-of-core arrays are streamed (as for the class).
+        d : int, optional
+            Dimension of the subspace S, 1 <= d <= n - 1; then p = n - d.
+        p : int, optional
+            Number of columns of X. Give exactly one of ``d`` and ``p``.
+        subspace : array_like, shape (n, d), optional
+            Orthonormal basis of the true subspace S (enables `error`).
+
+        Returns
+        -------
+        DPCP
+            The instance on St(n, p); the same as ``DPCP(yt, p, subspace)``.
+
+        Raises
+        ------
+        ValueError
+            When both or neither of ``d`` and ``p`` are given, or one is out of range.
+        """
         arr = yt if isinstance(yt, ChunkedData) else as_data_matrix(yt, "yt")
         n = arr.shape[0]
         if (d is None) == (p is None):
@@ -216,6 +256,20 @@ class DPCP(DataProblem):
         return 1.0 / self.m
 
     def stat_flops(self, c: int, n_blocks: int) -> float:
+        """Flops of the statistics after c rows of Z^T changed: 2 m c + 2 m l.
+
+        Parameters
+        ----------
+        c : int
+            The number of rows of Z^T (columns of X) that changed.
+        n_blocks : int
+            The number of blocks l of the partition.
+
+        Returns
+        -------
+        float
+            The flop count.
+        """
         return 2.0 * self.m * c + 2.0 * self.m * n_blocks
 
     def subgradient_flops(self) -> float:
@@ -228,7 +282,24 @@ class DPCP(DataProblem):
         return self.subspace is not None
 
     def error(self, x) -> float:
-        """dist(X, S^perp), computed stably (see `subspace_distance`)."""
+        """dist(X, S^perp), computed stably (see `subspace_distance`).
+
+        Parameters
+        ----------
+        x : array_like, shape (n, p)
+            The point X of St(n, p) to measure.
+
+        Returns
+        -------
+        float
+            The distance of X to S^perp.
+
+        Raises
+        ------
+        ValueError
+            When the instance has no ground-truth subspace, or ``x`` is not a finite
+            matrix of shape (n, p) with orthonormal columns.
+        """
         if self.subspace is None:
             raise ValueError(
                 "this DPCP instance has no ground-truth subspace, so error(X) is undefined"
@@ -244,7 +315,20 @@ class DPCP(DataProblem):
     def initial_point(self, rng=None) -> np.ndarray:
         """The paper's spectral start argmin_{X in St(n,p)} ||Yt^T X||_F^2: the bottom-p
         eigenvectors of Yt Yt^T (deterministic; ``rng``, None, an int seed or a Generator as
-        for `rssm.Problem.initial_point`, is checked and not used)."""
+        for `rssm.Problem.initial_point`, is checked and not used).
+
+        Parameters
+        ----------
+        rng : None, int or numpy.random.Generator, optional
+            Checked as for `rssm.Problem.initial_point`, not used.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+            The eigenvectors of the p smallest eigenvalues of Yt Yt^T, as columns (the
+            first p columns of the identity when that matrix is not finite, as for data
+            read with ``check_finite=False``).
+        """
         start_rng(rng)
         n, p = self.shape
         # eigh of the n x n scatter matrix: O(m n^2 + n^3) once, before the solver starts.

@@ -124,6 +124,16 @@ class EntrywiseLoss:
         """phi(t) = t^2 / (2 delta) for |t| <= delta, |t| - delta / 2 beyond.
 
         Smooth with a Lipschitz derivative; it behaves as |t| for large residuals.
+
+        Parameters
+        ----------
+        delta : float, default=1.0
+            The threshold delta > 0 between the quadratic and the linear part.
+
+        Returns
+        -------
+        EntrywiseLoss
+            The loss, named ``huber(delta)``, with phi'(t) = clip(t / delta, -1, 1).
         """
         d = as_positive_float(delta, "delta")
 
@@ -192,7 +202,18 @@ class NormLoss:
 
     @classmethod
     def huber(cls, delta: float = 1.0) -> NormLoss:
-        """psi(r) = r^2 / (2 delta) for r <= delta, r - delta / 2 beyond (smoothed DPCP)."""
+        """psi(r) = r^2 / (2 delta) for r <= delta, r - delta / 2 beyond (smoothed DPCP).
+
+        Parameters
+        ----------
+        delta : float, default=1.0
+            The threshold delta > 0 between the quadratic and the linear part.
+
+        Returns
+        -------
+        NormLoss
+            The loss, named ``huber_norm(delta)``, with psi'(r) = min(r / delta, 1).
+        """
         d = as_positive_float(delta, "delta")
         return cls(
             lambda r: np.where(r <= d, 0.5 * r * r / d, r - 0.5 * d),
@@ -221,7 +242,15 @@ def _resid(ch, run: slice, buf: np.ndarray | None = None) -> np.ndarray:
 class EntrywiseKernel:
     """`EntrywiseLoss` on a chunk. Per-column state: the cost of each row of Z^T on the
     chunk (``rowc``) and whether it is stale; a cost recomputes only the rows that changed
-    since the last one (O(k |C|) after an RSSM step), each from scratch."""
+    since the last one (O(k |C|) after an RSSM step), each from scratch.
+
+    Parameters
+    ----------
+    loss : EntrywiseLoss
+        The loss h(z) = sum_k phi(z_k).
+    p : int
+        The number of columns of X (rows of Z^T).
+    """
 
     state: dict = {}
     scratch: dict = {}
@@ -277,7 +306,23 @@ class EntrywiseKernel:
 
     def trial_cost(self, ch, cols: ColumnSet, zc: np.ndarray) -> float:
         """The chunk's cost with the rows ``cols`` of Z^T replaced by ``zc`` (overwritten);
-        the per-column costs must be current (`cost` was called)."""
+        the per-column costs must be current (`cost` was called).
+
+        Parameters
+        ----------
+        ch : chunk
+            The chunk's arrays (`rssm.data.engine`); left unchanged.
+        cols : ColumnSet
+            The rows C of Z^T to replace.
+        zc : numpy.ndarray, shape (c, k)
+            The replacement rows, in the order of ``cols.index`` (c = |C|, k the chunk's
+            samples); overwritten with scratch values.
+
+        Returns
+        -------
+        float
+            The sum of the per-row costs, those of ``cols`` computed from ``zc``.
+        """
         rc = ch.rowc.copy()
         off = 0
         for run in cols.runs:
@@ -320,7 +365,19 @@ class NormKernel:
     """`NormLoss` on a chunk. Per-sample state: ``bn`` (l x k), the squared norms of the
     rows of Z - B restricted to each block of columns; ``r`` (k), the row norms; ``scale``
     (k), s c_j psi'(r_j) / r_j (0 where r_j = 0). After an update the blocks that changed
-    are recomputed from their rows, then r and the scale from all blocks."""
+    are recomputed from their rows, then r and the scale from all blocks.
+
+    Parameters
+    ----------
+    loss : NormLoss
+        The loss h(z) = psi(||z||).
+    p : int
+        The number of columns of X (rows of Z^T).
+    partition : Partition or None
+        The column blocks of an RSSM run; None (RSM): one block of all p columns.
+    scale : float, default=1.0
+        The factor s of the sum, applied in the weights ``scale`` (not in `cost`).
+    """
 
     scratch = {"tmp": ((), np.float64), "mask": ((), np.bool_)}
     columns: dict = {}
@@ -400,7 +457,25 @@ class NormKernel:
     def trial_cost(self, ch, cols: ColumnSet, zc: np.ndarray) -> float:
         """The chunk's cost with the rows ``cols`` of Z^T replaced by ``zc`` (overwritten):
         the blocks of C recomputed from ``zc``, the others as kept, summed as `after_update`
-        sums them."""
+        sums them.
+
+        Parameters
+        ----------
+        ch : chunk
+            The chunk's arrays (`rssm.data.engine`); its state is left unchanged (its
+            scratch ``tmp`` is written).
+        cols : ColumnSet
+            The rows C of Z^T to replace (whole blocks of the partition).
+        zc : numpy.ndarray, shape (c, k)
+            The replacement rows, in the order of ``cols.index`` (c = |C|, k the chunk's
+            samples); overwritten with scratch values.
+
+        Returns
+        -------
+        float
+            The sum over the chunk's samples of c_j psi(r_j) at the trial rows, as
+            `cost` (the scale s is not applied).
+        """
         bn = ch.bn.copy()
         blocks = range(len(self.block_runs)) if self.partition is None else cols.blocks
         for b in blocks:
@@ -442,7 +517,29 @@ class NormKernel:
 def make_kernel(loss: EntrywiseLoss | NormLoss, p: int, partition: Partition | None,
                 scale: float = 1.0):
     """The kernel of ``loss`` for p columns and RSSM's ``partition`` (None for RSM).
-    ``scale`` is the factor s of the whole sum (DPCP: 1/m); entrywise losses take s = 1."""
+    ``scale`` is the factor s of the whole sum (DPCP: 1/m); entrywise losses take s = 1.
+
+    Parameters
+    ----------
+    loss : EntrywiseLoss or NormLoss
+        The row loss h.
+    p : int
+        The number of columns of X.
+    partition : Partition or None
+        The column blocks of an RSSM run, or None for RSM.
+    scale : float, default=1.0
+        The factor s of the whole sum; must be 1 for an entrywise loss.
+
+    Returns
+    -------
+    EntrywiseKernel or NormKernel
+        The kernel of ``loss``'s family.
+
+    Raises
+    ------
+    ValueError
+        When ``scale`` is not 1 for an `EntrywiseLoss`.
+    """
     if isinstance(loss, NormLoss):
         return NormKernel(loss, p, partition, scale)
     if scale != 1.0:

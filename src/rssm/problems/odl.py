@@ -42,6 +42,24 @@ def dictionary_error(x: np.ndarray, x_star: np.ndarray) -> float:
     their unit directions (X scaled by 1 + 5e-3, one column rotated by 1e-6: 1.25e-4,
     where the formula gives 5e-2 and the unit columns 1e-12); a run's iterates are unit
     to 1e-12.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, p)
+        The estimated atoms x_i as columns, orthonormal.
+    x_star : array_like, shape (n, k)
+        The true dictionary X* (its atoms x*_j as columns), orthonormal; k = n for ODL.
+
+    Returns
+    -------
+    float
+        err(X, X*), >= 0.
+
+    Raises
+    ------
+    ValueError
+        When an argument is not finite, the row counts differ, or a column set is not
+        orthonormal.
     """
     x, x_star = metric_inputs(x, x_star, "dictionary_error")
     return _dictionary_error(x, x_star)
@@ -116,7 +134,25 @@ class ODL(DataProblem):
         X* is the first draw from ``seed``: a Haar start drawn from a generator seeded the
         same way (``initial_point(numpy.random.default_rng(seed))``) is X* itself. Seed the
         start differently: ``rssm.minimize(..., x0=None, seed=seed)`` and ``rssm
-        reproduce`` draw it from ``default_rng([seed, 1])``."""
+        reproduce`` draw it from ``default_rng([seed, 1])``.
+
+        Parameters
+        ----------
+        n : int
+            Dimension of the observations and number of atoms of X*, at least 2.
+        theta : float
+            Probability that an entry of the codes is nonzero, in (0, 1].
+        m : int, optional
+            Number of observations (columns of Y), at least 1; default round(10 n^1.5).
+        seed : int, numpy.random.Generator or None
+            Randomness of the instance.
+
+        Returns
+        -------
+        ODL
+            The instance on St(n, n), with X* as ``dictionary`` (so `error` is available)
+            and ``theta`` kept as an attribute.
+        """
         n = as_int(n, "n", minimum=2)
         theta = as_positive_float(theta, "theta", upper=1.0)
         m = round(10 * n**1.5) if m is None else as_int(m, "m", minimum=1)
@@ -143,7 +179,24 @@ class ODL(DataProblem):
         return self.dictionary is not None
 
     def error(self, x) -> float:
-        """err(X, X*) of Section 5.2 (see `dictionary_error`)."""
+        """err(X, X*) of Section 5.2 (see `dictionary_error`).
+
+        Parameters
+        ----------
+        x : array_like, shape (n, p)
+            The point X of St(n, p) to measure.
+
+        Returns
+        -------
+        float
+            err(X, X*).
+
+        Raises
+        ------
+        ValueError
+            When the instance has no ground-truth dictionary, or ``x`` is not a finite
+            matrix of shape (n, p) with orthonormal columns.
+        """
         if self.dictionary is None:
             raise ValueError(
                 "this ODL instance has no ground-truth dictionary, so error(X) is undefined"
@@ -160,7 +213,18 @@ class ODL(DataProblem):
         """Haar random on St(n, p) (Section 5.2); ``rng`` is None (a seeded default), an int
         seed or a Generator, as for `rssm.Problem.initial_point`. A Generator seeded like
         the instance's ``synthetic(seed=...)`` would give X* itself; an int s does not (it
-        stands for ``default_rng([s, 1])``)."""
+        stands for ``default_rng([s, 1])``).
+
+        Parameters
+        ----------
+        rng : None, int or numpy.random.Generator, optional
+            The generator of the start, as for `rssm.Problem.initial_point`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+            A Haar-random point of St(n, p).
+        """
         return super().initial_point(rng)
 
     def default_max_epochs(self) -> int:

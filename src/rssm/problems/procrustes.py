@@ -130,7 +130,24 @@ class L1Procrustes(CompositeProblem):
         return self.x_true is not None
 
     def error(self, x) -> float:
-        """||X - X*||_F."""
+        """||X - X*||_F.
+
+        Parameters
+        ----------
+        x : array_like, shape (n, p)
+            The point X of St(n, p) to measure.
+
+        Returns
+        -------
+        float
+            ||X - X*||_F.
+
+        Raises
+        ------
+        ValueError
+            When the instance has no ground truth, or ``x`` is not a finite matrix of
+            shape (n, p).
+        """
         if self.x_true is None:
             raise ValueError(
                 "this L1Procrustes instance has no ground truth, so error(X) is undefined"
@@ -148,7 +165,19 @@ class L1Procrustes(CompositeProblem):
         solution when A^T A is a multiple of I, and near it for a tall Gaussian A. Gross
         errors pull it further from X*; RSSM then corrects it. ``rng`` (None, an int seed
         or a Generator) is checked and used only when A^T B = 0, where that start does not
-        exist and a Haar-random one is drawn."""
+        exist and a Haar-random one is drawn.
+
+        Parameters
+        ----------
+        rng : None, int or numpy.random.Generator, optional
+            The generator of the Haar-random start when A^T B = 0, as for
+            `rssm.Problem.initial_point`; otherwise checked and not used.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+            polar(A^T B), or the Haar-random point of St(n, p) when A^T B = 0.
+        """
         rng = start_rng(rng)
         if isinstance(self._store, InMemory) and self.bt is not None:
             cross = self.yt @ self.bt.T

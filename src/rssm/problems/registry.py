@@ -36,7 +36,7 @@ __all__ = ["DataOption", "DataEntry", "DATA", "data_entry"]
 class DataOption:
     """One option of a problem built from data.
 
-    Attributes
+    Parameters
     ----------
     name : str
         Keyword of `DataEntry.build` (the option is ``--name`` with ``_`` as ``-``).
@@ -47,7 +47,7 @@ class DataOption:
     default : int or float, optional
         Its value when not given; None with ``required`` False means "the problem's own
         default" (passed as None).
-    required : bool
+    required : bool, default=False
         The option must be given with a data file.
     """
 
@@ -62,22 +62,23 @@ class DataOption:
 class DataEntry:
     """How one problem is built from a data file.
 
-    Attributes
+    Parameters
     ----------
     build : callable
         ``build(rows, **options) -> Problem``; ``rows`` as described in the module
         docstring.
     summary : str
         One line for ``--help``: the constructor and what the options mean.
-    options : tuple of DataOption
-    streams : bool
+    options : tuple of DataOption, default=()
+        The options that apply to the problem, each a keyword of ``build``.
+    streams : bool, default=False
         The problem streams out-of-core data a chunk of samples at a time (the command
         line then offers ``--out-of-core`` and ``--chunk-size``).
-    many_samples : bool
+    many_samples : bool, default=True
         The problem needs more samples than features (m >= n); a file with fewer rows
         than columns most likely stores its samples as columns, and is refused unless the
         user says which layout it has.
-    arguments : mapping of str to str
+    arguments : mapping of str to str, optional
         Library argument names that stand for one of the options under another name
         (``SparsePCA`` checks ``r`` as its ``p``): errors naming the argument name the
         option.
@@ -161,5 +162,16 @@ DATA: dict[str, DataEntry] = {
 
 
 def data_entry(name: str) -> DataEntry | None:
-    """The `DataEntry` of problem ``name``, or None when it does not take data files."""
+    """The `DataEntry` of problem ``name``, or None when it does not take data files.
+
+    Parameters
+    ----------
+    name : str
+        The problem's name, as in `rssm.problems.REGISTRY` (``"dpcp"``, ``"odl"``, ...).
+
+    Returns
+    -------
+    DataEntry or None
+        ``DATA[name]``, or None for a name without an entry.
+    """
     return DATA.get(name)

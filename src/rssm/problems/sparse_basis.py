@@ -114,7 +114,25 @@ class PlantedSparseBasis(CompositeProblem):
         return self.x_true is not None
 
     def error(self, x) -> float:
-        """min over signed permutations P of ||X - X* P||_F."""
+        """min over signed permutations P of ||X - X* P||_F.
+
+        Parameters
+        ----------
+        x : array_like, shape (n, p)
+            The point X of St(n, p) to measure.
+
+        Returns
+        -------
+        float
+            The distance of X to X* up to the order and signs of the columns (see
+            `rssm.problems.signed_permutation_distance`).
+
+        Raises
+        ------
+        ValueError
+            When the instance has no ground truth, or ``x`` is not a finite matrix of
+            shape (n, p) with orthonormal columns.
+        """
         if self.x_true is None:
             raise ValueError(
                 "this PlantedSparseBasis instance has no ground truth, so error(X) is undefined"
@@ -124,7 +142,18 @@ class PlantedSparseBasis(CompositeProblem):
     @single_blas()
     def initial_point(self, rng=None) -> np.ndarray:
         """Haar random on St(n, p); ``rng`` is None (a seeded default), an int seed or a
-        Generator, as for `rssm.Problem.initial_point`."""
+        Generator, as for `rssm.Problem.initial_point`.
+
+        Parameters
+        ----------
+        rng : None, int or numpy.random.Generator, optional
+            The generator of the start, as for `rssm.Problem.initial_point`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+            A Haar-random point of St(n, p).
+        """
         return super().initial_point(rng)
 
     def default_stepsize(self):

@@ -226,7 +226,25 @@ class SparsePCA(CompositeProblem):
         return self.loadings is not None
 
     def error(self, x) -> float:
-        """min over signed permutations P of ||X - V P||_F (V the planted loadings)."""
+        """min over signed permutations P of ||X - V P||_F (V the planted loadings).
+
+        Parameters
+        ----------
+        x : array_like, shape (n, r)
+            The point X of St(n, r) to measure.
+
+        Returns
+        -------
+        float
+            The distance of X to V up to the order and signs of the columns (see
+            `rssm.problems.signed_permutation_distance`).
+
+        Raises
+        ------
+        ValueError
+            When the instance has no ground-truth loadings, or ``x`` is not a finite
+            matrix of shape (n, r) with orthonormal columns.
+        """
         if self.loadings is None:
             raise ValueError(
                 "this SparsePCA instance has no ground-truth loadings, so error(X) is undefined"
@@ -237,7 +255,24 @@ class SparsePCA(CompositeProblem):
         """||A X||_F^2 / ||A||_F^2: the fraction of the total variance the loadings explain.
 
         ``x`` must be a point of St(n, r) (to 1e-6): for other matrices the ratio is no
-        fraction (``10 X`` read 54.1; a user's audit)."""
+        fraction (``10 X`` read 54.1; a user's audit).
+
+        Parameters
+        ----------
+        x : array_like, shape (n, r)
+            The loadings X, a point of St(n, r).
+
+        Returns
+        -------
+        float
+            ||A X||_F^2 / ||A||_F^2, the fraction of the total variance explained.
+
+        Raises
+        ------
+        ValueError
+            When ``x`` is not a finite matrix of shape (n, r), or is off St(n, r) by more
+            than 1e-6.
+        """
         from rssm.stiefel import check_point
 
         x = self._error_input(x)
@@ -250,11 +285,37 @@ class SparsePCA(CompositeProblem):
 
     @staticmethod
     def sparsity(x, tol: float = ZERO_TOL) -> float:
-        """Fraction of the entries of X with |x_ik| < tol (default 1e-5)."""
+        """Fraction of the entries of X with |x_ik| < tol (default 1e-5).
+
+        Parameters
+        ----------
+        x : array_like
+            The loadings X (any shape).
+        tol : float, default=ZERO_TOL
+            Entries of magnitude below ``tol`` count as zero (`ZERO_TOL`, 1e-5).
+
+        Returns
+        -------
+        float
+            The fraction of the entries of X below ``tol`` in magnitude, in [0, 1].
+        """
         return float(np.mean(np.abs(np.asarray(x)) < tol))
 
     def summary(self, x) -> dict:
-        """cost, explained variance, sparsity and (with ground truth) error at X."""
+        """cost, explained variance, sparsity and (with ground truth) error at X.
+
+        Parameters
+        ----------
+        x : array_like, shape (n, r)
+            The loadings X, a point of St(n, r).
+
+        Returns
+        -------
+        dict
+            ``"cost"`` (f(X)), ``"explained_variance"`` (`explained_variance`),
+            ``"sparsity"`` (`sparsity` with its default tolerance) and, when `has_error`,
+            ``"error"`` (`error`), each a float.
+        """
         out = {
             "cost": self.cost(x),
             "explained_variance": self.explained_variance(x),
@@ -271,7 +332,20 @@ class SparsePCA(CompositeProblem):
 
         With more components than samples (r > m, possible for `from_data`), A has at
         most m right singular vectors; the start is completed by right singular vectors of
-        the null space of A (the full SVD, deterministic), so it is still on St(n, r)."""
+        the null space of A (the full SVD, deterministic), so it is still on St(n, r).
+
+        Parameters
+        ----------
+        rng : None, int or numpy.random.Generator, optional
+            Checked as for `rssm.Problem.initial_point`, not used.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, r)
+            The top-r right singular vectors of A as columns (out of core: the top-r
+            eigenvectors of A^T A; the first r columns of the identity when A^T A is not
+            finite).
+        """
         start_rng(rng)
         if not isinstance(self._store, InMemory):
             # out of core: the top-r eigenvectors of A^T A (its right singular vectors)

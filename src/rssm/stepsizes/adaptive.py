@@ -76,6 +76,18 @@ class Backtracking(_Adaptive):
     On nonsmooth problems the sufficient-decrease test can fail for every gamma (the
     negative subgradient need not be a descent direction), and the steps then shrink
     towards 0: that is how Pymanopt's Armijo search stalls on ODL. `Auto` adds a floor.
+
+    Parameters
+    ----------
+    t0 : float, optional
+        Length of the first trial step on St(n, p), > 0; default sqrt(p).
+    c : float
+        Sufficient-decrease constant of the Armijo test, in (0, 1).
+    grow : float
+        Factor > 0 applied to the previous iteration's step to give the first trial of
+        the next.
+    max_trials : int
+        Most step sizes tried per iteration, >= 1 (the last is taken without the test).
     """
 
     def __init__(self, t0: float | None = None, c: float = 1e-4, grow: float = 2.0,

@@ -61,7 +61,26 @@ class PaperSchedule(StepSize):
         return cls(1e-3, 4.0, 0.995)
 
     def delta_k(self, k: int, ctx: StepContext) -> float:
-        """Delta_k for iteration k."""
+        """Delta_k for iteration k.
+
+        Parameters
+        ----------
+        k : int
+            The iteration, >= 0.
+        ctx : StepContext
+            The run's context; ``method`` and ``n_blocks`` (l) are read.
+
+        Returns
+        -------
+        float
+            Delta * binom(l, 2)^(a rho^k - 1) for RSSM with ``a`` and ``rho`` given, else
+            Delta.
+
+        Raises
+        ------
+        ValueError
+            When Delta_k overflows float64.
+        """
         if ctx.method != "rssm" or self.a is None:
             return self.delta
         pairs = ctx.n_blocks * (ctx.n_blocks - 1) / 2.0
@@ -122,7 +141,13 @@ class Geometric(StepSize):
 
 
 class Constant(StepSize):
-    """gamma_k = c."""
+    """gamma_k = c.
+
+    Parameters
+    ----------
+    c : float
+        The step size, > 0.
+    """
 
     def __init__(self, c: float):
         self.c = as_positive_float(c, "c")
@@ -132,7 +157,13 @@ class Constant(StepSize):
 
 
 class InverseSqrt(StepSize):
-    """gamma_k = c / sqrt(k + 1)."""
+    """gamma_k = c / sqrt(k + 1).
+
+    Parameters
+    ----------
+    c : float
+        The first step size gamma_0, > 0.
+    """
 
     def __init__(self, c: float):
         self.c = as_positive_float(c, "c")
