@@ -100,6 +100,25 @@ def test_threads_none_leaves_the_pools_alone():
     assert res.threads.startswith("unchanged pools")
 
 
+@pytest.mark.parametrize("threads", ["auto", 1, None])
+def test_the_observers_see_the_thread_setting_the_result_returns(threads):
+    # (an audit: Result.threads was filled in after the observers' finish, which saw "",
+    # so a Result saved there was not the one returned)
+    class Saver(rssm.Observer):
+        def start(self, info):
+            self.info = dict(info)
+
+        def finish(self, result):
+            self.saved = json.dumps(result.to_dict(arrays=True))
+
+    obs = Saver()
+    prob = rssm.problems.DPCP.synthetic(n=20, d=2, n_inliers=50, n_outliers=20, seed=0)
+    res = rssm.minimize(prob, max_iter=20, observers=[obs], threads=threads)
+    assert res.threads
+    assert obs.info["threads"] == res.threads
+    assert rssm.Result.from_dict(json.loads(obs.saved)) == res
+
+
 def _dpcp():
     return rssm.problems.DPCP.synthetic(n=60, d=6, n_inliers=600, n_outliers=900, seed=2)
 

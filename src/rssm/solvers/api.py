@@ -222,7 +222,8 @@ def minimize(
                 claimed = True
             if held.interrupted:
                 raise KeyboardInterrupt
-            res = _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p)
+            res = _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p,
+                                 rt)
         finally:
             # inline: a Ctrl-C pending at a call's entry is raised there, before the call
             # does anything; release() is idempotent and tried until the setting is back
@@ -242,7 +243,8 @@ def minimize(
         if res is None:
             raise KeyboardInterrupt
         _mark_interrupted(res)
-    res.threads = rt.describe()
+    if not res.threads:
+        res.threads = rt.describe()
     return res
 
 
@@ -255,7 +257,8 @@ def _mark_interrupted(res: Result) -> None:
         res.converged = False
 
 
-def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) -> Result:
+def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p,
+                   rt: RunThreads) -> Result:
     """The start, the rule, the stopping criteria and the run, under the run's thread
     setting (`minimize`)."""
     if x0 is None:
@@ -329,7 +332,9 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p) 
 
     settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
                 else "Generator", "selection": None if selector is None else selector.name,
-                "clip_steps": bool(opts.clip_steps), "thin_trace": thin}
+                "clip_steps": bool(opts.clip_steps), "thin_trace": thin,
+                # read in the run's end, so that the observers' finish sees it too
+                "threads": rt.describe}
     cls = METHODS[method][0]
     t0 = time.perf_counter()
     solver = cls(problem, x, part, selector, rng)

@@ -247,10 +247,9 @@ def run(
     """
     if threads is not None:
         with RunThreads(threads) as rt:
-            res = _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
-                       settings or {}, setup_time, verify, clip)
-        res.threads = rt.describe()
-        return res
+            return _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
+                        {**(settings or {}), "threads": rt.describe}, setup_time, verify,
+                        clip)
     return _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best,
                 settings or {}, setup_time, verify, clip)
 
@@ -297,6 +296,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     track_best = bool(track_best) or bool(every_iterate)
     still_limit = 1 if solver.n_blocks <= 1 else 2 * solver.n_pairs
     info = {"method": solver.method, "n_blocks": solver.n_blocks, "shape": (n, p), **settings}
+    if "threads" in info:
+        info["threads"] = _threads_line(settings)
     perf = time.perf_counter
     reason: StopReason | None = None
     message, converged = "", False
@@ -772,4 +773,11 @@ def _result(solver, st, rec, stepsize, settings, tol, reason, message, converged
         x_last=st.x.copy(), fun_last=float(last_fun),
         best_iteration=st.best_k if use_best else st.k, converged=bool(converged), tol=tol,
         n_cost=st.n_cost, n_clipped=st.n_clipped,
-        clip_steps=bool(settings.get("clip_steps", True)))
+        clip_steps=bool(settings.get("clip_steps", True)), threads=_threads_line(settings))
+
+
+def _threads_line(settings: dict[str, Any]) -> str:
+    """`rssm.Result.threads` as the observers' ``finish`` sees it: ``settings["threads"]``
+    is the run's `RunThreads.describe` (or its line), read while the setting is held."""
+    line = settings.get("threads", "")
+    return str(line() if callable(line) else line)

@@ -146,7 +146,8 @@ class Observer:
         ----------
         info : mapping of str to object
             ``method`` ("rssm" or "rsm"), ``n_blocks``, ``shape`` (n, p) and the settings
-            `rssm.minimize` passes on (``seed``, ``selection``, ...).
+            `rssm.minimize` passes on (``seed``, ``selection``, ``threads``: the line
+            `rssm.Result.threads` will hold, ...).
         """
 
     def record(self, progress: Progress) -> None:
