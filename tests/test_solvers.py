@@ -725,6 +725,29 @@ def test_the_traces_error_column_is_the_problems_error_at_each_row(make):
     np.testing.assert_array_equal(res.trace["error"], [later.error(x) for x in xs])
 
 
+@pytest.mark.parametrize("cap", [math.inf, (math.inf, 1.0), np.array([math.inf, 1.0])])
+def test_a_rules_infinite_or_array_setting_survives_a_strict_json_round_trip(cap):
+    # (an audit: an array setting with an inf broke strict JSON, and an inf or a tuple
+    # came back as "inf" or a list, so the Result read back was not equal to the run's)
+    import json
+
+    from rssm.stepsizes import StepSize
+
+    class Capped(StepSize):
+        def __init__(self, c, cap):
+            self.c, self.cap = c, cap
+
+        def __call__(self, k, ctx):
+            return min(self.c, float(np.min(self.cap)))
+
+    prob = rssm.problems.DPCP.synthetic(n=20, d=2, n_inliers=50, n_outliers=20, seed=0)
+    res = rssm.minimize(prob, stepsize=Capped(1e-3, cap), max_iter=5, seed=1)
+    text = json.dumps(res.to_dict(arrays=True), allow_nan=False)
+    back = rssm.Result.from_dict(json.loads(text))
+    assert back == res
+    assert json.loads(text)["stepsize"]["cap"] in ("inf", ["inf", 1.0])
+
+
 def test_result_from_dict_names_what_is_not_to_dict_output():
     """A dict that is not `Result.to_dict` output got Python's KeyError or AttributeError
     from inside, and some values (n_iter "x", x None) made a Result that failed later (a

@@ -24,8 +24,8 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
+    if isinstance(value, np.ndarray):      # (its NaN and inf as below: strict JSON)
+        return _plain(value.tolist())
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -153,11 +153,16 @@ class Result:
     def __eq__(self, other: object) -> bool:
         """Field by field: the arrays (``x``, ``x_last``, the trace, the partition) entry by
         entry, NaN equal to NaN. A Result equals its copy, its pickle and its
-        ``from_dict(to_dict(arrays=True))``; two runs of the same call differ in ``time``
+        ``from_dict(to_dict(arrays=True))`` (``stepsize``, a description, compared in its
+        JSON form); two runs of the same call differ in ``time``
         (and the trace's time column), so compare their ``x`` for the bits."""
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) if f.name != "stepsize"
+                   # a description: the same in its JSON form (a rule's inf, tuple or
+                   # array setting reads back as "inf" or a list)
+                   else _plain(self.stepsize) == _plain(other.stepsize)
+                   for f in fields(self))
 
     __hash__ = None     # mutable, compared by value
 
