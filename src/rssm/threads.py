@@ -15,7 +15,7 @@ arithmetic and lets only the *scheduling* vary:
 
 Worker threads that wait block on a queue; they never spin. So where another process
 keeps a core busy, two workers cost about what one thread costs, instead of the
-several-fold slowdown of a spinning BLAS pool (benchmarks/threads.py measures both).
+several-fold slowdown of a spinning BLAS pool (benchmarks/thread_modes.py measures both).
 
 ``threads`` of `rssm.minimize`:
 
