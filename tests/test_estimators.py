@@ -708,6 +708,42 @@ def test_data_at_a_scale_float64_cannot_square_is_refused(make, tmp_path):
         np.testing.assert_allclose(est.components_, ref.components_, atol=1e-12)
 
 
+def test_robust_subspace_fits_data_near_the_ends_of_the_range_as_at_unit_scale(tmp_path):
+    # (an audit: inside [1e-150, 1e150], 1e149 was refused for the fit's own weights,
+    # "sample_weights: the largest entry is 1.21e-151", and 1e-149 ended non_finite)
+    x, _, _ = subspace_data(n=8, d=2, m_in=200, m_out=100)
+    x = x / np.abs(x).max()
+    ref = RobustSubspace(2).fit(x)
+    assert ref.converged_
+    for c in (1e149, 9.9e149, 1e-149, 2e-150):
+        est = RobustSubspace(2).fit(x * c)
+        assert est.converged_          # (x * c rounds: the path may differ, not the fit)
+        np.testing.assert_allclose(est.components_, ref.components_, atol=1e-8)
+        assert np.array_equal(est.predict(x * c), ref.predict(x))
+    # out of core, such data is refused by what X holds (a scaled copy would be needed)
+    np.save(tmp_path / "x.npy", x * 1e149)
+    with pytest.raises(ValueError, match=r"the largest entry of X is 1e\+149 .*outside "
+                                         r"\[1e-145, 1e\+145\].*scale the data first"):
+        RobustSubspace(2).fit(np.load(tmp_path / "x.npy", mmap_mode="r"))
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8,
+                    reason="np.longdouble is float64 on this platform")
+@pytest.mark.parametrize("make", [
+    lambda: RobustSubspace(n_components=2), lambda: OrthogonalDictionaryLearning(),
+    lambda: OrthogonalSparsePCA(2),
+], ids=["subspace", "odl", "sparse_pca"])
+def test_longdouble_data_below_float64s_range_is_refused(make, tmp_path):
+    # (an audit: cast to all zeros, it fitted with converged_ True at iteration 0)
+    x, _, _ = subspace_data(n=8, d=2, m_in=200, m_out=100)
+    tiny = x.astype(np.longdouble) * np.longdouble("1e-400")
+    np.save(tmp_path / "x.npy", tiny)
+    for data in (tiny, np.load(tmp_path / "x.npy", mmap_mode="r")):
+        with pytest.raises(ValueError, match=r"X holds float128 values .* outside "
+                                             r"float64's range"):
+            make().set_params(max_iter=5).fit(data)
+
+
 def test_out_of_core_nan_is_refused(tmp_path):
     x, _, _ = subspace_data(n=6, d=2)
     x[7, 2] = np.nan

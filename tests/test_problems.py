@@ -504,6 +504,31 @@ def test_data_beyond_float64_squares_is_refused_when_the_problem_is_built(build)
     assert np.isfinite(res.fun)
 
 
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8,
+                    reason="np.longdouble is float64 on this platform")
+@pytest.mark.parametrize("build", [
+    lambda y: rssm.problems.DPCP.from_data(y, d=2),
+    lambda y: rssm.problems.ODL(y),
+    lambda y: rssm.problems.CompositeProblem(y, 2, rssm.problems.NormLoss.norm()),
+    lambda y: rssm.problems.DPCP(rssm.data.samples(y.T), 4),
+], ids=["dpcp", "odl", "composite", "streamed"])
+def test_longdouble_data_float64_cannot_hold_is_refused_not_read_as_zeros(build, tmp_path):
+    # (an audit: 1e-400 in float128 was cast to all zeros, a "global minimizer (an exact
+    # fit)" at iteration 0 with success True; 1e400 read as "480 NaN or infinite entries")
+    y = np.random.default_rng(0).standard_normal((6, 40)).astype(np.longdouble)
+    for c in ("1e-400", "1e400"):
+        path = tmp_path / f"y{c}.npy"
+        np.save(path, y * np.longdouble(c))
+        for data in (y * np.longdouble(c), np.load(path, mmap_mode="r")):
+            with pytest.raises(ValueError, match=r"holds float128 values whose largest "
+                                                 r"magnitude, 3\.\d+e[-+]400, lies outside "
+                                                 r"float64's range"):
+                rssm.minimize(build(data), max_iter=5)
+    res = rssm.minimize(build(y), max_iter=5, seed=0)     # in range: cast, as any dtype
+    assert np.array_equal(res.x, rssm.minimize(build(y.astype(np.float64)), max_iter=5,
+                                               seed=0).x)
+
+
 def test_polar_of_a_matrix_far_from_unit_scale():
     """polar(c Xi) = polar(Xi): the starts' data products (the data's scale squared) are
     measured in units of their largest entry (at 1e150: "overflow encountered in dot")."""

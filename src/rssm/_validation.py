@@ -207,6 +207,39 @@ def refuse_sparse_or_missing(value: Any, name: str) -> None:
                       "must be finite numbers")
 
 
+#: The magnitudes float64 holds (its least subnormal and its largest finite number).
+F64_RANGE = (float(np.finfo(np.float64).smallest_subnormal), float(np.finfo(np.float64).max))
+
+
+def check_float64_range(arr: np.ndarray, name: str) -> None:
+    """Refuse floats wider than float64 (``np.longdouble``) whose largest finite magnitude
+    float64 cannot hold: cast, all of them read as 0 (data that "converged" at the start) or
+    as infinities. Other dtypes and values in range pass; the cast follows.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The data as given.
+    name : str
+        Its name in the message.
+
+    Raises
+    ------
+    ValueError
+        When the largest finite magnitude lies outside `F64_RANGE`.
+    """
+    if arr.dtype.kind != "f" or arr.dtype.itemsize <= 8 or not arr.size:
+        return
+    mags = np.abs(arr)
+    top = mags.max(initial=0, where=np.isfinite(mags))
+    if top and not F64_RANGE[0] <= top <= F64_RANGE[1]:
+        raise InvalidValue(
+            name, f"{name} holds {arr.dtype} values whose largest magnitude, "
+                  f"{np.format_float_scientific(top, precision=2)}, lies outside float64's "
+                  f"range [{F64_RANGE[0]:.2g}, {F64_RANGE[1]:.2g}]; rssm computes in float64: "
+                  "scale the data first (e.g. divide by its largest entry)")
+
+
 def as_float_matrix(
     value: Any,
     name: str,
@@ -251,6 +284,7 @@ def as_float_matrix(
                     f"{name} has shape {arr.shape}, expected "
                     f"{tuple('any' if s is None else s for s in shape)}"
                 )
+    check_float64_range(arr, name)
     out = np.array(arr, dtype=np.float64, copy=True, order="C") if copy else np.ascontiguousarray(
         arr, dtype=np.float64
     )

@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import check_bool, check_data_scale, max_abs, refuse_sparse_or_missing
+from rssm._validation import (
+    check_bool,
+    check_data_scale,
+    check_float64_range,
+    max_abs,
+    refuse_sparse_or_missing,
+)
 from rssm.data.store import (
     DEFAULT_CHUNK_BYTES,
     STALLED_TIMEOUT,
@@ -284,6 +290,7 @@ class ChunkedData(SampleStore):
         if seen is not None and self.kind == "zarr":
             self._check_zarr(arr, lo, hi, seen)
         if arr.dtype != np.float64:
+            check_float64_range(arr, self.name)     # (longdouble below it read as 0)
             arr = arr.astype(np.float64)
         return arr.T if self.rows_are_samples else arr
 

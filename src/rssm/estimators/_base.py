@@ -25,6 +25,7 @@ from rssm._validation import (
     DATA_SCALE,
     InvalidType,
     InvalidValue,
+    check_float64_range,
     library_stacklevel,
     max_abs,
     refuse_masked,
@@ -178,6 +179,8 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
     if not is_out_of_core(X):
         # (scikit-learn's check_array drops a mask and reads what is under it)
         refuse_masked(X, "X")
+        if isinstance(X, np.ndarray):      # (longdouble below float64's range read as 0)
+            check_float64_range(X, "X")
         kw = dict(reset=reset, dtype=np.float64, order="C")
         if _sk_validate_data is not None:
             out = _sk_validate_data(est, X, **kw)
@@ -243,7 +246,9 @@ def row_chunks(X: Any, rows: int | None = None) -> Iterator[tuple[int, int, np.n
     step = max(1, CHUNK_BYTES // (8 * n)) if rows is None else rows
     for lo in range(0, m, step):
         hi = min(m, lo + step)
-        blk = np.asarray(X[lo:hi], dtype=np.float64)
+        raw = np.asarray(X[lo:hi])
+        check_float64_range(raw, "X")          # (longdouble below float64's range read as 0)
+        blk = np.asarray(raw, dtype=np.float64)
         if lazy and not np.isfinite(blk).all():
             bad = lo + int(np.argmin(np.isfinite(blk).all(axis=1)))
             raise ValueError(f"X has NaN or infinite entries (the first in sample {bad}, "

@@ -25,7 +25,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_array, check_is_fitted
 
 import rssm
-from rssm._validation import library_stacklevel
+from rssm._validation import library_stacklevel, max_abs
 from rssm.data import is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
@@ -44,6 +44,13 @@ __all__ = ["RobustSubspace", "auto_dimension"]
 
 #: Rows of the subsample that sets the shift and the lift of ``center=True``.
 SHIFT_SAMPLE = 10_000
+
+#: Samples whose largest entry lies outside this range are scaled by a power of 2 for the
+#: solver (exactly the same f; `RobustSubspace.fit`), in memory; out of core, data outside
+#: `STREAM_SCALE` is refused (measured: the fit as at unit scale at 1e-148 and 1e148;
+#: at 1e-149 the residuals' squares underflow, at 1e149 the weights leave their range).
+SAFE_SCALE = (1e-100, 1e100)
+STREAM_SCALE = (1e-145, 1e145)
 
 #: Quantiles of the "auto" outlier threshold (see `RobustSubspace`).
 AUTO_LOW, AUTO_HIGH = 0.25, 0.999
@@ -271,8 +278,10 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         nl = n + center
         weights = np.empty(m)
         scatter = np.zeros((nl, nl))
+        top = 0.0
         for lo, hi, blk in row_chunks(X):
             y = _lifted(blk, shift, lift) if center else blk
+            top = max(top, max_abs(y))
             norms = np.linalg.norm(y, axis=1)
             inv = np.zeros_like(norms)
             np.divide(1.0, norms, out=inv, where=norms > 0)
@@ -298,7 +307,24 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         else:
             d = int(self.n_components)
         p = n - d
-        data = self._problem_data(X, shift, lift)
+        # Data far from unit scale (inside the range the problems take, [1e-150, 1e150]):
+        # the problem gets it times 2^e, its largest entry in [0.5, 1), and the weights
+        # times 2^-e, the same f exactly; else the weights 1/(m ||y_j||) left their range
+        # at 1e149 and the residuals' squares underflowed at 1e-149 (an audit). In memory
+        # only (a file would need a scaled copy); unit-scale data is left as it is.
+        e = 0
+        lo, hi = STREAM_SCALE
+        if top and is_out_of_core(X) and not lo <= top <= hi:
+            raise ValueError(
+                f"{type(self).__name__}: the largest entry of X is {top:.3g} in magnitude"
+                f"{' (with the shift and lift of center=True)' if center else ''}, outside "
+                f"[{lo:g}, {hi:g}], the range the fit takes out of core (in memory it "
+                "scales such data itself); scale the data first (e.g. divide by its "
+                "largest entry)")
+        if top and not SAFE_SCALE[0] <= top <= SAFE_SCALE[1] and not is_out_of_core(X):
+            e = -math.frexp(top)[1]
+            weights = np.ldexp(weights, -e)
+        data = self._problem_data(X, shift, lift, e)
         span = self._span(data, d + center)     # the linear subspace's dimension
         if span is None:
             # DPCP's spectral start (the bottom-p eigenvectors), as `DPCP.initial_point`.
@@ -412,12 +438,14 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         a = t1 * t1 - 2.0 * b / n_
         return float(min(float(k), max(1.0, a / b)))
 
-    def _problem_data(self, X, shift: np.ndarray, lift: float):
-        """The samples as the problem takes them (n' x m in memory, or streamed)."""
+    def _problem_data(self, X, shift: np.ndarray, lift: float, e: int = 0):
+        """The samples as the problem takes them (n' x m in memory, times 2^e, or
+        streamed)."""
         if not is_out_of_core(X):
             y = np.asarray(X, dtype=np.float64).T
-            return np.vstack([y - shift[:, None], np.full((1, y.shape[1]), lift)]) \
+            y = np.vstack([y - shift[:, None], np.full((1, y.shape[1]), lift)]) \
                 if self.center else y
+            return np.ldexp(y, e) if e else y
         if not self.center:
             return rssm.data.samples(X, check_finite=False)
         try:
