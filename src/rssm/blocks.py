@@ -37,7 +37,18 @@ __all__ = [
 
 def epoch_iterations(n_blocks: int) -> float:
     """Iterations per epoch: l/2 for RSSM with l blocks (each iteration moves 2 of the l
-    blocks, so p columns move per epoch on average), 1 for a method without blocks."""
+    blocks, so p columns move per epoch on average), 1 for a method without blocks.
+
+    Parameters
+    ----------
+    n_blocks : int
+        Number of blocks l, at least 1 (1 for a method without blocks).
+
+    Returns
+    -------
+    float
+        l / 2 when l > 1, else 1.0.
+    """
     n_blocks = _blocks_arg(n_blocks)
     return n_blocks / 2.0 if n_blocks > 1 else 1.0
 
@@ -57,7 +68,18 @@ def _few(values: list[int], k: int = 5, total: int | None = None) -> str:
 
 
 def pair_count(n_blocks: int) -> int:
-    """binom(l, 2) block pairs; 1 for a method without blocks (l = 1)."""
+    """binom(l, 2) block pairs; 1 for a method without blocks (l = 1).
+
+    Parameters
+    ----------
+    n_blocks : int
+        Number of blocks l, at least 1.
+
+    Returns
+    -------
+    int
+        binom(l, 2) when l > 1, else 1.
+    """
     n_blocks = _blocks_arg(n_blocks)
     return n_blocks * (n_blocks - 1) // 2 if n_blocks > 1 else 1
 
@@ -100,7 +122,7 @@ _SCAN_UPTO = 128
 class ColumnSet:
     """A set of columns C, as sorted indices and as contiguous runs (slices).
 
-    Attributes
+    Parameters
     ----------
     index : ndarray of int
         The sorted column indices.
@@ -224,7 +246,18 @@ class Partition:
         return ell * (ell - 1) // 2
 
     def columns(self, *blocks: int) -> ColumnSet:
-        """The union of the given blocks as a `ColumnSet` (cached for small l)."""
+        """The union of the given blocks as a `ColumnSet` (cached for small l).
+
+        Parameters
+        ----------
+        *blocks : int
+            Block numbers (0-based); their order does not matter.
+
+        Returns
+        -------
+        ColumnSet
+            The union of the blocks' columns.
+        """
         key = tuple(sorted(blocks))
         cs = self._cache.get(key)
         if cs is None:
@@ -244,7 +277,18 @@ class Partition:
 
 def pair_table(n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
     """The binom(l, 2) unordered block pairs, numbered lexicographically: pair k is
-    (i[k], j[k]) with i < j. Every selection rule (and `rssm.torch`) numbers pairs so."""
+    (i[k], j[k]) with i < j. Every selection rule (and `rssm.torch`) numbers pairs so.
+
+    Parameters
+    ----------
+    n_blocks : int
+        Number of blocks l, at least 1.
+
+    Returns
+    -------
+    i, j : numpy.ndarray of int, each of shape (binom(l, 2),)
+        The first and second block of each pair (``numpy.triu_indices(l, 1)``).
+    """
     return np.triu_indices(_blocks_arg(n_blocks), 1)
 
 
@@ -335,7 +379,25 @@ SELECTION_RULES: dict[str, type[PairSelector]] = {
 
 def make_selector(selection: Any) -> PairSelector:
     """Return a fresh `PairSelector` from a name (``"uniform"``, ``"cyclic"``,
-    ``"shuffled"``) or pass a `PairSelector` instance through."""
+    ``"shuffled"``) or pass a `PairSelector` instance through.
+
+    Parameters
+    ----------
+    selection : str or PairSelector
+        A name of `SELECTION_RULES` (any case) or a `PairSelector` instance.
+
+    Returns
+    -------
+    PairSelector
+        A new instance of the named rule, or ``selection`` itself.
+
+    Raises
+    ------
+    ValueError
+        When ``selection`` is a string that names no rule.
+    TypeError
+        When ``selection`` is neither a string nor a `PairSelector` instance.
+    """
     if isinstance(selection, PairSelector):
         return selection
     # (any case, as ``method=`` and ``stepsize=`` names: "Cyclic" was refused)

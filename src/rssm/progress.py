@@ -14,7 +14,7 @@ __all__ = ["Progress"]
 class Progress:
     """A snapshot handed to stopping criteria and user callbacks.
 
-    Attributes
+    Parameters
     ----------
     iteration : int
         Iterations done.
@@ -22,23 +22,23 @@ class Progress:
         Solver seconds so far (recording excluded).
     flops : float
         Flop-model count so far.
-    cost : float or None
+    cost : float or None, default=None
         f(X) at a recording point, else None.
-    error : float or None
+    error : float or None, default=None
         Ground-truth error at a recording point when the problem has one, else None.
-    stationarity : float or None
-        At a recording point, ||P_T(G)||_F for the oracle's subgradient G at X (eq.
-        ``eq-Rsubdiff``; see `MinStationarity`), else None.
-    x : ndarray or None
+    x : numpy.ndarray of shape (n, p) or None, default=None
         At a recording point, a read-only copy of the iterate (a snapshot: storing it keeps
         that iterate; the copy costs one n x p array per recording point, made outside the
         timed region), else None.
-    step_norm : float or None
+    stationarity : float or None, default=None
+        At a recording point, ||P_T(G)||_F for the oracle's subgradient G at X (eq.
+        ``eq-Rsubdiff``; see `MinStationarity`), else None.
+    step_norm : float or None, default=None
         ||X_k - X_{k-1}||_F of the last step (None before the first). Only the columns
         a step changed enter, so it costs O(n |C|) per RSSM iteration.
-    best_cost : float or None
+    best_cost : float or None, default=None
         The least f seen so far (over the iterates whose cost was evaluated).
-    certificate : Certificate or None
+    certificate : Certificate or None, default=None
         The convergence certificate's last value (`rssm.solvers.certificate`), when one
         was evaluated at this iteration.
     """

@@ -90,16 +90,16 @@ _OPS = TorchOps()
 class TorchStepContext:
     """What a step-size rule sees at one optimizer step of one parameter.
 
-    Attributes
+    Parameters
     ----------
     method : str
         ``"rssm"`` or ``"rsm"``.
     n_blocks : int
         Number of column blocks l of this parameter (1 for RSM).
-    cost : float or None
+    cost : float or None, default=None
         The loss the closure returned at this step (the current point), None when
         `step` was called without a closure.
-    subgradient_norm : float
+    subgradient_norm : float, default=nan
         Frobenius norm of the Riemannian subgradient the step moves along: the partial
         one P(G_C) for RSSM (eq. ``eq-partialRiemsubgrad``), P_T(G) for RSM.
     """
@@ -201,7 +201,15 @@ class _StiefelOptimizer(torch.optim.Optimizer):
     # -- checks ---------------------------------------------------------------------------
     def add_param_group(self, param_group: dict) -> None:
         """Add a parameter group (as `torch.optim.Optimizer.add_param_group`), checking its
-        parameters and options as the constructor does; a refused group is not added."""
+        parameters and options as the constructor does; a refused group is not added.
+
+        Parameters
+        ----------
+        param_group : dict
+            The group: its tensors under ``"params"`` and, optionally, its own options
+            (``"lr"``, a finite number > 0; for `RSSM` ``"n_blocks"``); the options it
+            omits are the optimizer's defaults.
+        """
         super().add_param_group(param_group)
         gi, group = len(self.param_groups) - 1, self.param_groups[-1]
         try:
@@ -297,7 +305,13 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         A state saved from a generator on another device (a CUDA generator's state differs
         from a CPU one's) replaces the optimizer's own generator (built from ``seed`` or
         torch's seed) by one on that device; with a ``generator`` of your own, or where
-        that device is not here, it is refused before anything is loaded."""
+        that device is not here, it is refused before anything is loaded.
+
+        Parameters
+        ----------
+        state_dict : dict
+            A dict returned by `state_dict`.
+        """
         state_dict = dict(state_dict)
         gen = state_dict.pop("generator_state", None)
         device = state_dict.pop("generator_device", None)
@@ -369,6 +383,11 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         closure : callable, optional
             Re-evaluates the model and returns the loss (as for any torch optimizer); its
             value is passed to the step-size rule as ``ctx.cost``.
+
+        Returns
+        -------
+        object or None
+            The loss ``closure`` returned, None without a closure.
         """
         loss = None
         if closure is not None:
@@ -604,6 +623,22 @@ class RSM(_StiefelOptimizer):
 
     Parameters as in `RSSM`, without ``n_blocks``, ``generator`` and ``seed`` (RSM draws
     nothing). The polar retraction costs O(n p^2) per step.
+
+    Parameters
+    ----------
+    params : iterable
+        Tensors or parameter groups (dicts), as for any torch optimizer. Every tensor is
+        2-D, (n, p) with n >= p, float32 or float64, with orthonormal columns
+        (||W^T W - I||_max <= ``atol``).
+    lr : float or StepSize or callable, default=1e-3
+        A constant step, or a rule ``rule(k, ctx) -> gamma_k`` from `rssm.stepsizes`
+        (``ctx`` a `TorchStepContext`); then ``group["lr"]`` starts at 1 and scales the
+        rule.
+    check_finite : bool, default=True
+        Refuse (FloatingPointError, no parameter changed) a step with non-finite values.
+    atol : float, optional
+        Tolerance of the orthonormality check at construction (default 1e-8 for float64,
+        1e-4 for float32).
     """
 
     method = "rsm"

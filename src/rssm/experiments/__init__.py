@@ -54,7 +54,19 @@ def _written_by_rssm(path: Path) -> bool:
 
 def not_redrawn(written: Sequence[Path]) -> list[Path]:
     """Figures beside ``written`` (what `render` returned) of the same name in another
-    format that this draw did not write: drawn earlier, perhaps from fewer runs."""
+    format that this draw did not write: drawn earlier, perhaps from fewer runs.
+
+    Parameters
+    ----------
+    written : sequence of Path
+        The files a draw wrote.
+
+    Returns
+    -------
+    list of Path
+        The existing sibling figures (same name, another of the figure formats) that
+        ``written`` lacks, sorted.
+    """
     drawn = {Path(w) for w in written}
     return sorted(sib for w in drawn if w.suffix[1:] in FIGURE_FORMATS
                   for fmt in FIGURE_FORMATS

@@ -11,7 +11,17 @@ __all__ = ["Run", "group_runs", "method_order", "step_values", "median_band", "f
 
 
 class Run:
-    """The trace of one run, as arrays sorted by iteration."""
+    """The trace of one run, as arrays sorted by iteration.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        The run's trace rows (as `rssm.experiments.io.read_rows` gives them), at least
+        one, in any order; the run's labels (``part``, ``problem``, ``method``,
+        ``blocks``, ``seed``, ``stepsize``) are read from the first row after sorting by
+        ``iteration``, and the columns ``iteration``, ``time``, ``flops``, ``cost`` and
+        ``error`` become float64 arrays.
+    """
 
     def __init__(self, rows: Sequence[dict]):
         rows = sorted(rows, key=lambda r: r["iteration"])
@@ -31,7 +41,18 @@ class Run:
 
 
 def group_runs(rows: Iterable[dict]) -> dict[tuple, Run]:
-    """Runs keyed by (part, problem, method, seed, stepsize)."""
+    """Runs keyed by (part, problem, method, seed, stepsize).
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Trace rows of any number of runs.
+
+    Returns
+    -------
+    dict of tuple to Run
+        One `Run` per key (part, problem, method, seed, stepsize).
+    """
     buckets: dict[tuple, list[dict]] = {}
     for r in rows:
         buckets.setdefault((r["part"], r["problem"], r["method"], r["seed"], r["stepsize"]),
@@ -40,7 +61,18 @@ def group_runs(rows: Iterable[dict]) -> dict[tuple, Run]:
 
 
 def method_order(keys: Iterable[str]) -> list[str]:
-    """``rsm`` first, then RSSM by number of blocks."""
+    """``rsm`` first, then RSSM by number of blocks.
+
+    Parameters
+    ----------
+    keys : iterable of str
+        Method labels (``"rsm"``, ``"rssm-l<blocks>"``); repeats are dropped.
+
+    Returns
+    -------
+    list of str
+        The distinct labels in that order.
+    """
     def rank(k: str) -> tuple:
         return (0, 0) if k == "rsm" else (1, int(k.split("-l")[-1]) if "-l" in k else 0)
     return sorted(set(keys), key=rank)
@@ -50,7 +82,22 @@ def step_values(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """y of the last recorded point with x_i <= g, for each g in ``grid``: each recorded
     value held until the next record, the last one after the run's end. Before the first
     point with x > 0 the run is still at its start: y of its first row (on a flops axis
-    the start sits at x = 0; a run with no row gives NaN)."""
+    the start sits at x = 0; a run with no row gives NaN).
+
+    Parameters
+    ----------
+    x : numpy.ndarray of shape (m,)
+        The recorded points' horizontal values, increasing.
+    y : numpy.ndarray of shape (m,)
+        The recorded values.
+    grid : numpy.ndarray
+        The points at which to read the held values.
+
+    Returns
+    -------
+    numpy.ndarray of the shape of ``grid``
+        The held value at each grid point.
+    """
     pos = x > 0
     xs, ys = x[pos], y[pos]
     out = np.full(grid.shape, np.nan)
@@ -113,6 +160,22 @@ def first_reach(run: Run, level: float, axis: str, stay: bool = True) -> float:
     at or below ``level`` until the run ends, so a brief dip of an oscillating subgradient
     method does not count; otherwise the first recorded point at or below ``level``.
     inf if there is none.
+
+    Parameters
+    ----------
+    run : Run
+        The run.
+    level : float
+        The error level.
+    axis : {"time", "flops", "iteration"}
+        Horizontal variable whose value is returned.
+    stay : bool, default=True
+        Whether the error must stay at or below ``level`` until the run ends.
+
+    Returns
+    -------
+    float
+        The ``axis`` value of that recorded point, or inf.
     """
     below = run.error <= level
     if stay:

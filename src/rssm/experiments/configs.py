@@ -46,7 +46,15 @@ AUTO_STEPSIZE = {"rule": "auto"}
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """RSM (``n_blocks`` 1) or RSSM with ``n_blocks`` = l blocks."""
+    """RSM (``n_blocks`` 1) or RSSM with ``n_blocks`` = l blocks.
+
+    Parameters
+    ----------
+    method : str
+        ``"rsm"`` or ``"rssm"``.
+    n_blocks : int, default=1
+        Number of column blocks l (1 for RSM).
+    """
 
     method: str
     n_blocks: int = 1
@@ -63,7 +71,23 @@ class MethodSpec:
 
     @classmethod
     def from_key(cls, key: str) -> MethodSpec:
-        """Inverse of `key`."""
+        """Inverse of `key`.
+
+        Parameters
+        ----------
+        key : str
+            ``"rsm"`` or ``"rssm-l<blocks>"``.
+
+        Returns
+        -------
+        MethodSpec
+            The method of that key.
+
+        Raises
+        ------
+        ValueError
+            When ``key`` has neither form.
+        """
         if key == "rsm":
             return cls("rsm", 1)
         if key.startswith("rssm-l") and key[6:].isdigit():
@@ -97,7 +121,19 @@ def make_stepsize(spec: dict) -> StepSize:
 
 def stepsize_label(spec: dict) -> str:
     """Short text for a step-size spec: ``paper``, ``auto`` or
-    ``geometric(mu0=0.1, beta=0.9)``."""
+    ``geometric(mu0=0.1, beta=0.9)``.
+
+    Parameters
+    ----------
+    spec : dict
+        A step-size spec in `make_stepsize` form, of the rule ``"paper"``, ``"auto"`` or
+        ``"geometric"``.
+
+    Returns
+    -------
+    str
+        The rule's name, with ``mu0`` and ``beta`` for a geometric rule.
+    """
     if spec["rule"] in ("paper", "auto"):
         return spec["rule"]
     return f"geometric(mu0={spec['mu0']:g}, beta={spec['beta']:g})"
@@ -107,7 +143,7 @@ def stepsize_label(spec: dict) -> str:
 class ProblemConfig:
     """One experiment of Section ``sect-exp``.
 
-    Attributes
+    Parameters
     ----------
     name : str
         Key in `rssm.problems.REGISTRY`.
@@ -129,9 +165,9 @@ class ProblemConfig:
         Extra factor on RSSM's budget (the curves should reach each method's plateau).
     record_every_points : int
         About this many trace points per run (record_every = max_iter // points).
-    tuned_grid : tuple of dict
+    tuned_grid : tuple of dict, default=()
         Candidate step sizes of the ``--tuned`` part (the paper's schedule comes first).
-    tuned_rsm_iter : int
+    tuned_rsm_iter : int, default=0
         RSM's iteration budget in the ``--tuned`` part (RSSM scaled as above).
     """
 
@@ -148,14 +184,41 @@ class ProblemConfig:
     tuned_rsm_iter: int = 0
 
     def max_iter(self, spec: MethodSpec, tuned: bool = False) -> int:
-        """Iteration budget of ``spec`` (equal epochs for RSM and RSSM, times ``rssm_factor``)."""
+        """Iteration budget of ``spec`` (equal epochs for RSM and RSSM, times ``rssm_factor``).
+
+        Parameters
+        ----------
+        spec : MethodSpec
+            The method.
+        tuned : bool, default=False
+            Scale the ``--tuned`` part's budget ``tuned_rsm_iter`` instead of ``rsm_iter``.
+
+        Returns
+        -------
+        int
+            The RSM budget for RSM, ``ceil(budget * rssm_factor * l / 2)`` for RSSM with l
+            blocks.
+        """
         base = self.tuned_rsm_iter if tuned else self.rsm_iter
         if spec.method == "rsm":
             return base
         return int(math.ceil(base * self.rssm_factor * spec.n_blocks / 2.0))
 
     def record_every(self, spec: MethodSpec, tuned: bool = False) -> int:
-        """Record every this many iterations."""
+        """Record every this many iterations.
+
+        Parameters
+        ----------
+        spec : MethodSpec
+            The method.
+        tuned : bool, default=False
+            For the ``--tuned`` part's budget (see `max_iter`).
+
+        Returns
+        -------
+        int
+            ``max_iter(spec, tuned) // record_every_points``, at least 1.
+        """
         return max(1, self.max_iter(spec, tuned) // self.record_every_points)
 
     def build(self, seed: int) -> tuple[Problem, np.ndarray]:
@@ -163,6 +226,18 @@ class ProblemConfig:
 
         The data come from ``synthetic(seed=seed)``; a random start (ODL) is drawn from
         ``numpy.random.default_rng([seed, 1])``, independent of the data stream.
+
+        Parameters
+        ----------
+        seed : int
+            Seed of the data and of the start.
+
+        Returns
+        -------
+        problem : Problem
+            The instance.
+        x0 : numpy.ndarray of shape (n, p)
+            Its starting point (``problem.initial_point``).
         """
         prob = REGISTRY[self.name].synthetic(**self.synthetic, seed=seed)
         x0 = prob.initial_point(np.random.default_rng([seed, 1]))
@@ -188,7 +263,18 @@ FIGURE_FORMATS = ("png", "pdf", "svg")
 
 def temp_prefix(stem: str) -> str:
     """The name a figure's temporary file starts with while it is drawn (removed by the
-    next draw or run where a killed one left it)."""
+    next draw or run where a killed one left it).
+
+    Parameters
+    ----------
+    stem : str
+        The figure's file name without extension.
+
+    Returns
+    -------
+    str
+        ``".<stem>.rssm-tmp-"``.
+    """
     return f".{stem}.rssm-tmp-"
 
 def sizes_text(name: str, synthetic: dict) -> str:
@@ -196,7 +282,20 @@ def sizes_text(name: str, synthetic: dict) -> str:
     the title "[n=100, d=10, ...]" had to work out p = 90; ODL's m = round(10 n^1.5) was
     not in its title at all): the ``synthetic`` keywords, then, for the paper's two
     problems, X's shape on St(n, p) and the sample count where ``synthetic`` leaves them
-    to their defaults."""
+    to their defaults.
+
+    Parameters
+    ----------
+    name : str
+        The problem's name (``"dpcp"`` and ``"odl"`` get the derived sizes).
+    synthetic : dict
+        Keyword arguments of the problem's ``synthetic``.
+
+    Returns
+    -------
+    str
+        The sizes as text.
+    """
     text = ", ".join(f"{k}={v}" for k, v in synthetic.items())
     try:
         n = int(synthetic["n"])

@@ -49,13 +49,30 @@ def _umask_mode() -> int:
 
 
 def replace_atomically(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
-    """Give ``tmp`` the usual file mode (mkstemp makes it 0600) and move it over ``path``."""
+    """Give ``tmp`` the usual file mode (mkstemp makes it 0600) and move it over ``path``.
+
+    Parameters
+    ----------
+    tmp : str or os.PathLike
+        The temporary file, in the same folder as ``path``; its mode becomes 0666 less
+        the umask.
+    path : str or os.PathLike
+        The destination (replaced with `os.replace`).
+    """
     os.chmod(tmp, _umask_mode())
     os.replace(tmp, path)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and `os.replace`."""
+    """Write ``text`` to ``path`` through a temporary file in the same folder and `os.replace`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The destination; its folder is created if missing.
+    text : str
+        The content, written as UTF-8 without newline translation.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -78,7 +95,22 @@ def _fmt(value) -> str:
 
 
 def trace_rows(meta: dict, trace: dict[str, np.ndarray]) -> list[list[str]]:
-    """CSV rows of one run: the ``meta`` columns repeated, then the trace columns."""
+    """CSV rows of one run: the ``meta`` columns repeated, then the trace columns.
+
+    Parameters
+    ----------
+    meta : dict
+        The run's labels: the first six `CSV_COLUMNS` (``part``, ``problem``,
+        ``method``, ``blocks``, ``seed``, ``stepsize``) as keys.
+    trace : dict of str to numpy.ndarray
+        The recorded points: arrays of equal length under ``iteration``, ``time``,
+        ``flops``, ``cost`` and ``error``.
+
+    Returns
+    -------
+    list of list of str
+        One row of `CSV_COLUMNS` cells per recorded point.
+    """
     n = len(trace["iteration"])
     head = [_fmt(meta[c]) for c in CSV_COLUMNS[:6]]
     rows = []
@@ -95,7 +127,15 @@ def trace_rows(meta: dict, trace: dict[str, np.ndarray]) -> list[list[str]]:
 
 def append_rows(path: str | os.PathLike, rows: Iterable[Sequence[str]]) -> None:
     """Append ``rows`` to the CSV at ``path`` (created with a header if absent), atomically:
-    the old content plus the new rows go to a temporary file that replaces ``path``."""
+    the old content plus the new rows go to a temporary file that replaces ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The CSV file.
+    rows : iterable of sequence of str
+        Rows of `CSV_COLUMNS` cells (as `trace_rows` makes them).
+    """
     path = Path(path)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     buf = io.StringIO()
@@ -110,6 +150,17 @@ def append_rows(path: str | os.PathLike, rows: Iterable[Sequence[str]]) -> None:
 
 def read_rows(path: str | os.PathLike) -> list[dict]:
     """Rows of a results CSV as dicts with typed values.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The results CSV (UTF-8, a byte order mark allowed).
+
+    Returns
+    -------
+    list of dict
+        One dict per row, `CSV_COLUMNS` as keys: ``blocks``, ``seed`` and ``iteration``
+        as int, ``time``, ``flops``, ``cost`` and ``error`` as float, the others as str.
 
     Raises
     ------
@@ -190,7 +241,18 @@ def _typed_row(path: Path, line: int, row: dict) -> dict:
 
 
 def finished_runs(rows: Iterable[dict]) -> set[tuple]:
-    """The `RUN_KEY` tuples present in ``rows`` (a run's rows are written all at once)."""
+    """The `RUN_KEY` tuples present in ``rows`` (a run's rows are written all at once).
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Rows as `read_rows` gives them.
+
+    Returns
+    -------
+    set of tuple
+        The distinct (part, problem, method, seed, stepsize) of the rows.
+    """
     return {tuple(r[c] for c in RUN_KEY) for r in rows}
 
 
@@ -205,12 +267,31 @@ def _json_default(obj):
 
 
 def write_json(path: str | os.PathLike, data: dict) -> None:
-    """Write ``data`` as indented JSON, atomically."""
+    """Write ``data`` as indented JSON, atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The destination.
+    data : dict
+        JSON data; NumPy integers, floats and arrays are written as numbers and lists.
+    """
     atomic_write_text(path, json.dumps(data, indent=2, default=_json_default) + "\n")
 
 
 def read_json(path: str | os.PathLike) -> dict:
-    """Read a JSON file."""
+    """Read a JSON file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (UTF-8).
+
+    Returns
+    -------
+    dict
+        Its content, as `json.load` gives it.
+    """
     with Path(path).open(encoding="utf-8") as fh:
         return json.load(fh)
 
@@ -218,7 +299,23 @@ def read_json(path: str | os.PathLike) -> dict:
 def read_run_json(path: str | os.PathLike) -> dict:
     """Read the ``results.json`` of a reproduction, or raise a ValueError that names the
     file and what is wrong with it (a damaged one gave a bare "Expecting value: line 1
-    column 1 (char 0)", or a KeyError traceback where it held another object)."""
+    column 1 (char 0)", or a KeyError traceback where it held another object).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``results.json`` file.
+
+    Returns
+    -------
+    dict
+        Its content.
+
+    Raises
+    ------
+    ValueError
+        When the file is not JSON or not laid out as `rssm reproduce` writes it.
+    """
     try:
         doc = read_json(path)
     except json.JSONDecodeError as exc:

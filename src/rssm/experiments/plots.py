@@ -40,7 +40,21 @@ def seed_line(xs: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One run's points on a log axis: those with x > 0, and the start (x = 0, off the
     axis) as a step, its error held until the first iteration's cost (before, each method
     seemed to start at the error of its first iterate: RSM near 5e-3, RSSM l = 10 near 0.5,
-    all from 0.12)."""
+    all from 0.12).
+
+    Parameters
+    ----------
+    xs : numpy.ndarray of shape (m,)
+        The run's horizontal values (time or flops) at its recorded points, in order.
+    err : numpy.ndarray of shape (m,)
+        Its errors at those points.
+
+    Returns
+    -------
+    x, e : numpy.ndarray
+        The points with x > 0; when the first recorded point has x <= 0, preceded by the
+        first positive x with the first point's error.
+    """
     pos = xs > 0
     xp, ep = xs[pos], err[pos]
     if xp.size and not pos[0]:

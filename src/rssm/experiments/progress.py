@@ -17,7 +17,18 @@ __all__ = ["ProgressBar", "SolveProgress", "format_seconds", "interactive"]
 
 
 def format_seconds(seconds: float) -> str:
-    """``73.2`` -> ``"1m13s"``; ``4000`` -> ``"1h06m"``; ``9.87`` -> ``"9.9s"``."""
+    """``73.2`` -> ``"1m13s"``; ``4000`` -> ``"1h06m"``; ``9.87`` -> ``"9.9s"``.
+
+    Parameters
+    ----------
+    seconds : float
+        A duration in seconds; NaN or a negative value means unknown.
+
+    Returns
+    -------
+    str
+        The duration as text (``"?"`` when unknown).
+    """
     if seconds != seconds or seconds < 0:  # NaN or negative: unknown
         return "?"
     if seconds < 60:
@@ -43,7 +54,18 @@ def _in_notebook() -> bool:
 
 def interactive(stream: TextIO | None = None) -> bool:
     """True when a bar on ``stream`` (default ``sys.stderr``) has a viewer: the stream is
-    a terminal, or the default stream in a Jupyter notebook."""
+    a terminal, or the default stream in a Jupyter notebook.
+
+    Parameters
+    ----------
+    stream : file, optional
+        The stream a bar would be drawn on (default: ``sys.stderr``).
+
+    Returns
+    -------
+    bool
+        Whether the bar has a viewer (False for a closed stream).
+    """
     s = sys.stderr if stream is None else stream
     isatty = getattr(s, "isatty", None)
     try:
@@ -99,13 +121,25 @@ class ProgressBar:
                                          "[{elapsed}{postfix}]")
 
     def skip(self, count: int = 1) -> None:
-        """Count ``count`` runs as done without timing them (resumed runs)."""
+        """Count ``count`` runs as done without timing them (resumed runs).
+
+        Parameters
+        ----------
+        count : int, default=1
+            Number of runs.
+        """
         self.done += count
         if self._bar is not None:
             self._bar.update(count)
 
     def start(self, label: str) -> None:
-        """Show that the run ``label`` begins."""
+        """Show that the run ``label`` begins.
+
+        Parameters
+        ----------
+        label : str
+            The run's name, shown after the ETA.
+        """
         self._run_start = time.perf_counter()
         if self._bar is not None:
             self._bar.set_postfix_str(f"ETA {format_seconds(self.eta())} | {label}")
@@ -168,7 +202,18 @@ class SolveProgress:
                               dynamic_ncols=True, bar_format=fmt)
 
     def __call__(self, progress) -> bool:
-        """Update the bar from a `rssm.stopping.Progress`; never asks to stop."""
+        """Update the bar from a `rssm.stopping.Progress`; never asks to stop.
+
+        Parameters
+        ----------
+        progress : Progress
+            The run's progress at a recording point.
+
+        Returns
+        -------
+        bool
+            False.
+        """
         bar = self._bar
         if bar is not None:
             if progress.cost is not None and math.isfinite(progress.cost):

@@ -27,7 +27,18 @@ REPORT_TITLE = "# Reproduction of Section 5 (`sect-exp`): RSSM vs RSM"
 
 
 def median_or_inf(values: Sequence[float]) -> float:
-    """Median with inf for "not reached" (so the median is inf when most did not reach)."""
+    """Median with inf for "not reached" (so the median is inf when most did not reach).
+
+    Parameters
+    ----------
+    values : sequence of float
+        The values, inf for "not reached".
+
+    Returns
+    -------
+    float
+        Their median; NaN when there are none.
+    """
     vals = sorted(values)
     if not vals:
         return math.nan
@@ -84,7 +95,22 @@ def _speedup(base: list[Run], other: list[Run], floor: float = 0.0) -> str:
 
 
 def results_table(runs: Sequence[Run], levels: Sequence[float], floor: float = 0.0) -> list[str]:
-    """Markdown table: per method, median time and flops to each level, final error, speed-up."""
+    """Markdown table: per method, median time and flops to each level, final error, speed-up.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        The runs of one part and problem.
+    levels : sequence of float
+        The error levels of the time and flops columns.
+    floor : float, default=0.0
+        Least error level of the speed-up against RSM.
+
+    Returns
+    -------
+    list of str
+        The table's lines.
+    """
     groups = _by_method(runs)
     head = (["method", "iterations"] + [f"time to {lev:g}" for lev in levels]
             + [f"flops to {lev:g}" for lev in levels]
@@ -128,6 +154,20 @@ def claim_check(runs: Sequence[Run], floor: float = 0.0) -> tuple[list[str], dic
     shorter of the two runs ends (equal CPU time).
 
     Returns the report lines and, per method key, (seeds where the claim holds, seeds).
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        The runs of one part and problem: RSM's and the RSSM variants', any seeds.
+    floor : float, default=0.0
+        Least error level of the speed comparison.
+
+    Returns
+    -------
+    lines : list of str
+        The report lines (Markdown list items).
+    verdicts : dict
+        Per RSSM method key, (sorted seeds where the claim holds, sorted seeds compared).
     """
     groups = _by_method(runs)
     base = {r.seed: r for r in groups.get("rsm", [])}
@@ -242,6 +282,21 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict,
     those are linked. None: the default formats, png and pdf. The seeds named are those
     of the runs in ``runs_by_key`` (what the tables and figures use), not only the seeds
     the last command asked for.
+
+    Parameters
+    ----------
+    runs_by_key : dict of tuple to Run
+        All runs, keyed as `rssm.experiments.analysis.group_runs` keys them.
+    doc : dict
+        The ``results.json`` document of the reproduction (its settings, command
+        history, machine and summaries).
+    figures : collection of str, optional
+        The figure files beside report.md.
+
+    Returns
+    -------
+    str
+        The Markdown text of report.md.
     """
     settings = doc["settings"]
     used = sorted({int(r.seed) for r in runs_by_key.values()

@@ -61,7 +61,7 @@ JSON_NAME = "results.json"
 class RunSpec:
     """One solver run of a reproduction.
 
-    Attributes
+    Parameters
     ----------
     part : {"paper", "tuning", "tuned", "auto"}
         The paper's settings; the step-size search of ``--tuned``; its reported runs;
@@ -76,7 +76,7 @@ class RunSpec:
         Step-size spec (`make_stepsize` form).
     max_iter, record_every : int
         Budget and trace resolution.
-    target_error : float or None
+    target_error : float or None, default=None
         Stop once the error reaches it.
     """
 
@@ -107,7 +107,22 @@ def _rotate(seq: Sequence, k: int) -> list:
 
 def plan_paper(cfg: ProblemConfig, seeds: Sequence[int],
                methods: Sequence[MethodSpec] = PAPER_METHODS) -> list[RunSpec]:
-    """The paper part of ``cfg``: every method on every seed with the paper's step size."""
+    """The paper part of ``cfg``: every method on every seed with the paper's step size.
+
+    Parameters
+    ----------
+    cfg : ProblemConfig
+        The problem, its paper step size and budgets.
+    seeds : sequence of int
+        The data seeds.
+    methods : sequence of MethodSpec, default=PAPER_METHODS
+        The methods; their order is rotated from seed to seed.
+
+    Returns
+    -------
+    list of RunSpec
+        The runs of part "paper", seed by seed.
+    """
     out = []
     for i, seed in enumerate(seeds):
         for m in _rotate(methods, i):
@@ -118,7 +133,20 @@ def plan_paper(cfg: ProblemConfig, seeds: Sequence[int],
 
 def plan_tuning(cfg: ProblemConfig, methods: Sequence[MethodSpec] = PAPER_METHODS) -> list[RunSpec]:
     """The step-size search of the tuned part: every grid candidate for every method on the
-    data of `TUNING_SEED`, stopping at `TUNED_TARGET`."""
+    data of `TUNING_SEED`, stopping at `TUNED_TARGET`.
+
+    Parameters
+    ----------
+    cfg : ProblemConfig
+        The problem, its grid of candidates (``cfg.tuned_grid``) and tuned budgets.
+    methods : sequence of MethodSpec, default=PAPER_METHODS
+        The methods; their order is rotated from candidate to candidate.
+
+    Returns
+    -------
+    list of RunSpec
+        The runs of part "tuning", candidate by candidate.
+    """
     out = []
     for j, cand in enumerate(cfg.tuned_grid):
         for m in _rotate(methods, j):
@@ -130,7 +158,24 @@ def plan_tuning(cfg: ProblemConfig, methods: Sequence[MethodSpec] = PAPER_METHOD
 
 def plan_tuned(cfg: ProblemConfig, seeds: Sequence[int], choice: dict[str, dict],
                methods: Sequence[MethodSpec] = PAPER_METHODS) -> list[RunSpec]:
-    """The reported tuned runs: each method with its chosen step size (``choice[key]``)."""
+    """The reported tuned runs: each method with its chosen step size (``choice[key]``).
+
+    Parameters
+    ----------
+    cfg : ProblemConfig
+        The problem and its tuned budgets.
+    seeds : sequence of int
+        The data seeds.
+    choice : dict of str to dict
+        Method key -> step-size spec (as `choose_tuned` gives it).
+    methods : sequence of MethodSpec, default=PAPER_METHODS
+        The methods; their order is rotated from seed to seed.
+
+    Returns
+    -------
+    list of RunSpec
+        The runs of part "tuned", seed by seed, stopping at `TUNED_TARGET`.
+    """
     out = []
     for i, seed in enumerate(seeds):
         for m in _rotate(methods, i):
@@ -143,7 +188,22 @@ def plan_tuned(cfg: ProblemConfig, seeds: Sequence[int], choice: dict[str, dict]
 def plan_auto(cfg: ProblemConfig, seeds: Sequence[int],
               methods: Sequence[MethodSpec] = PAPER_METHODS) -> list[RunSpec]:
     """``stepsize="auto"`` on every seed and method with the tuned part's budget and
-    target (part "auto"): what a user gets without tuning, beside the grid's pick."""
+    target (part "auto"): what a user gets without tuning, beside the grid's pick.
+
+    Parameters
+    ----------
+    cfg : ProblemConfig
+        The problem and its tuned budgets.
+    seeds : sequence of int
+        The data seeds.
+    methods : sequence of MethodSpec, default=PAPER_METHODS
+        The methods; their order is rotated from seed to seed.
+
+    Returns
+    -------
+    list of RunSpec
+        The runs of part "auto", seed by seed.
+    """
     out = []
     for i, seed in enumerate(seeds):
         for m in _rotate(methods, i):
@@ -200,6 +260,23 @@ def choose_tuned(cfg: ProblemConfig, rows: Sequence[dict],
 
 def run_one(spec: RunSpec, problem, x0: np.ndarray) -> tuple[list[list[str]], dict]:
     """Run ``spec`` with `rssm.minimize`; return its CSV rows and its summary for the run log.
+
+    Parameters
+    ----------
+    spec : RunSpec
+        The run.
+    problem : Problem
+        The problem instance of the run's seed (`ProblemConfig.build`).
+    x0 : numpy.ndarray of shape (n, p)
+        Its starting point.
+
+    Returns
+    -------
+    rows : list of list of str
+        The run's CSV rows (`rssm.experiments.io.trace_rows`).
+    summary : dict
+        The run's entry for the JSON run log (its key, settings, final and best errors
+        and costs, iterations, time, flops, feasibility, stop reason, wall time).
 
     Raises
     ------

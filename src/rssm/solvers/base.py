@@ -51,6 +51,21 @@ def rounding_zero(norm_sq: float, g_sq: float, p: int) -> bool:
     still give it a length t, and on f constant on St(n, n) (DPCP with p = n) RSSM's
     blocks then walked off the manifold (feasibility 0.86 after 300 iterations), each
     long step of noise taking the rounding error of the last along.
+
+    Parameters
+    ----------
+    norm_sq : float
+        ||P(G)||_F^2.
+    g_sq : float
+        ||G||_F^2.
+    p : int
+        Number of columns of the iterate.
+
+    Returns
+    -------
+    bool
+        True when ``norm_sq`` is finite, nonzero and at most
+        (`ROUNDING` eps)^2 p ``g_sq``.
     """
     if norm_sq == 0.0 or not math.isfinite(norm_sq):
         return False
@@ -72,7 +87,20 @@ def unusable(g: np.ndarray) -> tuple[float, str]:
     The solvers stop on such a G before the tangent projection: a G with an infinity
     passed through rssm's products first, with NumPy's "invalid value" warnings; one of
     entries about 1e-169 (f scaled by 1e-170) gave ||P(G)||^2 = 0 and the verdict
-    "converged: the Riemannian subgradient is 0" at the start."""
+    "converged: the Riemannian subgradient is 0" at the start.
+
+    Parameters
+    ----------
+    g : numpy.ndarray
+        The Euclidean (partial) subgradient G.
+
+    Returns
+    -------
+    g_sq : float
+        ||G||_F^2.
+    defect : str
+        What makes G unusable, or "".
+    """
     g_sq = float(np.vdot(g, g))
     if not math.isfinite(g_sq):
         if not bool(np.isfinite(g).all()):
@@ -89,7 +117,20 @@ def polar_flops(n: int, k: int) -> float:
     """Flop model of `rssm.stiefel.polar` on n x k by the Gram route: Gram 2nk^2,
     eigh ~9k^3, V diag V^T 2k^3, Xi B 2nk^2. Near the manifold `polar` takes 2-4
     Newton-Schulz steps instead (4nk^2 each, 8-16 nk^2 in all), which the model leaves at
-    the same count: at the solvers' sizes both are a few percent of an iteration."""
+    the same count: at the solvers' sizes both are a few percent of an iteration.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows of the matrix.
+    k : int
+        Number of its columns.
+
+    Returns
+    -------
+    float
+        4 n k^2 + 11 k^3.
+    """
     return 4.0 * n * k * k + 11.0 * k**3
 
 
@@ -97,13 +138,13 @@ def polar_flops(n: int, k: int) -> float:
 class Direction:
     """The direction of one iteration.
 
-    Attributes
+    Parameters
     ----------
     cols : ColumnSet or None
         The columns C it moves (None: all, for RSM).
     sel : slice or ndarray
         Index of those columns into X (``X[:, sel]``).
-    neg : ndarray, shape (n, |C|)
+    neg : ndarray, shape (n, |C|), or None
         -P(G_C), the negated (partial) Riemannian subgradient (eq.
         ``eq-partialRiemsubgrad``; eq. ``eq-Rsubdiff`` for RSM). Read-only for everyone:
         the convergence test keeps a reference to it.
@@ -113,15 +154,15 @@ class Direction:
         An unbiased estimate of ||grad f(X)||^2 (`rssm.stepsizes.StepContext.grad_sq`).
     flops : float
         Flop-model count of computing it.
-    key : tuple
+    key : tuple, default=()
         The block pair (i, j) for RSSM, () for RSM: the bundle it belongs to.
-    cross_sq : float
+    cross_sq : float, default=0.0
         The part of ``grad_sq`` in the off-diagonal blocks of X^T grad f (rotations
         between two different blocks; `rssm.stepsizes.StepContext.cross_sq`); 0 for RSM.
-    rotation_sq : float
+    rotation_sq : float, default=nan
         The part of ``grad_sq`` in X^T grad f, the rotations of the columns among
         themselves (`rssm.stepsizes.StepContext.rotation_sq`).
-    defect : str
+    defect : str, default=""
         Why the subgradient cannot be used (`unusable`; ``neg`` is None then), or "".
     """
 
@@ -146,35 +187,35 @@ class Direction:
 class SolverState:
     """Everything a run changes, in one place.
 
-    Attributes
+    Parameters
     ----------
     x : ndarray, shape (n, p)
         The working iterate X_k (C order), updated in place by `Solver.commit` alone.
     oracle : Oracle
         The problem's oracle, bound to ``x``.
-    k : int
+    k : int, default=0
         Iterations done.
-    fun : float
+    fun : float, default=nan
         f(X_k) when it was evaluated at iteration k (see ``fun_at``), else NaN.
-    fun_at : int
+    fun_at : int, default=-1
         The iteration ``fun`` belongs to (-1: none).
-    best_x : ndarray, shape (n, p)
-        The iterate of least cost seen so far (a copy).
-    best_fun : float
+    best_x : ndarray, shape (n, p), optional
+        The iterate of least cost seen so far (a copy; when omitted, a copy of ``x``).
+    best_fun : float, default=inf
         Its cost (inf before the first evaluation).
-    best_k : int
+    best_k : int, default=-1
         Its iteration.
-    step_norm : float
+    step_norm : float, default=nan
         ||X_{k} - X_{k-1}||_F of the last step (NaN before the first).
-    gamma : float
+    gamma : float, default=nan
         The last step size taken (NaN before the first).
-    time : float
+    time : float, default=0.0
         Solver seconds so far (recording excluded).
-    flops : float
+    flops : float, default=0.0
         Flop-model count so far.
-    n_cost : int
+    n_cost : int, default=0
         Cost evaluations by the solver (trials included, recording excluded).
-    n_clipped : int
+    n_clipped : int, default=0
         Steps the loop shortened to `rssm.solvers.max_step`.
     """
 
@@ -236,6 +277,22 @@ class Solver(abc.ABC):
     """Configuration of a method (problem, blocks, pair rule, random stream) and its
     hooks. ``Solver(problem, x0, partition, selector, rng)`` also builds the `state`
     that `step` and the loop work on.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem to minimize; its oracle (`Problem.make_oracle`) is bound to the
+        working iterate.
+    x0 : array_like, shape (n, p)
+        The starting point; copied as a C-ordered float64 array, the working iterate
+        ``state.x``.
+    partition : Partition or None
+        The column blocks of an RSSM run, or None for a method without blocks (RSM).
+    selector : PairSelector or None
+        The block-pair rule (bound here to ``partition`` and ``rng``), or None for a
+        method without blocks.
+    rng : numpy.random.Generator
+        The run's random generator.
     """
 
     method: str = "base"
@@ -289,20 +346,70 @@ class Solver(abc.ABC):
     # -- hooks ------------------------------------------------------------------------------
     @abc.abstractmethod
     def direction(self, state: SolverState) -> Direction:
-        """This iteration's `Direction` at ``state.x`` (``state`` is not changed)."""
+        """This iteration's `Direction` at ``state.x`` (``state`` is not changed).
+
+        Parameters
+        ----------
+        state : SolverState
+            The run's state.
+
+        Returns
+        -------
+        Direction
+            The columns the iteration moves and the negated (partial) Riemannian
+            subgradient on them.
+        """
 
     @abc.abstractmethod
     def candidate(self, state: SolverState, d: Direction, gamma: float) -> np.ndarray:
-        """The new values of the columns ``d.sel`` for step size ``gamma`` (pure)."""
+        """The new values of the columns ``d.sel`` for step size ``gamma`` (pure).
+
+        Parameters
+        ----------
+        state : SolverState
+            The run's state (not changed).
+        d : Direction
+            This iteration's direction (from `direction`).
+        gamma : float
+            The step size.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n, |C|)
+            The candidate values of the columns ``d.sel``.
+        """
 
     @abc.abstractmethod
     def step_flops(self, state: SolverState, d: Direction) -> float:
-        """Flop model of one `candidate` plus the cache update of `commit`."""
+        """Flop model of one `candidate` plus the cache update of `commit`.
+
+        Parameters
+        ----------
+        state : SolverState
+            The run's state.
+        d : Direction
+            This iteration's direction.
+
+        Returns
+        -------
+        float
+            The flop-model count.
+        """
 
     def commit(self, state: SolverState, d: Direction, values: np.ndarray) -> None:
         """Write ``values`` into the columns of ``d`` and update the oracle's cache;
         sets ``state.step_norm``. Raises `NonFiniteStep` (state unchanged) when the values
-        are not finite."""
+        are not finite.
+
+        Parameters
+        ----------
+        state : SolverState
+            The run's state, changed in place.
+        d : Direction
+            The direction whose columns ``d.sel`` are written.
+        values : numpy.ndarray of shape (n, |C|)
+            The new values of those columns (a `candidate`).
+        """
         if not np.isfinite(values).all():
             raise NonFiniteStep("the step produced non-finite values")
         old = state.x[:, d.sel]
@@ -314,7 +421,18 @@ class Solver(abc.ABC):
     # -- convenience ------------------------------------------------------------------------
     def step(self, gamma: float) -> float:
         """One iteration with step size ``gamma`` on `state`; returns its flop count.
-        Leaves the state unchanged and raises `NonFiniteStep` for non-finite values."""
+        Leaves the state unchanged and raises `NonFiniteStep` for non-finite values.
+
+        Parameters
+        ----------
+        gamma : float
+            The step size.
+
+        Returns
+        -------
+        float
+            The iteration's flop-model count (direction and step).
+        """
         st = self.state
         d = self.direction(st)
         self.commit(st, d, self.candidate(st, d, gamma))

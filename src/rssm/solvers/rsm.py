@@ -17,7 +17,22 @@ __all__ = ["RSMSolver"]
 
 
 class RSMSolver(Solver):
-    """RSM: one full subgradient, tangent projection and polar retraction per iteration."""
+    """RSM: one full subgradient, tangent projection and polar retraction per iteration.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem to minimize.
+    x0 : array_like, shape (n, p)
+        The starting point; copied as a C-ordered float64 array, the working iterate
+        ``state.x``.
+    partition : None
+        No column blocks (RSM moves every column at once; `rssm.minimize` passes None).
+    selector : None
+        No block-pair rule (`rssm.minimize` passes None).
+    rng : numpy.random.Generator
+        The run's random generator.
+    """
 
     method = "rsm"
 

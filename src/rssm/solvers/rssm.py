@@ -20,7 +20,24 @@ __all__ = ["RSSMSolver"]
 
 
 class RSSMSolver(Solver):
-    """RSSM with a `rssm.blocks.Partition` and a `rssm.blocks.PairSelector`."""
+    """RSSM with a `rssm.blocks.Partition` and a `rssm.blocks.PairSelector`.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem to minimize.
+    x0 : array_like, shape (n, p)
+        The starting point; copied as a C-ordered float64 array, the working iterate
+        ``state.x``.
+    partition : Partition
+        The column blocks C_1, ..., C_l.
+    selector : PairSelector
+        The block-pair rule, bound here to ``partition`` and ``rng``; the pairs of a rule
+        other than the built-in ones (`rssm.blocks.SELECTION_RULES`) are checked as they
+        are drawn (ValueError for a pair that is not two different block numbers).
+    rng : numpy.random.Generator
+        The run's random generator.
+    """
 
     method = "rssm"
 
