@@ -19,7 +19,8 @@ class Progress:
     iteration : int
         Iterations done.
     time : float
-        Solver seconds so far (recording excluded).
+        Solver seconds so far (`rssm.Result.time`: f at the recorded rows counted, the
+        error and the other columns not).
     flops : float
         Flop-model count so far.
     cost : float or None, default=None

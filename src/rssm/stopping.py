@@ -257,7 +257,8 @@ class MaxIterations(StoppingCriterion):
 
 
 class MaxTime(StoppingCriterion):
-    """Stop once the solver time (recording excluded) reaches ``seconds`` (reason
+    """Stop once the solver time (`rssm.Result.time`: f at the recorded rows counted, the
+    error and the other columns not) reaches ``seconds`` (reason
     ``max_time``).
 
     Parameters

@@ -79,7 +79,9 @@ class Result:
         Iterations done.
     time : float
         Solver wall time in seconds (building the oracle's cache and every iteration,
-        the convergence test included; recording and error evaluation excluded).
+        the convergence test and f at the recorded rows included, which brings the data
+        problems' caches up to date; the error, the stationarity column, your columns,
+        callbacks and observers excluded).
     flops : float
         Flop-model count of all iterations.
     stop_reason : StopReason
@@ -114,7 +116,8 @@ class Result:
     tol : float or None
         The convergence test's tolerance.
     n_cost : int
-        Cost evaluations by the solver (rules, trials, best-point tracking).
+        Cost evaluations by the solver (rules, trials, best-point tracking, recorded
+        rows).
     n_clipped : int
         Steps shortened to the longest step the loop takes (`rssm.solvers.max_step`).
     clip_steps : bool

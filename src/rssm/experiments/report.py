@@ -328,7 +328,8 @@ def write_report(runs_by_key: dict[tuple, Run], doc: dict,
         "on the same "
         "data and the same start, one after the other (order rotated per seed). \"CPU time\" "
         "is the solver's own time (`Result.trace['time']`: wall clock of the iterations in "
-        "the thread settings above, recording and error evaluation excluded); flops are the "
+        "the thread settings above, f at each iterate included, as the data problems "
+        "evaluate it anyway, the error excluded); flops are the "
         "library's "
         "flop model.",
         "- \"Time (flops) to reach\" a level is the first recorded point from which the error "

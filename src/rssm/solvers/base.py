@@ -210,11 +210,12 @@ class SolverState:
     gamma : float, default=nan
         The last step size taken (NaN before the first).
     time : float, default=0.0
-        Solver seconds so far (recording excluded).
+        Solver seconds so far (`rssm.Result.time`: f at the recorded rows counted, the
+        error and the other columns not).
     flops : float, default=0.0
         Flop-model count so far.
     n_cost : int, default=0
-        Cost evaluations by the solver (trials included, recording excluded).
+        Cost evaluations by the solver (trials and the recorded rows' f included).
     n_clipped : int, default=0
         Steps the loop shortened to `rssm.solvers.max_step`.
     """

@@ -6,8 +6,10 @@ criteria. Every way out (a criterion, a stall, a non-finite value, a failing rul
 Ctrl-C) goes through the same exit: a `_Halt` or the criterion's verdict, then one place
 that builds the `rssm.Result` from the `SolverState`.
 
-The loop times the steps alone: recording the trace, evaluating the ground-truth error,
-user callbacks and observers happen outside the timed region.
+The loop times the steps and f at the recorded rows (which brings the data problems'
+caches up to date, docs/performance.md): the rest of recording (the ground-truth error,
+the stationarity column, user columns), callbacks and observers happen outside the timed
+region.
 """
 
 from __future__ import annotations
