@@ -556,6 +556,12 @@ def test_a_file_that_is_not_npy_or_holds_objects_is_named(tmp_path, capsys):
     assert main(["solve", "dpcp", "--data", str(obj), "--d", "1", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "holds Python objects" in err and "damaged" not in err
+    # the same in a .npz (an audit: "a damaged or truncated .npz file?")
+    npz = tmp_path / "obj.npz"
+    np.savez(npz, pts=np.ones((20, 3)).astype(object))
+    assert main(["solve", "dpcp", "--data", str(npz), "--d", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "obj.npz holds Python objects" in err and "damaged" not in err
 
 
 def test_reproduce_out_naming_a_file_says_so(tmp_path, capsys):

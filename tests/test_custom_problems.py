@@ -130,6 +130,16 @@ def test_from_functions_validates_inputs_and_outputs():
     with pytest.raises(TypeError, match=r"got an array of dtype bool \(a mask, not a "
                                         r"subgradient"):
         rssm.minimize(mask, seed=0)
+    # a forgotten return, a sparse matrix: named, not "an array of dtype object" (an audit)
+    none = rssm.Problem.from_functions(cost, lambda x: None, shape=(20, 5))
+    with pytest.raises(TypeError, match=r"subgradient returned None, not an array \(a "
+                                        r"missing return\?\)"):
+        rssm.minimize(none, seed=0)
+    import scipy.sparse as sp
+    sparse = rssm.Problem.from_functions(cost, lambda x: sp.csr_matrix(sub(x)), shape=(20, 5))
+    with pytest.raises(TypeError, match=r"subgradient returned a sparse matrix \(csr_matrix\)"
+                                        r"; return a dense NumPy array"):
+        sparse.subgradient(x)
 
 
 @pytest.mark.parametrize("method", ["rsm", "rssm"])

@@ -504,6 +504,27 @@ def test_data_beyond_float64_squares_is_refused_when_the_problem_is_built(build)
     assert np.isfinite(res.fun)
 
 
+def test_pandas_frames_of_nullable_numbers_are_read_as_their_numbers():
+    # (an audit: Float64 and Int64 frames without a missing value were refused as "dtype
+    # object", which np.asarray makes of them; the estimators took them)
+    pd = pytest.importorskip("pandas")
+    x = np.round(10 * np.random.default_rng(0).standard_normal((80, 6)))
+    b = np.ones((80, 2))
+    ref = rssm.minimize(rssm.problems.DPCP(x.T, 3), max_iter=20, seed=0)
+    ref_l1 = rssm.minimize(rssm.problems.L1Procrustes(x, b), max_iter=20, seed=0)
+    for dtype in ("Float64", "Int64", "float32"):
+        df = pd.DataFrame(x).astype(dtype)
+        res = rssm.minimize(rssm.problems.DPCP(df.T, 3), max_iter=20, seed=0)
+        assert np.array_equal(res.x, ref.x)
+        res = rssm.minimize(rssm.problems.L1Procrustes(df, b), max_iter=20, seed=0)
+        assert np.array_equal(res.x, ref_l1.x)
+    # a column that holds no numbers is named
+    flagged = pd.DataFrame(x, columns=list("abcdef")).assign(f=x[:, 5] > 0)
+    with pytest.raises(TypeError, match=r"a must hold real numbers .*its column 'f' has "
+                                        r"dtype bool"):
+        rssm.problems.L1Procrustes(flagged, np.zeros((80, 2)))
+
+
 @pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8,
                     reason="np.longdouble is float64 on this platform")
 @pytest.mark.parametrize("build", [

@@ -207,6 +207,45 @@ def refuse_sparse_or_missing(value: Any, name: str) -> None:
                       "must be finite numbers")
 
 
+def pandas_numbers(value: Any, name: str) -> Any:
+    """A pandas frame or series of numeric columns (NumPy's dtypes or pandas' nullable
+    ``Float64``/``Int64``, whose missing values `refuse_sparse_or_missing` refused) as a
+    float64 array; anything else as it is.
+
+    ``np.asarray`` makes an object array of a nullable frame, which was refused as "dtype
+    object"; a column that holds no real numbers (bool, text, categories) is named.
+
+    Parameters
+    ----------
+    value : object
+        What the user passed.
+    name : str
+        Its name in the message.
+
+    Returns
+    -------
+    object
+        ``value`` itself, or a float64 array of a numeric pandas frame or series.
+
+    Raises
+    ------
+    TypeError
+        When a column of a pandas frame holds no real numbers.
+    """
+    if type(value).__module__.split(".")[0] != "pandas" or not hasattr(value, "to_numpy"):
+        return value
+    frame = hasattr(value, "columns")
+    dtypes = list(value.dtypes) if frame else [getattr(value, "dtype", None)]
+    cols = list(value.columns) if frame else [getattr(value, "name", None)]
+    for col, dt in zip(cols, dtypes, strict=True):
+        kind = getattr(getattr(dt, "numpy_dtype", dt), "kind", "O")
+        if kind not in "iuf":
+            which = f"its column {col!r}" if frame else "it"
+            raise InvalidType(name, f"{name} must hold real numbers (int or float dtypes, "
+                                    f"converted to float64); {which} has dtype {dt}")
+    return value.to_numpy(dtype=np.float64)
+
+
 #: The magnitudes float64 holds (its least subnormal and its largest finite number).
 F64_RANGE = (float(np.finfo(np.float64).smallest_subnormal), float(np.finfo(np.float64).max))
 
@@ -259,6 +298,7 @@ def as_float_matrix(
         raise InvalidType(
             name, f"{name} must be a 2-D array of real numbers, got {type(value).__name__}")
     refuse_sparse_or_missing(value, name)
+    value = pandas_numbers(value, name)
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and similar

@@ -631,6 +631,11 @@ class FunctionProblem(Problem):
             # a torch tensor that still requires grad, or lives on a GPU: its values (torch's
             # own refusal did not name the callable)
             g = g.detach().cpu()
+        if g is None:
+            raise TypeError(f"{what} returned None, not an array (a missing return?)")
+        if callable(getattr(g, "toarray", None)) and hasattr(g, "nnz"):
+            raise TypeError(f"{what} returned a sparse matrix ({type(g).__name__}); return "
+                            "a dense NumPy array (e.g. its .toarray())")
         g = np.asarray(g)
         if g.dtype.kind not in "iuf":
             raise TypeError(f"{what} must return real numbers, got an array of dtype "

@@ -310,7 +310,8 @@ def load(path: str | os.PathLike, *, key: str | None = None,
         # TokenError or SyntaxError, a truncated file with EOFError or ValueError.
         what = exc.args[0] if isinstance(exc, tokenize.TokenError) and exc.args else exc
         what = " ".join(str(what).split()) or type(exc).__name__
-        if suffix == ".npy" and "Python objects" in what:
+        if (suffix == ".npy" and "Python objects" in what) or (
+                suffix == ".npz" and "Object arrays cannot be loaded" in what):
             # (the mapping's words, "can't be memory-mapped", read as a damaged file)
             raise DataFileError("path", f"{path} holds Python objects (dtype object), not "
                                         "numbers; save a numeric array") from None
