@@ -720,6 +720,14 @@ def test_robust_subspace_fits_data_near_the_ends_of_the_range_as_at_unit_scale(t
         assert est.converged_          # (x * c rounds: the path may differ, not the fit)
         np.testing.assert_allclose(est.components_, ref.components_, atol=1e-8)
         assert np.array_equal(est.predict(x * c), ref.predict(x))
+    # a sample far smaller than the largest weighs far more: data and weights both kept in
+    # range (the review: 1e101 with one sample at 1e-60 refused for the weights, 5e158)
+    for top, small in ((1e101, 1e-60), (1e120, 1e-40), (1.0, 1e-155)):
+        y = x * top
+        y[0] *= small / top
+        est = RobustSubspace(2).fit(y)
+        assert est.converged_
+        np.testing.assert_allclose(est.components_, ref.components_, atol=1e-8)
     # out of core, such data is refused by what X holds (a scaled copy would be needed)
     np.save(tmp_path / "x.npy", x * 1e149)
     with pytest.raises(ValueError, match=r"the largest entry of X is 1e\+149 .*outside "
@@ -729,6 +737,7 @@ def test_robust_subspace_fits_data_near_the_ends_of_the_range_as_at_unit_scale(t
 
 @pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8,
                     reason="np.longdouble is float64 on this platform")
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")   # (np.asmatrix's own)
 @pytest.mark.parametrize("make", [
     lambda: RobustSubspace(n_components=2), lambda: OrthogonalDictionaryLearning(),
     lambda: OrthogonalSparsePCA(2),
@@ -738,10 +747,15 @@ def test_longdouble_data_below_float64s_range_is_refused(make, tmp_path):
     x, _, _ = subspace_data(n=8, d=2, m_in=200, m_out=100)
     tiny = x.astype(np.longdouble) * np.longdouble("1e-400")
     np.save(tmp_path / "x.npy", tiny)
-    for data in (tiny, np.load(tmp_path / "x.npy", mmap_mode="r")):
+    pd = pytest.importorskip("pandas")
+    for data in (tiny, np.load(tmp_path / "x.npy", mmap_mode="r"), tiny.tolist(),
+                 pd.DataFrame(tiny)):
         with pytest.raises(ValueError, match=r"X holds float128 values .* outside "
                                              r"float64's range"):
             make().set_params(max_iter=5).fit(data)
+    # an np.matrix of them gets scikit-learn's word, not a crash in the check (the review)
+    with pytest.raises(TypeError, match="np.matrix is not supported"):
+        make().set_params(max_iter=5).fit(np.asmatrix(x.astype(np.longdouble)))
 
 
 def test_out_of_core_nan_is_refused(tmp_path):

@@ -234,6 +234,7 @@ def pandas_numbers(value: Any, name: str) -> Any:
     """
     if type(value).__module__.split(".")[0] != "pandas" or not hasattr(value, "to_numpy"):
         return value
+    check_float64_range(value, name)      # (its longdouble columns, before the cast)
     frame = hasattr(value, "columns")
     dtypes = list(value.dtypes) if frame else [getattr(value, "dtype", None)]
     cols = list(value.columns) if frame else [getattr(value, "name", None)]
@@ -257,8 +258,9 @@ def check_float64_range(arr: np.ndarray, name: str) -> None:
 
     Parameters
     ----------
-    arr : numpy.ndarray
-        The data as given.
+    arr : numpy.ndarray, list or pandas frame or series
+        The data as given (a list is read by ``np.asarray``, a frame column by column;
+        anything else passes).
     name : str
         Its name in the message.
 
@@ -267,9 +269,23 @@ def check_float64_range(arr: np.ndarray, name: str) -> None:
     ValueError
         When the largest finite magnitude lies outside `F64_RANGE`.
     """
+    if isinstance(arr, (list, tuple)):
+        try:
+            arr = np.asarray(arr)
+        except (TypeError, ValueError):        # ragged and the like: named by the caller
+            return
+    if type(arr).__module__.split(".")[0] == "pandas" and hasattr(arr, "to_numpy"):
+        for col in (arr.columns if hasattr(arr, "columns") else [None]):
+            part = arr if col is None else arr[col]
+            dt = getattr(part, "dtype", None)
+            if getattr(dt, "kind", "") == "f" and getattr(dt, "itemsize", 0) > 8:
+                check_float64_range(np.asarray(part.to_numpy()), name)
+        return
+    if not isinstance(arr, np.ndarray):
+        return
     if arr.dtype.kind != "f" or arr.dtype.itemsize <= 8 or not arr.size:
         return
-    mags = np.abs(arr)
+    mags = np.abs(np.asarray(arr))        # (an np.matrix's max takes no ``initial``)
     top = mags.max(initial=0, where=np.isfinite(mags))
     if top and not F64_RANGE[0] <= top <= F64_RANGE[1]:
         raise InvalidValue(

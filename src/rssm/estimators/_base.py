@@ -179,8 +179,7 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
     if not is_out_of_core(X):
         # (scikit-learn's check_array drops a mask and reads what is under it)
         refuse_masked(X, "X")
-        if isinstance(X, np.ndarray):      # (longdouble below float64's range read as 0)
-            check_float64_range(X, "X")
+        check_float64_range(X, "X")        # (longdouble below float64's range read as 0)
         kw = dict(reset=reset, dtype=np.float64, order="C")
         if _sk_validate_data is not None:
             out = _sk_validate_data(est, X, **kw)

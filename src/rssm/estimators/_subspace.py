@@ -307,22 +307,30 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         else:
             d = int(self.n_components)
         p = n - d
-        # Data far from unit scale (inside the range the problems take, [1e-150, 1e150]):
-        # the problem gets it times 2^e, its largest entry in [0.5, 1), and the weights
-        # times 2^-e, the same f exactly; else the weights 1/(m ||y_j||) left their range
-        # at 1e149 and the residuals' squares underflowed at 1e-149 (an audit). In memory
-        # only (a file would need a scaled copy); unit-scale data is left as it is.
+        # Data or weights far from unit scale (the data inside the range the problems
+        # take, [1e-150, 1e150]): the problem gets the data times 2^e and the weights
+        # times 2^-e, the same f exactly, both then near the geometric mean of the two
+        # scales; else the weights 1/(m ||y_j||) left their range at 1e149 and the
+        # residuals' squares underflowed at 1e-149 (an audit). In memory only (a file
+        # would need a scaled copy); data and weights in range are left as they are.
         e = 0
         lo, hi = STREAM_SCALE
         if top and is_out_of_core(X) and not lo <= top <= hi:
+            shown = f"{top:.3g}"
+            if lo <= float(shown) <= hi:          # rounded onto a bound: show it all
+                shown = repr(float(top))
             raise ValueError(
-                f"{type(self).__name__}: the largest entry of X is {top:.3g} in magnitude"
+                f"{type(self).__name__}: the largest entry of X is {shown} in magnitude"
                 f"{' (with the shift and lift of center=True)' if center else ''}, outside "
                 f"[{lo:g}, {hi:g}], the range the fit takes out of core (in memory it "
                 "scales such data itself); scale the data first (e.g. divide by its "
                 "largest entry)")
-        if top and not SAFE_SCALE[0] <= top <= SAFE_SCALE[1] and not is_out_of_core(X):
-            e = -math.frexp(top)[1]
+        heaviest = float(weights.max()) if m else 0.0
+        if (top and heaviest and not is_out_of_core(X)
+                and not all(SAFE_SCALE[0] <= v <= SAFE_SCALE[1] for v in (top, heaviest))):
+            # both the data and the weights (1 / (m ||y_j||): a sample far smaller than the
+            # largest one weighs far more) in range: 2^e halves their ratio's exponent
+            e = (math.frexp(heaviest)[1] - math.frexp(top)[1]) // 2
             weights = np.ldexp(weights, -e)
         data = self._problem_data(X, shift, lift, e)
         span = self._span(data, d + center)     # the linear subspace's dimension

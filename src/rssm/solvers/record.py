@@ -146,8 +146,9 @@ class Observer:
         ----------
         info : mapping of str to object
             ``method`` ("rssm" or "rsm"), ``n_blocks``, ``shape`` (n, p) and the settings
-            `rssm.minimize` passes on (``seed``, ``selection``, ``threads``: the line
-            `rssm.Result.threads` will hold, ...).
+            `rssm.minimize` passes on (``seed``, ``selection``, ``threads``: the thread
+            setting as the run starts, which `rssm.Result.threads` repeats, adding, with
+            ``threads=None``, that another run held the pools during this one, ...).
         """
 
     def record(self, progress: Progress) -> None:
