@@ -372,6 +372,29 @@ def test_from_torch_gradients_are_whole_arrays_and_any_strides_are_taken():
     np.testing.assert_array_equal(ref.subgradient(flipped), np.sign(flipped))
 
 
+def test_from_torch_runs_give_the_same_bits_whatever_torchs_own_thread_count():
+    # (an audit: torch.set_num_threads(2) or MKL_NUM_THREADS=2 gave other bits, and 6 s
+    # where one thread took 0.8 s: torch's intra-op pool was not held with the BLAS pools)
+    torch = pytest.importorskip("torch")
+    data = rssm.problems.DPCP.synthetic(n=20, d=3, n_inliers=40000, n_outliers=20000, seed=0)
+    y = torch.from_numpy(data.yt)
+    prob = rssm.Problem.from_torch(lambda X: torch.linalg.vector_norm(y.T @ X, dim=1).mean(),
+                                   shape=data.shape)
+    before = torch.get_num_threads()
+    seen, xs = [], []
+    try:
+        for k in (2, 1):
+            torch.set_num_threads(k)
+            res = rssm.minimize(prob, method="rsm", seed=1, max_iter=40,
+                                callback=lambda p: seen.append(torch.get_num_threads()))
+            xs.append(res.x)
+            assert torch.get_num_threads() == k          # given back as it was
+    finally:
+        torch.set_num_threads(before)
+    assert set(seen) == {1}
+    assert np.array_equal(xs[0], xs[1])
+
+
 def test_from_torch_rejects_non_scalar_cost():
     torch = pytest.importorskip("torch")
     prob = rssm.Problem.from_torch(lambda X: torch.abs(X), shape=(3, 2))

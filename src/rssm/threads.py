@@ -6,7 +6,8 @@ timings therefore gave different bits from run to run. rssm instead fixes the
 arithmetic and lets only the *scheduling* vary:
 
 * during `rssm.minimize` every BLAS/OpenMP pool is limited to one thread (threadpoolctl,
-  the tool scikit-learn uses), so each product is computed the same way every time;
+  the tool scikit-learn uses; PyTorch's intra-op pool with ``torch.set_num_threads`` where
+  torch is imported), so each product is computed the same way every time;
 * the data problems split their samples into a fixed partition of chunks that depends on
   the data's size alone (never on the thread count); the products of the chunks run on a
   small pool of worker threads (`parallel_for`: NumPy releases the GIL inside BLAS), each
@@ -177,12 +178,37 @@ def _release(undo: Callable[[], None], claim: _Claim) -> bool:
     return pending
 
 
+#: PyTorch's intra-op thread count before the first hold, where torch was imported (its
+#: own setting: threadpoolctl's OpenMP limit did not reach it after ``MKL_NUM_THREADS=2``
+#: or ``torch.set_num_threads(2)``, and `Problem.from_torch` runs gave other bits).
+_torch_threads: int | None = None
+
+
+def _hold_torch() -> None:
+    global _torch_threads
+    torch = sys.modules.get("torch")
+    get = getattr(torch, "get_num_threads", None)
+    if get is not None:
+        _torch_threads = int(get())
+        torch.set_num_threads(1)
+
+
+def _restore_torch() -> None:
+    global _torch_threads
+    torch = sys.modules.get("torch")
+    if _torch_threads is not None and torch is not None:
+        if int(torch.get_num_threads()) != _torch_threads:
+            torch.set_num_threads(_torch_threads)
+    _torch_threads = None
+
+
 def _enter_blas_locked() -> None:
     global _blas_depth, _blas_limiter
     with _BLAS_LOCK:
         if _blas_depth == 0:
             _take_control()
             _blas_limiter = _blas_controller().limit(limits=1)
+            _hold_torch()
             _take_control()
         # every hold, also one that found the limit taken (a review: a run that started
         # while a threads=None run held the limit for its own start went uncounted)
@@ -199,6 +225,7 @@ def _exit_blas_locked() -> None:
         _local.blas_held = getattr(_local, "blas_held", 1) - 1
         if _blas_depth == 0 and _blas_limiter is not None:
             _take_control()
+            _restore_torch()
             _blas_limiter.restore_original_limits()
             _take_control()
             _blas_limiter = None
