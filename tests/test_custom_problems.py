@@ -265,6 +265,21 @@ def test_composite_flop_model_is_proportional_to_columns():
 
 
 # -- check_subgradient --------------------------------------------------------------------
+def test_check_subgradient_on_st_1_1_checks_what_there_is():
+    # St(1, 1) = {-1, 1} has no tangent directions (an audit: "xi contains 1 NaN or
+    # infinite entries", from a division by the zero norm of a tangent vector)
+    good = rssm.Problem.from_functions(lambda x: float(abs(x[0, 0] - 0.3)),
+                                       lambda x: np.sign(x - 0.3), shape=(1, 1))
+    report = check_subgradient(good, rng=np.random.default_rng(0))
+    assert report.ok and "no tangent directions" in str(report)
+    assert report.items[0].max_error == 0.0
+    bad = rssm.Problem.from_functions(lambda x: float(abs(x[0, 0] - 0.3)),
+                                      lambda x: np.sign(x - 0.3),
+                                      partial_subgradient=lambda x, c: -np.sign(x[:, c] - 0.3),
+                                      shape=(1, 1))
+    assert not check_subgradient(bad, rng=np.random.default_rng(0)).ok
+
+
 def test_check_subgradient_names_the_wrong_oracle():
     a, b, _ = _procrustes_data()
     cost, sub, part = _functions(a, b)

@@ -411,7 +411,8 @@ def test_non_finite_data_is_rejected(bad, rng):
 
 def test_bad_problem_arguments(rng):
     y = rng.standard_normal((5, 20))
-    with pytest.raises(ValueError, match="p must be <= n = 5"):
+    # (an audit: "p must be <= n = 5", which 5 is not either)
+    with pytest.raises(ValueError, match=r"p must be <= n - 1 = 4, got 6"):
         DPCP(y, 6)
     with pytest.raises(ValueError, match="p must be >= 1"):
         DPCP(y, 0)

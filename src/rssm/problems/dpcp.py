@@ -124,11 +124,12 @@ class DPCP(DataProblem):
         n, m = self._store.shape
         # p = n (d = 0) is refused: every orthogonal X then gives f = mean ||y_j||, and a
         # run "converged" at its start (a user's audit)
-        self.p = as_int(p, "p", minimum=1, maximum=n, maximum_is="n")
-        if self.p == n:
-            raise InvalidValue("p", f"p must be <= n - 1 = {n - 1}, got {n}: DPCP looks for a "
-                               "subspace of dimension d = n - p >= 1 (at p = n every X has "
-                               "the same cost)")
+        self.p = as_int(p, "p", minimum=1)
+        if self.p >= n:
+            # (an audit: p = n + 1 was told "p must be <= n", which p = n is not either)
+            raise InvalidValue("p", f"p must be <= n - 1 = {n - 1}, got {self.p}: DPCP looks "
+                               "for a subspace of dimension d = n - p >= 1 (at p = n every X "
+                               "has the same cost)")
         self.shape = (n, self.p)
         self.loss = NormLoss.norm()
         self.subspace = None

@@ -144,7 +144,8 @@ def minimize(
         Tolerance of the convergence test (`rssm.solvers.certificate`; default
         `DEFAULT_TOL` = 1e-10): stop, with ``success=True``, once the recent iterates lie
         within ``tol * ||X||_F`` of each other and their subgradients cancel or vanish.
-        ``tol=0`` turns the test off.
+        ``tol=0`` turns the test off (a Riemannian subgradient that is 0 to working
+        precision, where no step moves X, still ends the run ``converged``).
     max_iter, max_time : int, float, optional
         Iteration limit and solver-time limit (seconds). Without any limit (here or
         inside ``stop``: a `MaxIterations`, a `MaxTime` or a criterion whose
