@@ -417,6 +417,28 @@ def test_sparse_matrices_and_missing_values_are_refused_by_what_they_are():
             build()
 
 
+def test_a_constant_column_of_sparse_pca_is_0_whatever_its_value_in_binary(tmp_path):
+    # (an audit: a column of 0.1 kept a centring residue of 1e-14, which the scaling made
+    # a unit feature that took a loading; 400 copies of one Gaussian row "converged")
+    da = pytest.importorskip("dask.array")
+    a = np.random.default_rng(0).standard_normal((200, 8))
+    ref = rssm.minimize(SparsePCA.from_data(np.insert(a, 3, 0.0, axis=1), 3), max_iter=300,
+                        seed=0)
+    for value in (0.1, 1.7e9 + 0.1):
+        b = np.insert(a, 3, value, axis=1)
+        np.save(tmp_path / "b.npy", b)
+        for data in (b, np.load(tmp_path / "b.npy", mmap_mode="r"),
+                     da.from_array(b, chunks=(64, 9))):
+            prob = SparsePCA.from_data(data, 3)
+            for _, _, blk in prob._store.chunks():       # the feature, standardized
+                assert not blk[3].any()
+            if data is b:              # the same standardized data as a column of 0.0
+                assert np.array_equal(rssm.minimize(prob, max_iter=300, seed=0).x, ref.x)
+    row = np.random.default_rng(1).standard_normal(15)
+    with pytest.raises(ValueError, match="a has no variance"):
+        SparsePCA.from_data(np.tile(row, (400, 1)), 2)
+
+
 def test_data_without_variance_is_refused_and_a_zero_design_has_no_reference_step():
     """Sparse PCA on one sample (0 after centring) "converged" and then raised
     ZeroDivisionError in its summary, after the run, which the command line lost; l1

@@ -256,9 +256,16 @@ class Standardized(SampleStore):
         self.kind, self.cache, self.cache_dir = base.kind, base.cache, base.cache_dir
         self.concurrent_reads, self.timeout = base.concurrent_reads, base.timeout
         total = np.zeros(self.n)
+        hi = np.full(self.n, -np.inf)
+        lo = np.full(self.n, np.inf)
         for _, _, blk in base.chunks():
             total += blk.sum(axis=1)
-        self.mean = total / self.m
+            if blk.size:
+                np.maximum(hi, blk.max(axis=1), out=hi)
+                np.minimum(lo, blk.min(axis=1), out=lo)
+        # a constant feature's mean is its value exactly: the sum's rounding left a residue
+        # of 1e-14 that the scaling made a unit feature (an audit)
+        self.mean = np.where(hi == lo, hi, total / self.m)
         self.scale = None
         if normalize:
             sq = np.zeros(self.n)

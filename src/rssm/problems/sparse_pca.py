@@ -127,7 +127,10 @@ class SparsePCA(CompositeProblem):
         if arr.shape[0] == 1:
             raise ValueError("a has one sample (n_samples = 1), which is 0 once centred: "
                              "sparse PCA has no variance to explain")
-        arr -= arr.mean(axis=0)
+        # a constant column's mean is its value exactly (its rounding left a residue of
+        # 1e-14 that the scaling made a unit column: an audit), so the column is 0
+        hi, lo = arr.max(axis=0), arr.min(axis=0)
+        arr -= np.where(hi == lo, hi, arr.mean(axis=0))
         if normalize:
             with np.errstate(over="ignore", under="ignore"):
                 nrm = np.linalg.norm(arr, axis=0)
@@ -428,6 +431,7 @@ def _standardized(data: ChunkedData, normalize: bool):
     if data.kind != "dask":
         return Standardized(data, normalize)
     import dask
+    import dask.array as da
 
     src = data.source if data.rows_are_samples else data.source.T
     src = src.astype(np.float64)
@@ -435,7 +439,8 @@ def _standardized(data: ChunkedData, normalize: bool):
         # zero-length chunks (boolean indexing, then compute_chunk_sizes) broke Dask's
         # reductions below; dropping them keeps every other chunk as it is
         src = src.rechunk({0: tuple(c for c in src.chunks[0] if c) or (0,)})
-    mean = src.mean(axis=0)
+    hi, lo = src.max(axis=0), src.min(axis=0)
+    mean = da.where(hi == lo, hi, src.mean(axis=0))     # (a constant feature: exactly 0)
     cen = src - mean
     if normalize:
         with np.errstate(over="ignore", under="ignore"):
