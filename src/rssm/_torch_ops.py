@@ -71,7 +71,18 @@ class TorchOps(stiefel.ArrayOps):
 
 
 def feasibility(w: torch.Tensor) -> float:
-    """||W^T W - I||_max of a 2-D tensor, computed in float64."""
+    """||W^T W - I||_max of a 2-D tensor, computed in float64.
+
+    Parameters
+    ----------
+    w : torch.Tensor, shape (n, p)
+        The matrix W (any device and real dtype; detached, not changed).
+
+    Returns
+    -------
+    float
+        The largest absolute entry of W^T W - I (0.0 for an empty W).
+    """
     w64 = w.detach().to(torch.float64)
     g = w64.T @ w64
     g.diagonal().sub_(1.0)

@@ -194,4 +194,15 @@ def _checked(g, shape: tuple[int, int], what: str) -> np.ndarray:
 
 
 class GenericOracle(Oracle):
-    """Fallback oracle: full subgradient, sliced to the requested columns. No cache."""
+    """Fallback oracle: full subgradient, sliced to the requested columns. No cache.
+
+    Parameters
+    ----------
+    problem : Problem
+        The `rssm.Problem` whose ``cost``, ``subgradient`` and ``partial_subgradient``
+        the oracle calls.
+    x : numpy.ndarray, shape (n, p)
+        The solver's working iterate, held by reference (not copied).
+    partition : Partition or None
+        The column blocks of an RSSM run, or None for RSM.
+    """

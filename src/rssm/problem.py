@@ -49,7 +49,27 @@ FLOAT32_ATOL = stiefel.FLOAT32_ATOL
 
 def start_rng(rng, name: str = "rng") -> np.random.Generator:
     """The generator of `Problem.initial_point`: a Generator as is, an int s as
-    ``numpy.random.default_rng([s, 1])``, None as s = 0."""
+    ``numpy.random.default_rng([s, 1])``, None as s = 0.
+
+    Parameters
+    ----------
+    rng : None, int or numpy.random.Generator
+        The seed s (a non-negative int; None for 0), or a generator.
+    name : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    numpy.random.Generator
+        ``rng`` itself, or ``numpy.random.default_rng([s, 1])``.
+
+    Raises
+    ------
+    TypeError
+        When ``rng`` is none of these (a bool included).
+    ValueError
+        When the seed is negative.
+    """
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None:

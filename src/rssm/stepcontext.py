@@ -175,6 +175,21 @@ class StepContext:
         Costs one retraction and a cost evaluation at the candidate; when the rule then
         returns this same gamma, the loop takes the candidate it already has. A gamma
         above `max_gamma` is evaluated at `max_gamma`, as the step would be.
+
+        Parameters
+        ----------
+        gamma : float
+            The step size to try.
+
+        Returns
+        -------
+        float
+            f at the candidate point.
+
+        Raises
+        ------
+        ValueError
+            Outside a run (no trial function).
         """
         if self._trial_fn is None:
             raise ValueError("StepContext.trial is only available during a run")
@@ -188,7 +203,32 @@ class StepContext:
                 max_gamma: float = math.inf, direction: np.ndarray | None = None,
                 columns: slice | np.ndarray | None = None, pair: tuple = (),
                 cross_sq: float = 0.0, rotation_sq: float = math.nan) -> None:
-        """Start iteration k (called by the loop once the direction is known)."""
+        """Start iteration k (called by the loop once the direction is known).
+
+        Sets the attributes of the same names (``iteration`` from ``k``), keeps the last
+        f(X_k) read as ``previous_cost``, and forgets the cost of the previous iterate.
+
+        Parameters
+        ----------
+        k : int
+            The iteration.
+        direction_norm : float
+            ||P(G_C)||_F.
+        grad_sq : float
+            The estimate of ||grad f(X_k)||^2.
+        max_gamma : float
+            The longest step size the loop takes this iteration.
+        direction : numpy.ndarray, shape (n, |C|), optional
+            -P(G_C); kept as a read-only view.
+        columns : slice or numpy.ndarray of int, optional
+            The columns of X the direction belongs to.
+        pair : tuple
+            The block pair (i, j) (RSSM), () for RSM.
+        cross_sq : float
+            The part of ``grad_sq`` in the off-diagonal blocks.
+        rotation_sq : float
+            The part of ``grad_sq`` in X^T grad f(X_k).
+        """
         if direction is not None:
             direction = direction.view()
             direction.flags.writeable = False

@@ -423,6 +423,13 @@ def parallel_for(fn: Callable[[int], None], n: int) -> None:
     a chunk stops the chunks not yet started and is raised here once the chunks in flight
     are done (the lowest chunk's first; a `BaseException` that is no `Exception`, such as
     SystemExit or KeyboardInterrupt, before any `Exception`).
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(i)`` for a chunk index i; its return value is ignored.
+    n : int
+        The number of calls (none when n <= 0).
     """
     if n <= 0:
         return
@@ -542,6 +549,17 @@ class RunThreads:
 
 @contextmanager
 def run_threads(threads: str | int | None = "auto"):
-    """`RunThreads` as a function-style context manager; yields it."""
+    """`RunThreads` as a function-style context manager; yields it.
+
+    Parameters
+    ----------
+    threads : "auto", int or None
+        See `RunThreads`.
+
+    Yields
+    ------
+    RunThreads
+        The run's thread setting, entered.
+    """
     with RunThreads(threads) as rt:
         yield rt

@@ -29,7 +29,20 @@ __all__ = ["add_options", "problem_from_data", "refuse_without_data"]
 
 def add_options(pp: argparse.ArgumentParser, name: str, synthetic: set[str]) -> None:
     """``--data FILE`` and its companions, for a problem with a registry entry. Options
-    that the synthetic instance already has (``synthetic``) are shared, not repeated."""
+    that the synthetic instance already has (``synthetic``) are shared, not repeated.
+
+    Parameters
+    ----------
+    pp : argparse.ArgumentParser
+        The parser of ``rssm solve PROBLEM``; the options go into a group of their own.
+        Nothing is added for a problem without a data entry
+        (`rssm.problems.registry.data_entry`).
+    name : str
+        The problem's name in `rssm.problems.REGISTRY` (``"dpcp"``).
+    synthetic : set of str
+        The parameter names of the synthetic instance's options: a data option of the
+        same name is not added again.
+    """
     from rssm.problems.registry import data_entry
 
     entry = data_entry(name)
@@ -84,7 +97,18 @@ _COMPANIONS = {"key": None, "dataset": None, "header": "auto", "samples_as_colum
 
 
 def refuse_without_data(args) -> None:
-    """A companion of ``--data`` given without it is an error, not silently ignored."""
+    """A companion of ``--data`` given without it is an error, not silently ignored.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line of ``rssm solve PROBLEM`` (without ``--data``).
+
+    Raises
+    ------
+    UsageError
+        Naming the first companion option that was given.
+    """
     for dest, unset in _COMPANIONS.items():
         if getattr(args, dest, unset) != unset:
             raise UsageError(f"argument --{dest.replace('_', '-')}: only used with --data")
@@ -94,7 +118,21 @@ def refuse_without_data(args) -> None:
 
 
 def data_help(name: str, param: str) -> str:
-    """The extra help of a synthetic option that is also a data option, or ''."""
+    """The extra help of a synthetic option that is also a data option, or ''.
+
+    Parameters
+    ----------
+    name : str
+        The problem's name in `rssm.problems.REGISTRY`.
+    param : str
+        The parameter name of the synthetic option.
+
+    Returns
+    -------
+    str
+        ``"; with --data: "`` and the data option's help (and its default, or that it is
+        required), or ``""`` when ``param`` is no data option of ``name``.
+    """
     from rssm.problems.registry import data_entry
 
     entry = data_entry(name)
@@ -115,7 +153,38 @@ def _option_value(args, opt) -> tuple[Any, bool]:
 
 
 def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
-    """The problem of ``--data``: (problem, settings dict, label for the summary)."""
+    """The problem of ``--data``: (problem, settings dict, label for the summary).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line of ``rssm solve PROBLEM --data FILE``.
+    cls : type
+        The problem's class in `rssm.problems.REGISTRY`; not read here (the data entry
+        of ``name`` builds the problem).
+    name : str
+        The problem's name in `rssm.problems.REGISTRY`.
+    synthetic : list of (str, inspect.Parameter)
+        The options of the synthetic instance, as `rssm.cli.solve.problem_options`
+        gives them: one given that is not also a data option is refused.
+
+    Returns
+    -------
+    problem : Problem
+        The problem built on the file's data (streamed in chunks, `ChunkedData`, when
+        the file is streamed).
+    settings : dict
+        The data settings of the run (file, key, dataset, header, layout, samples,
+        features, out-of-core, the data options), for the run's record.
+    label : str
+        One line naming the problem and its data, for the summary table.
+
+    Raises
+    ------
+    UsageError
+        When the file cannot be read, its layout is in doubt, or an option does not
+        apply or is missing.
+    """
     from rssm._validation import physical_memory
     from rssm.data import LayoutWarning
     from rssm.data import io as dio

@@ -31,7 +31,16 @@ RUN_FILES = ("X.npy", "trace.csv", "settings.json")
 
 @dataclass(frozen=True)
 class Target:
-    """A checked ``--out``: ``path`` and whether it is a run folder."""
+    """A checked ``--out``: ``path`` and whether it is a run folder.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file or folder the run is written to.
+    folder : bool
+        True for a run folder (``X.npy``, ``trace.csv``, ``settings.json``), False for
+        one ``.csv`` or ``.json`` file.
+    """
 
     path: Path
     folder: bool
@@ -62,7 +71,28 @@ def _probe(folder: Path) -> str | None:
 
 def plan(out: str | None, overwrite: bool) -> Target | None:
     """Check ``--out`` before the run; raise `UsageError` (exit 2) when it cannot be
-    written or would replace an earlier result without ``overwrite``."""
+    written or would replace an earlier result without ``overwrite``.
+
+    Parameters
+    ----------
+    out : str or None
+        The value of ``--out``: a ``.csv`` or ``.json`` file, or a folder (no suffix, a
+        trailing separator, or an existing folder); None when not given.
+    overwrite : bool
+        ``--overwrite``: an earlier result file, or a folder holding a run, may be
+        replaced.
+
+    Returns
+    -------
+    Target or None
+        The checked target, or None when ``out`` is None.
+
+    Raises
+    ------
+    UsageError
+        When the target cannot be written, or holds an earlier result and ``overwrite``
+        is False.
+    """
     if out is None:
         return None
     if not out.strip():
@@ -128,7 +158,18 @@ def _text(text: str):
 
 
 def trace_csv(trace: dict[str, np.ndarray]) -> str:
-    """The trace as CSV text, one row per recorded point (exact float reprs)."""
+    """The trace as CSV text, one row per recorded point (exact float reprs).
+
+    Parameters
+    ----------
+    trace : dict of str to numpy.ndarray
+        A run's trace (`Result.trace`), with the columns of `rssm.trace.TRACE_COLUMNS`.
+
+    Returns
+    -------
+    str
+        A header line of the column names, then one line per row, newline-terminated.
+    """
     from rssm.trace import TRACE_COLUMNS
 
     lines = [",".join(TRACE_COLUMNS)]
@@ -149,7 +190,31 @@ def write(target: Target, doc: dict[str, Any], trace: dict[str, np.ndarray],
           x: np.ndarray) -> list[str]:
     """Write the run to ``target``; return the names written. ``doc`` is the settings and
     summary (see `rssm.cli.solve.document`). Raise `WriteError` naming what failed and
-    what was kept."""
+    what was kept.
+
+    Parameters
+    ----------
+    target : Target
+        Where to write (`plan`'s result): one ``.csv`` file (the trace), one ``.json``
+        file (``doc`` and the trace) or a run folder.
+    doc : dict
+        The run's settings and summary, JSON-serializable.
+    trace : dict of str to numpy.ndarray
+        The run's trace (`Result.trace`).
+    x : numpy.ndarray, shape (n, p)
+        The solution, saved as ``X.npy`` in a run folder.
+
+    Returns
+    -------
+    list of str
+        The names of the files written (``[path.name]`` for one file; ``trace.csv``,
+        ``X.npy``, ``settings.json`` for a folder).
+
+    Raises
+    ------
+    WriteError
+        When a file could not be written.
+    """
     from rssm.cli._core import json_value
 
     if not target.folder:

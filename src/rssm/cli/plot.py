@@ -17,7 +17,13 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub) -> None:
-    """The ``plot`` command."""
+    """The ``plot`` command.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The sub-commands of the ``rssm`` parser (``add_subparsers()``'s result).
+    """
     plot = sub.add_parser("plot", help="redraw figures (and report.md) from a results CSV",
                           formatter_class=Formatter,
                           description="Redraw the figures of a reproduction from its "
@@ -32,7 +38,23 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    """Run ``rssm plot``; return the exit status."""
+    """Run ``rssm plot``; return the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line of ``rssm plot``.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+
+    Raises
+    ------
+    UsageError
+        When ``RESULTS.csv`` is a folder or no file, or an option is invalid.
+    """
     from rssm.experiments import render
 
     fmts = formats(args.formats)

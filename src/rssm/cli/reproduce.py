@@ -24,7 +24,13 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub) -> None:
-    """The ``reproduce`` command."""
+    """The ``reproduce`` command.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The sub-commands of the ``rssm`` parser (``add_subparsers()``'s result).
+    """
     from rssm.experiments.configs import PROBLEMS
 
     rep = sub.add_parser(
@@ -76,7 +82,27 @@ class _StderrLog:
 
 
 def run(args, argv: Sequence[str]) -> int:
-    """Run ``rssm reproduce``; return the exit status (130 after Ctrl-C)."""
+    """Run ``rssm reproduce``; return the exit status (130 after Ctrl-C).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line of ``rssm reproduce``.
+    argv : sequence of str
+        The command-line arguments (after ``rssm``), recorded as the command in the
+        results.
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 130 after Ctrl-C (the finished runs are saved).
+
+    Raises
+    ------
+    UsageError
+        When options conflict or are out of range, or the runner refuses ``--out`` or
+        ``--resume``.
+    """
     from rssm.experiments import make_configs, render, reproduce
     from rssm.experiments.configs import QUICK_DIVISOR
 

@@ -151,7 +151,13 @@ def _add_common(p: argparse.ArgumentParser, name: str | None = None) -> None:
 
 
 def add_parser(sub) -> None:
-    """The ``solve`` command and one sub-command per registered problem."""
+    """The ``solve`` command and one sub-command per registered problem.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The sub-commands of the ``rssm`` parser (``add_subparsers()``'s result).
+    """
     from rssm.problems import REGISTRY
     from rssm.problems.registry import DATA
 
@@ -184,7 +190,20 @@ def add_parser(sub) -> None:
 
 
 def option_for(args: argparse.Namespace, argument: str | None) -> str | None:
-    """The command-line option of a library argument name, or None."""
+    """The command-line option of a library argument name, or None.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (its ``option_of`` table).
+    argument : str or None
+        A library argument name (``"n_blocks"``, ``"p"``).
+
+    Returns
+    -------
+    str or None
+        The option (``"--blocks"``, ``"--p"``), or None when there is none.
+    """
     if argument is None:
         return None
     if argument in _ALIASES:
@@ -198,7 +217,21 @@ def option_for(args: argparse.Namespace, argument: str | None) -> str | None:
 
 def progress(args, problem=None):
     """A tqdm bar over the run's iterations (or solver time), fed at recording points by
-    the callback; drawn only on a terminal and without --quiet."""
+    the callback; drawn only on a terminal and without --quiet.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line of ``rssm solve PROBLEM`` (its ``--max-iter``,
+        ``--max-time``, ``--method``, ``--blocks`` and ``--quiet``).
+    problem : Problem, optional
+        The problem, whose declared epochs and p set the default budget (`budget`).
+
+    Returns
+    -------
+    rssm.experiments.progress.SolveProgress
+        The progress bar, also the run's callback; close it after the run.
+    """
     from rssm.experiments.progress import SolveProgress
 
     return SolveProgress(budget(args, problem), args.max_time,
@@ -208,7 +241,20 @@ def progress(args, problem=None):
 def budget(args, problem=None) -> int | None:
     """The iteration limit in force: ``--max-iter``, or minimize's default budget (the
     problem's declared epochs, else 1000; l/2 RSSM iterations each) when no limit at all
-    is given; None under ``--max-time`` alone."""
+    is given; None under ``--max-time`` alone.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line of ``rssm solve PROBLEM``.
+    problem : Problem, optional
+        The problem (its `Problem.default_max_epochs` and p); None: the default epochs.
+
+    Returns
+    -------
+    int or None
+        The iteration limit, or None when only ``--max-time`` limits the run.
+    """
     from rssm.solvers.options import DEFAULT_METHOD, DEFAULT_N_BLOCKS, default_budget
 
     if args.max_iter is not None or args.max_time is not None:
@@ -232,7 +278,19 @@ HASH_BYTES = 256 * 2**20
 
 def data_file(path: str) -> dict:
     """What identifies the data file of a run: its absolute path, size, modification time
-    and (up to `HASH_BYTES`) SHA-256; a folder (a Zarr store) by path and time only."""
+    and (up to `HASH_BYTES`) SHA-256; a folder (a Zarr store) by path and time only.
+
+    Parameters
+    ----------
+    path : str
+        The data file (or folder) of ``--data``.
+
+    Returns
+    -------
+    dict
+        ``path``, and where the file can be read ``modified`` (ISO 8601, UTC), and for a
+        file ``bytes`` and (up to `HASH_BYTES`) ``sha256``.
+    """
     import datetime
     import hashlib
     from pathlib import Path
@@ -258,7 +316,28 @@ def data_file(path: str) -> dict:
 
 def document(args, argv: Sequence[str], res, instance: dict, problem) -> dict:
     """Settings and summary of a run, as written to ``.json`` and ``settings.json``:
-    every option of the command line, the instance, and `rssm.cli._core.result_to_dict`."""
+    every option of the command line, the instance, and `rssm.cli._core.result_to_dict`.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line of ``rssm solve PROBLEM``.
+    argv : sequence of str
+        The command-line arguments (after ``rssm``), recorded as the command.
+    res : Result
+        The run's result.
+    instance : dict
+        The settings of the instance: the synthetic instance's arguments, or the data
+        settings (`rssm.cli.data.problem_from_data`), to which `data_file` is added.
+    problem : Problem
+        The problem that was solved (its ``repr`` and budget are recorded).
+
+    Returns
+    -------
+    dict
+        JSON-serializable: the command, problem, instance, machine, seed, options,
+        budget in force, trace spacing, method settings, summary and the full result.
+    """
     options = {k: v for k, v in sorted(vars(args).items())
                if k not in _NOT_SETTINGS and not k.startswith(("syn_", "data_"))}
     from rssm.experiments.io import machine_info
@@ -355,7 +434,27 @@ def _refuse_unused(args) -> None:
 
 
 def run(args, argv: Sequence[str]) -> int:
-    """Run ``rssm solve``; return the exit status."""
+    """Run ``rssm solve``; return the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line of ``rssm solve PROBLEM``.
+    argv : sequence of str
+        The command-line arguments (after ``rssm``), recorded as the command in the
+        saved settings.
+
+    Returns
+    -------
+    int
+        The exit status: 0; 130 when the run was interrupted; 1 when the data could not
+        be read to the end.
+
+    Raises
+    ------
+    UsageError
+        When an option is invalid or does not apply to the run.
+    """
     from rssm.problems import REGISTRY
     from rssm.solvers import DEFAULT_METHOD
     from rssm.stopping import StopReason

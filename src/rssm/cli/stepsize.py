@@ -38,7 +38,13 @@ def _given(args: argparse.Namespace) -> bool:
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
-    """The step-size group of ``rssm solve PROBLEM``."""
+    """The step-size group of ``rssm solve PROBLEM``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The parser of ``rssm solve PROBLEM``.
+    """
     s = p.add_argument_group("step size")
     s.add_argument("--stepsize", choices=["auto", "default", *PARAMS], default=_DEFAULT,
                    help="default: what rssm.minimize uses with no step size, the problem's "
@@ -88,7 +94,28 @@ def _unused(args: argparse.Namespace, rule: str, allowed: tuple[str, ...]) -> No
 
 def spec_from_args(args: argparse.Namespace, problem) -> Any:
     """The step-size spec of ``--stepsize`` and its parameters; parameters not given come
-    from the problem's own rule (or its reference rule) when it is of the same kind."""
+    from the problem's own rule (or its reference rule) when it is of the same kind.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``--stepsize`` and the parameters of `PARAMS`).
+    problem : Problem
+        The problem, whose `Problem.default_stepsize` (or `Problem.reference_stepsize`)
+        fills the parameters not given.
+
+    Returns
+    -------
+    str, dict or StepSize
+        ``"auto"``; a dict ``{"rule": ..., **parameters}``; or, under ``--stepsize
+        default`` with no option given, the problem's own rule when it is of none of the
+        four plain kinds.
+
+    Raises
+    ------
+    UsageError
+        When a parameter does not belong to the rule, or one the rule needs is missing.
+    """
     own = problem.default_stepsize()
     try:
         base = own if own is not None else problem.reference_stepsize()

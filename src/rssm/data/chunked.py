@@ -56,7 +56,22 @@ def __getattr__(name: str):
 
 
 def make_data_oracle(problem, x: np.ndarray, partition):
-    """The oracle of a data problem: ``problem.make_oracle(x, partition)`` (kept name)."""
+    """The oracle of a data problem: ``problem.make_oracle(x, partition)`` (kept name).
+
+    Parameters
+    ----------
+    problem : Problem
+        The data problem.
+    x : numpy.ndarray, shape (n, p)
+        The solver's working iterate, passed to `Problem.make_oracle`.
+    partition : Partition or None
+        The column blocks of an RSSM run, or None for RSM.
+
+    Returns
+    -------
+    Oracle
+        The problem's oracle bound to ``x``.
+    """
     return problem.make_oracle(x, partition)
 
 
@@ -74,7 +89,18 @@ def is_out_of_core(value: Any) -> bool:
 
     Not for a memmap joblib made of an in-memory array to hand it to its workers
     (`joblib_shared`): the user passed an array in memory, and the same call gives the
-    same result, at the same cost, whatever ``n_jobs``."""
+    same result, at the same cost, whatever ``n_jobs``.
+
+    Parameters
+    ----------
+    value : object
+        Any argument.
+
+    Returns
+    -------
+    bool
+        True when ``value`` is out of core in the sense above.
+    """
     if isinstance(value, np.memmap):
         return not joblib_shared(value)
     return isinstance(value, ChunkedData) or _lazy_kind(value) is not None
@@ -86,7 +112,18 @@ def joblib_shared(value: Any) -> bool:
     scikit-learn's ``FeatureUnion`` or ``cross_validate``, as read-only memmaps of a file
     in joblib's temporary folder). They went out of core: 15 times slower on wide data, a
     Dask requirement for ``RobustSubspace(center=True)``, bool data refused (a user's
-    audit)."""
+    audit).
+
+    Parameters
+    ----------
+    value : object
+        Any argument.
+
+    Returns
+    -------
+    bool
+        True for a `numpy.memmap` of a file in joblib's temporary folder.
+    """
     name = getattr(value, "filename", None)
     return isinstance(value, np.memmap) and name is not None and (
         "joblib_memmapping_folder_" in str(name))
@@ -277,7 +314,27 @@ class ChunkedData(SampleStore):
 
         For a memmap the file's size is checked first: a file truncated during a run
         raises `rssm.data.store.DataError` instead of killing the process with SIGBUS
-        (docs/data.md says what this covers)."""
+        (docs/data.md says what this covers).
+
+        Parameters
+        ----------
+        lo, hi : int
+            The range [lo, hi) of samples, 0 <= lo <= hi <= m.
+        seen : dict, optional
+            The run's record of the chunks read (`read_watched`); checked for a Zarr
+            source only. None: no check.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, hi - lo)
+            The samples as columns, float64.
+
+        Raises
+        ------
+        DataError
+            When the file shrank, a Dask cluster did not answer in time, or (with
+            ``seen``) a Zarr chunk reads as its fill value only where it held data.
+        """
         if self._extent is not None:
             self._check_file()
         src = self.source
@@ -296,7 +353,25 @@ class ChunkedData(SampleStore):
 
     def read_watched(self, lo: int, hi: int, seen: dict) -> np.ndarray:
         """`read`, for one run's oracle: a Zarr chunk that read as data earlier in the run
-        (recorded in ``seen``) and reads as the fill value only now raises `DataError`."""
+        (recorded in ``seen``) and reads as the fill value only now raises `DataError`.
+
+        Parameters
+        ----------
+        lo, hi : int
+            The range [lo, hi) of samples, 0 <= lo <= hi <= m.
+        seen : dict
+            The run's record of the chunks read so far, kept by the oracle.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, hi - lo)
+            The samples as columns, float64.
+
+        Raises
+        ------
+        DataError
+            As `read`.
+        """
         return self.read(lo, hi, seen)
 
     def _check_zarr(self, arr: np.ndarray, lo: int, hi: int, seen: dict) -> None:
@@ -482,7 +557,20 @@ def as_rows_matrix(value: Any, name: str):
     """An m x n argument with **one sample per row** (``a`` of `rssm.problems.SparsePCA`,
     `rssm.problems.L1Procrustes`, ...) as a problem's n x m data argument: a `ChunkedData`
     as it is, other out-of-core arrays wrapped by `samples`, an in-memory array checked and
-    transposed (a view)."""
+    transposed (a view).
+
+    Parameters
+    ----------
+    value : array_like or ChunkedData, shape (m, n)
+        The samples as rows.
+    name : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    ChunkedData or numpy.ndarray, shape (n, m)
+        ``value`` as samples as columns: a `ChunkedData`, or a float64 transposed view.
+    """
     from rssm._validation import as_float_matrix
 
     if isinstance(value, ChunkedData):
@@ -496,7 +584,20 @@ def as_data_matrix(value: Any, name: str):
     """A problem's data argument (n x m, samples as columns): out-of-core arrays become a
     `ChunkedData` (nothing read into memory); anything else goes through
     `rssm._validation.as_float_matrix` (a float64 C-order copy in memory: samples as
-    columns, whatever the layout of ``value``)."""
+    columns, whatever the layout of ``value``).
+
+    Parameters
+    ----------
+    value : array_like or ChunkedData, shape (n, m)
+        The samples as columns.
+    name : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    ChunkedData or numpy.ndarray, shape (n, m)
+        A `ChunkedData` for out-of-core data, else a float64 copy.
+    """
     from rssm._validation import as_float_matrix
 
     if isinstance(value, ChunkedData):

@@ -31,7 +31,18 @@ ALL = "all"
 
 
 def union(a: ColumnSet, b: ColumnSet) -> ColumnSet:
-    """The column set a u b (two pending updates that were not flushed in between)."""
+    """The column set a u b (two pending updates that were not flushed in between).
+
+    Parameters
+    ----------
+    a, b : ColumnSet
+        The two column sets.
+
+    Returns
+    -------
+    ColumnSet
+        Their union: sorted indices, their runs, and the blocks of both.
+    """
     idx = np.union1d(a.index, b.index)
     return ColumnSet(idx, _runs(idx), tuple(sorted(set(a.blocks) | set(b.blocks))))
 
@@ -39,7 +50,21 @@ def union(a: ColumnSet, b: ColumnSet) -> ColumnSet:
 def pending_after(pend: Any, cols: ColumnSet | None) -> Any:
     """The columns whose cache rows are stale after the step on ``cols`` (None: all of X),
     given those already pending (None, `ALL` or a ColumnSet): what an oracle sends with
-    its next pass."""
+    its next pass.
+
+    Parameters
+    ----------
+    pend : None, ALL or ColumnSet
+        The columns already pending.
+    cols : ColumnSet or None
+        The columns of the step (None: all of X).
+
+    Returns
+    -------
+    ALL or ColumnSet
+        `ALL`, ``cols`` (when nothing else is pending, or the same blocks are), or the
+        union of both.
+    """
     if cols is None or pend is ALL:
         return ALL
     if pend is None or pend.blocks == cols.blocks:
@@ -181,7 +206,13 @@ class ChunkSet:
             return aligned(self._read(ch.i))
 
     def task(self, i: int) -> None:
-        """Chunk i's share of the plan: cache update, statistics, cost, weights, product."""
+        """Chunk i's share of the plan: cache update, statistics, cost, weights, product.
+
+        Parameters
+        ----------
+        i : int
+            The chunk's index in ``chunks``.
+        """
         ch = self.chunks[i]
         plan = self.plan
         work = None
@@ -246,7 +277,25 @@ class ChunkSet:
             xc: np.ndarray | None = None, trial: tuple | None = None) -> None:
         """One dispatch of every chunk's task (results in ``chunks[i].gt``, ``.cost`` and
         ``.trial``). ``xc`` holds x[:, upd.index] when ``upd`` has several runs; ``trial``
-        is (C, V): the cost with the columns C set to V (n x |C|, C order), X unchanged."""
+        is (C, V): the cost with the columns C set to V (n x |C|, C order), X unchanged.
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n, p)
+            The iterate X.
+        upd : None, ALL or ColumnSet
+            The columns whose cache rows Z^T are recomputed first: none, every column
+            (`ALL`), or the column set C.
+        query : ColumnSet or None
+            The columns C of a partial subgradient to compute (into ``chunks[i].gt``), or
+            None.
+        want_cost : bool
+            Compute each chunk's cost (into ``chunks[i].cost``).
+        xc : numpy.ndarray, shape (n, |C|), optional
+            ``x[:, upd.index]``, needed when ``upd`` has several runs.
+        trial : tuple (ColumnSet, numpy.ndarray), optional
+            (C, V) for a trial cost (into ``chunks[i].trial``).
+        """
         plan = self.plan
         plan.upd, plan.query, plan.want_cost, plan.x, plan.xc = upd, query, want_cost, x, xc
         plan.trial = trial
@@ -256,7 +305,18 @@ class ChunkSet:
             plan.x = plan.xc = plan.trial = None
 
     def gather(self, name: str) -> np.ndarray:
-        """The state array ``name`` of all chunks side by side (a copy; diagnostics)."""
+        """The state array ``name`` of all chunks side by side (a copy; diagnostics).
+
+        Parameters
+        ----------
+        name : str
+            A state array: ``"zt"`` or one of the kernel's ``state``.
+
+        Returns
+        -------
+        numpy.ndarray, shape (..., m)
+            The chunks' arrays concatenated along their last (sample) axis.
+        """
         parts = []
         for ch in self.chunks:
             if self.file is None:

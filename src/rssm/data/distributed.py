@@ -106,7 +106,30 @@ class ChunkActor:
         ``partials`` is the list of the chunks' c x n partial products, c the size of
         ``qcols`` (None without ``qcols``), ``costs`` the list of their shares of the cost
         (None unless ``want_cost``); with ``trial`` = (C, V), ``costs`` are instead their
-        shares of f at X with the columns C set to V (X unchanged)."""
+        shares of f at X with the columns C set to V (X unchanged).
+
+        Parameters
+        ----------
+        changed : {"none", "cols", "all"}
+            The pending change of the worker's copy of X.
+        cols : ColumnSet or None
+            The columns changed (``changed="cols"``).
+        values : numpy.ndarray or None
+            The new columns X[:, cols] (n x |C|), or all of X (``changed="all"``).
+        qcols : ColumnSet or None
+            The columns of the partial products to return, or None.
+        want_cost : bool
+            Return the chunks' shares of the cost.
+        trial : tuple (ColumnSet, numpy.ndarray), optional
+            (C, V) for a trial cost.
+
+        Returns
+        -------
+        partials : list of numpy.ndarray or None
+            The chunks' c x n partial products, in chunk order.
+        costs : list of float or None
+            The chunks' shares of the cost (or of the trial cost).
+        """
         upd: Any = None
         if changed == "all":
             self.x[...] = values
@@ -374,7 +397,28 @@ class DaskOracle(Oracle):
 
     def cost_at(self, cols: ColumnSet | None, sel, values: np.ndarray) -> float:
         """f at X with the columns ``cols`` set to ``values``: a pure query, one round (the
-        pending update rides along); NaN after a Ctrl-C when the workers do not answer."""
+        pending update rides along); NaN after a Ctrl-C when the workers do not answer.
+
+        Parameters
+        ----------
+        cols : ColumnSet or None
+            The columns replaced (None: all of them).
+        sel : slice or numpy.ndarray of int
+            The same columns as an index of ``x`` (``x[:, sel]``), for the l1 penalty.
+        values : numpy.ndarray, shape (n, c)
+            The new columns, c the number of columns replaced (p when ``cols`` is None).
+
+        Returns
+        -------
+        float
+            f at the modified point, or NaN (see above).
+
+        Raises
+        ------
+        DataError
+            When the workers do not answer in time (and no Ctrl-C came) or the client is
+            closed.
+        """
         if self._dead:
             return math.nan
         trial = (self._all if cols is None else cols,

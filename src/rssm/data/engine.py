@@ -151,7 +151,22 @@ class DataOracle(Oracle):
     def cost_at(self, cols: ColumnSet | None, sel, values: np.ndarray) -> float:
         """f at X with the columns ``cols`` (index ``sel``) set to ``values``: a pure
         query, one pass over the chunks (2 m n |C| flops; X and the caches unchanged).
-        Equals, bit for bit, the cost after a step that writes ``values``."""
+        Equals, bit for bit, the cost after a step that writes ``values``.
+
+        Parameters
+        ----------
+        cols : ColumnSet or None
+            The columns replaced (None: all of them).
+        sel : slice or numpy.ndarray of int
+            The same columns as an index of ``x`` (``x[:, sel]``), for the l1 penalty.
+        values : numpy.ndarray, shape (n, c)
+            The new columns, c the number of columns replaced (p when ``cols`` is None).
+
+        Returns
+        -------
+        float
+            f at the modified point.
+        """
         vals = np.ascontiguousarray(values, dtype=np.float64)
         self._pass(None, False, (self._all if cols is None else cols, vals))
         total = math.fsum(ch.trial for ch in self.chunks.chunks) * self.s
@@ -210,7 +225,25 @@ class DataOracle(Oracle):
 
 def one_pass(model, x: np.ndarray, want_grad: bool) -> tuple[float, np.ndarray | None]:
     """f(X) and (with ``want_grad``) a subgradient from scratch, one chunk at a time, on
-    one BLAS thread (the problems' ``cost`` and ``subgradient``; O(n p + chunk) memory)."""
+    one BLAS thread (the problems' ``cost`` and ``subgradient``; O(n p + chunk) memory).
+
+    Parameters
+    ----------
+    model : SampleModel
+        The problem's sample model (``problem.sample_model(None)``): store, loss kernel,
+        inputs, readers, l1 penalty mu and scale s.
+    x : numpy.ndarray, shape (n, p)
+        The point X.
+    want_grad : bool
+        Also compute a subgradient.
+
+    Returns
+    -------
+    f : float
+        The cost f(X).
+    grad : numpy.ndarray, shape (n, p) or None
+        A subgradient of f at X (C-ordered), or None without ``want_grad``.
+    """
     with one_blas_thread():
         return _one_pass(model, x, want_grad)
 

@@ -29,7 +29,19 @@ FORMATS = (".npy", ".npz", ".csv", ".txt", ".h5", ".hdf5", ".zarr", ".zip")
 
 
 class DataFileError(ValueError):
-    """A data file that cannot be used; ``argument`` names the parameter at fault."""
+    """A data file that cannot be used; ``argument`` names the parameter at fault.
+
+    Parameters
+    ----------
+    argument : str
+        The parameter of `load` at fault (``"path"``, ``"key"``, ``"dataset"``,
+        ``"header"``), kept as the attribute ``argument``.
+    message : str
+        What is wrong (the exception's text).
+    cli_message : str, optional
+        The same in the command line's words (``--header yes`` for ``header='yes'``),
+        kept as the attribute ``cli_message``; default ``message``.
+    """
 
     def __init__(self, argument: str, message: str, cli_message: str | None = None):
         super().__init__(message)
@@ -359,7 +371,21 @@ def _open_zarr(path: Path, dataset: str | None):
 
 def check(arr: Any, where: str) -> None:
     """Check that ``arr`` is a 2-D, non-empty array of real numbers with finite entries
-    (read a chunk at a time); raise `DataFileError` naming ``where``."""
+    (read a chunk at a time); raise `DataFileError` naming ``where``.
+
+    Parameters
+    ----------
+    arr : array-like
+        The array read from the file (anything with ``shape`` and ``dtype`` that
+        `ChunkedData` reads), one sample per row.
+    where : str
+        What the array is, in the messages (the file, or its key or dataset).
+
+    Raises
+    ------
+    DataFileError
+        With ``argument="path"``, when a condition fails.
+    """
     from rssm.data.chunked import ChunkedData
 
     shape = tuple(getattr(arr, "shape", ()))

@@ -72,7 +72,18 @@ class StateFile:
             raise KeyboardInterrupt
 
     def reserve(self, nbytes: int) -> int:
-        """Reserve ``nbytes`` at the end of the file (see `allocate`); return their offset."""
+        """Reserve ``nbytes`` at the end of the file (see `allocate`); return their offset.
+
+        Parameters
+        ----------
+        nbytes : int
+            The number of bytes to reserve.
+
+        Returns
+        -------
+        int
+            The byte offset of the reserved range.
+        """
         off = self.size
         self.size += int(nbytes)
         return off
@@ -92,14 +103,35 @@ class StateFile:
         os.ftruncate(self.fd, self.size)
 
     def write(self, arr: np.ndarray, off: int) -> None:
-        """Write the C-contiguous array ``arr`` at ``off``."""
+        """Write the C-contiguous array ``arr`` at ``off``.
+
+        Parameters
+        ----------
+        arr : numpy.ndarray
+            The array, C-contiguous (its bytes are written as they are).
+        off : int
+            The byte offset in the file (from `reserve`).
+        """
         mv = memoryview(arr).cast("B")
         done = 0
         while done < len(mv):
             done += os.pwrite(self.fd, mv[done:], off + done)
 
     def read(self, out: np.ndarray, off: int) -> None:
-        """Fill the C-contiguous array ``out`` from ``off``."""
+        """Fill the C-contiguous array ``out`` from ``off``.
+
+        Parameters
+        ----------
+        out : numpy.ndarray
+            The array to fill, C-contiguous; as many bytes as it holds are read.
+        off : int
+            The byte offset in the file (from `reserve`).
+
+        Raises
+        ------
+        OSError
+            When the file ends before ``out`` is full.
+        """
         mv = memoryview(out).cast("B")
         done = 0
         while done < len(mv):

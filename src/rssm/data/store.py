@@ -57,6 +57,18 @@ def default_chunk_size(m: int, n: int) -> int:
     `DEFAULT_CHUNK_BYTES`; the samples are then split evenly. One chunk for small m
     (paper DPCP, n = 100, m = 5000: 2 chunks of 2500; m = 2e6: 24 chunks of 64 MiB).
     A function of (m, n) alone: never of the machine or the thread count.
+
+    Parameters
+    ----------
+    m : int
+        Number of samples.
+    n : int
+        Dimension of a sample (features), >= 1.
+
+    Returns
+    -------
+    int
+        Samples per chunk, >= 1 (the last chunk of `chunk_bounds` may be shorter).
     """
     m, n = int(m), int(n)
     k_min = max(MIN_CHUNK_SAMPLES, -(-MIN_CHUNK_ENTRIES // n))
@@ -72,12 +84,36 @@ def aligned(a: np.ndarray) -> np.ndarray:
     its own loops otherwise, in another order of additions: a chunk of a file opened at
     an offset that is not a multiple of 8 bytes, or one unpickled on a Dask worker
     process, gave other bits than the same samples in memory (a user's audit: 7e-14
-    after a default DPCP run)."""
+    after a default DPCP run).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Any array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``a``, or an aligned copy of it.
+    """
     return a if a.flags.aligned else np.array(a, order="K", copy=True)
 
 
 def chunk_bounds(m: int, k: int) -> tuple[tuple[int, int], ...]:
-    """[lo, hi) ranges of consecutive chunks of k samples (the last may be shorter)."""
+    """[lo, hi) ranges of consecutive chunks of k samples (the last may be shorter).
+
+    Parameters
+    ----------
+    m : int
+        Number of samples.
+    k : int
+        Samples per chunk, >= 1.
+
+    Returns
+    -------
+    tuple of (int, int)
+        The ranges (0, k), (k, 2k), ..., the last ending at m; empty when m = 0.
+    """
     return tuple((lo, min(lo + k, m)) for lo in range(0, m, k))
 
 
@@ -123,7 +159,21 @@ def warn_if_transposed(n: int, m: int, what: str, arg: str, stacklevel: int = 3)
     """Warn (`LayoutWarning`) when a data matrix of n features and m samples has fewer
     samples than features, m < n: for DPCP and ODL such data determine nothing (with
     m <= n - p a DPCP X orthogonal to every sample has f = 0), and the usual cause is a
-    matrix with samples as rows passed where samples are columns."""
+    matrix with samples as rows passed where samples are columns.
+
+    Parameters
+    ----------
+    n : int
+        Number of features (rows of the data matrix).
+    m : int
+        Number of samples (its columns).
+    what : str
+        The problem's name in the message (``"DPCP"``).
+    arg : str
+        The data argument's name in the message (``"yt"``).
+    stacklevel : int
+        Passed to `warnings.warn`: the frame the warning names.
+    """
     if m < n and not is_quiet(LayoutWarning):
         warnings.warn(
             f"{what}: {arg} is {n} x {m}, read as {m} samples in R^{n}; fewer samples than "
@@ -160,13 +210,43 @@ class SampleStore:
         return (self.n, self.m)
 
     def read(self, lo: int, hi: int) -> np.ndarray:
-        """Samples lo..hi-1 as an n x (hi - lo) float64 array (each store implements it)."""
+        """Samples lo..hi-1 as an n x (hi - lo) float64 array (each store implements it).
+
+        Parameters
+        ----------
+        lo, hi : int
+            The range [lo, hi) of samples, 0 <= lo <= hi <= m.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, hi - lo)
+            The samples as columns, float64 (a view where the storage allows one).
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement read(lo, hi)")
 
     def read_watched(self, lo: int, hi: int, seen: dict) -> np.ndarray:
         """`read` for one run's oracle, which keeps ``seen`` for the run: a store that can
         tell data gone during the run from data (`rssm.data.ChunkedData` on Zarr) checks
-        it there; others just read."""
+        it there; others just read.
+
+        Parameters
+        ----------
+        lo, hi : int
+            The range [lo, hi) of samples, 0 <= lo <= hi <= m.
+        seen : dict
+            The run's record of the chunks read so far, kept by the oracle (empty at the
+            run's start) and updated by the stores that check it.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, hi - lo)
+            The samples as columns, as `read` gives them.
+
+        Raises
+        ------
+        DataError
+            When the store tells that its data became unavailable during the run.
+        """
         return self.read(lo, hi)
 
     def chunks(self):
@@ -226,7 +306,20 @@ class InMemory(SampleStore):
 def check_feature_norms(nrm: np.ndarray, top: np.ndarray) -> None:
     """Refuse centred features whose norm left float64's range (sums of squares of entries
     beyond about 1e154 overflow, below 1e-154 underflow to 0, and the feature would be
-    scaled to 0 or by inf); ``top`` holds each feature's largest magnitude."""
+    scaled to 0 or by inf); ``top`` holds each feature's largest magnitude.
+
+    Parameters
+    ----------
+    nrm : numpy.ndarray, shape (n,)
+        The norms of the centred features.
+    top : numpy.ndarray, shape (n,)
+        Each centred feature's largest magnitude.
+
+    Raises
+    ------
+    ValueError
+        When a feature with a nonzero entry has a norm that is 0 or not finite.
+    """
     bad = (top > 0) & ~((nrm > 0) & np.isfinite(nrm))
     if bad.any():
         raise ValueError(
@@ -298,7 +391,23 @@ class Standardized(SampleStore):
 
 
 def as_store(value: Any) -> SampleStore:
-    """``value`` as a store: a store as it is, a 2-D float64 array as `InMemory`."""
+    """``value`` as a store: a store as it is, a 2-D float64 array as `InMemory`.
+
+    Parameters
+    ----------
+    value : SampleStore or numpy.ndarray, shape (n, m)
+        A store, or the samples as columns in a 2-D float64 NumPy array (not copied).
+
+    Returns
+    -------
+    SampleStore
+        ``value`` itself, or an `InMemory` store of it with the default partition.
+
+    Raises
+    ------
+    TypeError
+        When ``value`` is neither a store nor a 2-D float64 NumPy array.
+    """
     if isinstance(value, SampleStore):
         return value
     return InMemory(value)

@@ -210,7 +210,22 @@ class Certificate:
 
 def least_norm(vecs) -> tuple[float, float, np.ndarray]:
     """For one bundle of vectors: the squared least norm of their convex combinations
-    (`min_norm_point`), the mean of their norms, and the weights of the least one."""
+    (`min_norm_point`), the mean of their norms, and the weights of the least one.
+
+    Parameters
+    ----------
+    vecs : sequence of numpy.ndarray
+        The bundle's vectors, all of one size (each is flattened).
+
+    Returns
+    -------
+    sq : float
+        The squared least norm of a convex combination of ``vecs``.
+    mean_norm : float
+        The mean of the vectors' norms.
+    weights : numpy.ndarray, shape (len(vecs),)
+        The convex weights of the least-norm combination.
+    """
     flat = np.stack([np.ravel(v) for v in vecs])
     gram = flat @ flat.T
     sq, lam = min_norm_point(gram)
@@ -227,7 +242,22 @@ def cancel_ratio(bundles, n_pairs: int, w: int) -> float:
     binom(l, 2) pairs) are solved all at once in closed form (`least_sq_upto3`): Wolfe's
     search, one pair at a time, was 30-40 % of a default RSSM run's time on l1 Procrustes
     (St(30, 10), l = 5). The ratio agrees with the search's to rounding (it is compared
-    with `FROZEN`-type thresholds, never used as a number)."""
+    with `FROZEN`-type thresholds, never used as a number).
+
+    Parameters
+    ----------
+    bundles : iterable of sequences of numpy.ndarray
+        The per-pair bundles, each a sequence of vectors of one size.
+    n_pairs : int
+        The number of bundles needed (the block pairs).
+    w : int
+        The number of vectors each bundle needs.
+
+    Returns
+    -------
+    float
+        The ratio, NaN before the bundles are full, 0.0 when every vector is 0.
+    """
     bundles = [list(q) for q in bundles]
     if len(bundles) < n_pairs or any(len(q) < w for q in bundles):
         return math.nan
@@ -255,7 +285,18 @@ def least_sq_upto3(grams: np.ndarray) -> np.ndarray:
     the edges (the segment's minimizer, clipped) and, for three vectors, the triangle's
     affine minimizer where its weights are >= 0 (the optimum is one of these; a
     degenerate triangle is covered by its edges). Exact up to rounding of order eps times
-    the largest squared norm, as `min_norm_point`'s search."""
+    the largest squared norm, as `min_norm_point`'s search.
+
+    Parameters
+    ----------
+    grams : array_like, shape (b, w, w)
+        The Gram matrices of b bundles of w vectors each, 1 <= w <= 3.
+
+    Returns
+    -------
+    numpy.ndarray, shape (b,)
+        Each bundle's least squared norm of a convex combination, >= 0.
+    """
     grams = np.asarray(grams, dtype=np.float64)
     w = grams.shape[1]
     # in units of each bundle's largest squared norm, as `min_norm_point` works (the
@@ -376,7 +417,26 @@ class GoldsteinTest:
         """Record iteration k's (negated) subgradient ``vec`` (kept by reference: the
         solver must not modify it later) on the columns ``sel`` for the bundle ``key``, the
         step length that followed it, the least cost seen so far and f(X_k) (NaN: not
-        known)."""
+        known).
+
+        Parameters
+        ----------
+        key : tuple
+            The bundle: the block pair (i, j) for RSSM, () for RSM.
+        vec : numpy.ndarray, shape (n, |C|)
+            -P(G_C), the negated (partial) Riemannian subgradient.
+        norm : float
+            Its Frobenius norm.
+        step_norm : float
+            ||X_{k+1} - X_k||_F, the length of the step that followed (0 counted where
+            not finite).
+        sel : slice or numpy.ndarray of int
+            The columns of X that ``vec`` refers to (``X[:, sel]``); all by default.
+        best_cost : float
+            The least cost seen so far, NaN when not known.
+        cost : float
+            f(X_k), NaN when not known.
+        """
         b = self._bundles.get(key)
         if b is None:
             b = self._bundles[key] = _Bundle(sel)
@@ -486,7 +546,19 @@ class GoldsteinTest:
 
     def with_full(self, full: float) -> Certificate:
         """Part 2 read on the full bundle's cancel ratio ``full``: the verdict passes when
-        it is at most `CANCEL` (the per-pair ratio and ``vanish`` are kept as read)."""
+        it is at most `CANCEL` (the per-pair ratio and ``vanish`` are kept as read).
+
+        Parameters
+        ----------
+        full : float
+            The cancel ratio of the full bundle (`full_cancel`); NaN fails.
+
+        Returns
+        -------
+        Certificate
+            The current certificate with ``full`` and the new verdict (also kept as
+            ``last``).
+        """
         c = self.last
         ok = math.isfinite(full) and full <= CANCEL
         if not ok:
@@ -502,13 +574,35 @@ class GoldsteinTest:
 
     def note_full(self, full: float) -> Certificate:
         """Keep the full bundle's ratio on the current certificate (asked for the zigzag
-        decision of a verdict part 2 passed on the per-pair bundles)."""
+        decision of a verdict part 2 passed on the per-pair bundles).
+
+        Parameters
+        ----------
+        full : float
+            The cancel ratio of the full bundle (`full_cancel`).
+
+        Returns
+        -------
+        Certificate
+            The current certificate with ``full`` set (also kept as ``last``).
+        """
         self.last = replace(self.last, full=float(full))
         return self.last
 
     def aggregate(self, shape: tuple[int, int]) -> np.ndarray:
         """-g*: the sum over bundles of their least-norm convex combinations (of the
-        negated subgradients), each on its columns; zeros before an evaluation."""
+        negated subgradients), each on its columns; zeros before an evaluation.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            (n, p), the shape of X.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+            -g*, a new array.
+        """
         out = np.zeros(shape)
         for b in self._bundles.values():
             if b.weights is None:
@@ -603,7 +697,20 @@ BUNDLE_MARGINS = 10.0
 
 def bundle_steps(shape: tuple[int, int], given: int = BUNDLE_STEPS) -> int:
     """The default budget of trial points of the bundle check on St(n, p) (see
-    `BUNDLE_STEPS_MAX`)."""
+    `BUNDLE_STEPS_MAX`).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (n, p).
+    given : int
+        The least budget (default `BUNDLE_STEPS`).
+
+    Returns
+    -------
+    int
+        ``max(given, min(2 (n p - p (p + 1) / 2 + 1), BUNDLE_STEPS_MAX))``.
+    """
     n, p = shape
     return max(int(given), min(2 * (n * p - p * (p + 1) // 2 + 1), BUNDLE_STEPS_MAX))
 
@@ -622,7 +729,31 @@ def probe(problem, x: np.ndarray, direction: np.ndarray, oracle=None,
     polar retraction keeps the probes on St(n, p). f is the oracle's pure query
     (``oracle.cost_at``: the bits of the cost after a step there) when an oracle is given,
     else ``problem.cost``. With ``keep`` (and an oracle), ``x`` is moved to the first
-    probe that lowers f and the oracle told (``update(None)``)."""
+    probe that lowers f and the oracle told (``update(None)``).
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem (its ``cost`` and ``subgradient`` are called where no ``oracle`` is
+        given).
+    x : numpy.ndarray, shape (n, p)
+        The point X of St(n, p).
+    direction : numpy.ndarray, shape (n, p)
+        The direction of the moves (the loop passes -g*, `GoldsteinTest.aggregate`).
+    oracle : Oracle, optional
+        The run's oracle, bound to ``x`` (the solver's iterate); None: ``problem``'s
+        own functions on copies.
+    f0 : float, optional
+        f(X); None: evaluated here.
+    keep : bool
+        Leave ``x`` at the first lower probe (with an oracle).
+
+    Returns
+    -------
+    bool
+        True when no probe lowers f (also when the projected direction is 0 or not
+        finite, or f(X) is not finite).
+    """
     from rssm import stiefel
 
     d = _projected(x, direction)
@@ -661,6 +792,30 @@ def zigzag(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     step that lowers f is *not* undone: ``x`` and the oracle are left at that point, so
     the run goes on from the lower point the check found (the loop's escape from a
     valley; docs/convergence.md).
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem (its ``cost`` and ``subgradient`` are called where no ``oracle`` is
+        given).
+    x : numpy.ndarray, shape (n, p)
+        The point X of St(n, p) (moved in place, and put back, with an oracle).
+    oracle : Oracle, optional
+        The run's oracle, bound to ``x`` (the solver's iterate); None: ``problem``'s
+        own functions on copies.
+    f0 : float, optional
+        f(X); None: evaluated here.
+    steps : int
+        The number of steps (default `ZIGZAG_STEPS`).
+    keep : bool
+        Leave ``x`` at a lower point (with an oracle).
+
+    Returns
+    -------
+    ok : bool
+        True when no step lowered f.
+    taken : int
+        The number of steps taken.
     """
 
     length = ZIGZAG_FIRST * math.sqrt(x.shape[1])
@@ -721,6 +876,33 @@ def bundle_probe(problem, x: np.ndarray, oracle=None, f0: float | None = None,
     and X put back, as in `zigzag`. With ``keep`` (and an oracle), X is left at the lower
     trial point and moved further along the same direction while f keeps falling (t
     doubled each time, at most 30 times), so the run goes on from there.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem (its ``cost`` and ``subgradient`` are called where no ``oracle`` is
+        given).
+    x : numpy.ndarray, shape (n, p)
+        The point X of St(n, p) (moved in place, and put back, with an oracle).
+    oracle : Oracle, optional
+        The run's oracle, bound to ``x`` (the solver's iterate); None: ``problem``'s
+        own functions on copies.
+    f0 : float, optional
+        f(X); None: evaluated here.
+    steps : int
+        The most trial points (default `BUNDLE_STEPS`; the loop passes ``verify_steps``
+        when given, else `bundle_steps`).
+    radius : float
+        Part 1's radius, relative to ||X||_F: the trial steps are at least 10 times it.
+    keep : bool
+        Leave ``x`` at a lower point (with an oracle).
+
+    Returns
+    -------
+    ok : bool
+        True when no descent was found.
+    taken : int
+        The number of points whose cost was evaluated.
     """
     from rssm import stiefel
 
@@ -830,6 +1012,26 @@ def full_cancel(problem, x: np.ndarray, oracle=None, steps: int = FULL_BUNDLE,
     (bound to ``x``) the subgradients are the oracle's, X is moved in place and put back,
     the oracle told each time (`zigzag`); without one, ``problem``'s on copies. NaN when
     a subgradient is 0 or not finite.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem (its ``cost`` and ``subgradient`` are called where no ``oracle`` is
+        given).
+    x : numpy.ndarray, shape (n, p)
+        The point X of St(n, p).
+    oracle : Oracle, optional
+        The run's oracle, bound to ``x`` (the solver's iterate); None: ``problem``'s
+        own functions on copies.
+    steps : int
+        The number of subgradients in the bundle (default `FULL_BUNDLE`).
+    length : float
+        The length of each step between them, relative to ||X||_F.
+
+    Returns
+    -------
+    float
+        delta / mean norm of the bundle, or NaN.
     """
 
     t = float(length) * math.sqrt(x.shape[1])
@@ -865,6 +1067,24 @@ def zigzag_points(problem, x: np.ndarray, steps: int = ZIGZAG_STEPS,
     Y_{i+1} = polar(Y_i - t_i g_i / norm(g_i)), g_i the problem's Riemannian subgradient
     at Y_i and t_i = first sqrt(p) factor^i; the points end early where a subgradient is
     0 or not finite.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem whose ``subgradient`` gives the steps.
+    x : numpy.ndarray, shape (n, p)
+        The starting point X of St(n, p).
+    steps : int
+        The most points (default `ZIGZAG_STEPS`).
+    first : float
+        The first step length, relative to ||X||_F (default `ZIGZAG_FIRST`).
+    factor : float
+        The ratio of successive step lengths (default `ZIGZAG_FACTOR`).
+
+    Yields
+    ------
+    numpy.ndarray, shape (n, p)
+        The points Y_1, Y_2, ... on St(n, p).
     """
 
     length = first * math.sqrt(x.shape[1])

@@ -71,7 +71,18 @@ MAX_STEP_FACTOR = 2.0
 
 
 def max_step(c: int) -> float:
-    """The longest step on |C| = c columns: ``MAX_STEP_FACTOR * sqrt(c)``."""
+    """The longest step on |C| = c columns: ``MAX_STEP_FACTOR * sqrt(c)``.
+
+    Parameters
+    ----------
+    c : int
+        The number of columns the step moves (p for RSM).
+
+    Returns
+    -------
+    float
+        ``MAX_STEP_FACTOR * sqrt(c)``, the Frobenius diameter of St(n, c).
+    """
     return MAX_STEP_FACTOR * math.sqrt(c)
 
 

@@ -133,7 +133,18 @@ class RSSMOptions:
         """These options given to RSM, checked so that a bad value is not ignored: against
         the problem's ``p`` where given (as `build` does; a user's audit found n_blocks=100
         on p = 8 accepted), else what can be checked without it. One block
-        (``n_blocks=1``, or a partition of one block) is what RSM is, and passes."""
+        (``n_blocks=1``, or a partition of one block) is what RSM is, and passes.
+
+        Parameters
+        ----------
+        p : int, optional
+            The problem's number of columns; None: check what does not depend on it.
+
+        Raises
+        ------
+        ValueError
+            When ``n_blocks`` or ``partition`` is invalid (for p, where given).
+        """
         if self.n_blocks is not None and as_int(self.n_blocks, "n_blocks") < 1:
             raise InvalidValue("n_blocks", f"n_blocks must be 1 (RSM) or satisfy 2 <= "
                                f"n_blocks <= p (RSSM), got {self.n_blocks}")
@@ -222,6 +233,30 @@ def as_options(method: str, options: Any, p: int | None = None) -> Any:
     another method do not apply and are left out (RSM has no blocks), so one options dict
     serves a loop over methods; their values are still checked (against the problem's
     number of columns ``p`` where given), so a bad one is not ignored.
+
+    Parameters
+    ----------
+    method : str
+        A key of `METHODS` (``"rssm"`` or ``"rsm"``).
+    options : None, dict, RSSMOptions or RSMOptions
+        The options: a dict of option names, or an options object (one of another
+        method's class is read as the dict of its fields).
+    p : int, optional
+        The problem's number of columns, against which the options of another method
+        are checked.
+
+    Returns
+    -------
+    RSSMOptions or RSMOptions
+        The options object of ``method`` (``options`` itself when it is one; the
+        defaults for None).
+
+    Raises
+    ------
+    TypeError
+        When a key is no option of any method, or ``options`` is of another type.
+    ValueError
+        When a value is invalid.
     """
     cls = METHODS[method][1]
     if options is None:
@@ -251,6 +286,19 @@ def as_options(method: str, options: Any, p: int | None = None) -> Any:
 
 def default_budget(n_blocks: int, epochs: int | None = None) -> int:
     """``epochs`` (None: `DEFAULT_MAX_EPOCHS`) in iterations for a method with
-    ``n_blocks`` blocks."""
+    ``n_blocks`` blocks.
+
+    Parameters
+    ----------
+    n_blocks : int
+        Number of blocks l (1 for RSM).
+    epochs : int, optional
+        The budget in epochs; None: `DEFAULT_MAX_EPOCHS`.
+
+    Returns
+    -------
+    int
+        ``ceil(epochs * epoch_iterations(n_blocks))`` iterations.
+    """
     epochs = DEFAULT_MAX_EPOCHS if epochs is None else epochs
     return math.ceil(epochs * epoch_iterations(n_blocks))

@@ -166,7 +166,25 @@ def block_cosines(direction: np.ndarray, blocks: dict, prev: dict) -> list[float
     """Kesten's test per block: the cosine between each block's part of ``direction``
     (``blocks`` maps a block to its positions among the direction's columns) and the
     last one seen on that block (``prev``, updated in place with copies); blocks seen
-    for the first time, or whose part is 0, give none."""
+    for the first time, or whose part is 0, give none.
+
+    Parameters
+    ----------
+    direction : numpy.ndarray, shape (n, |C|)
+        The step's direction (`StepContext.direction`).
+    blocks : dict
+        Block number -> its positions among the columns of ``direction`` (an index or
+        boolean mask).
+    prev : dict
+        Block number -> the last part of a direction seen on that block; updated in
+        place.
+
+    Returns
+    -------
+    list of float
+        The cosines, one per block with a previous part of the same shape and a nonzero
+        product of norms.
+    """
     out = []
     for b, pos in blocks.items():
         v = direction[:, pos]
