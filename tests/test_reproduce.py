@@ -617,7 +617,39 @@ def test_report_words_for_seed_lists_and_levels():
     (line,) = _bad_runs(flat)
     assert "on seed 0 the error ends at up to 0.314 (it starts at 39.8)." in line
     rise = [_trace_run("rssm-l5", 0, [0.0, 1e8, 2e8, 3e8], [39.8, 45.0, 41.0, 0.314])]
-    assert "reaches up to 45" in _bad_runs(rise)[0]
+    assert "rises above its start within the first" in _bad_runs(rise)[0]
+    assert "on seed 0, to up to 45" in _bad_runs(rise)[0]
+    # seeds that start apart are no rise (an audit: the largest start of five seeds,
+    # 40.4, against their median start, 39.8, read as "reaches up to 40.4")
+    apart = [_trace_run("rssm-l5", s, [0.0, 1e8, 2e8, 3e8], [e0, e0 * 0.9, e0 * 0.8, 22.0])
+             for s, e0 in enumerate([39.8, 40.4, 39.5])]
+    (line,) = _bad_runs(apart)
+    assert line.endswith("(it starts at 39.8).")
+
+
+def test_the_claim_check_says_where_rsm_led_and_where_its_error_dipped():
+    # (an audit: "holds on all 5 seeds" on DPCP, where RSM's error was the lower for the
+    # first 0.25-0.42 s of each run and dipped to 6.6e-5 before ending at 1.73e-4)
+    from rssm.experiments.report import _summary, claim_check
+
+    rsm = [_trace_run("rsm", s, [0.0, 0.1, 2.0, 3.0], [0.12, 1e-3, 1e-5, 1e-4], "time")
+           for s in range(2)]
+    wins = [_trace_run("rssm-l3", s, [0.0, 0.5, 1.0, 1.5], [0.12, 1e-2, 1e-6, 1e-7], "time")
+            for s in range(2)]
+    lines, verdicts = claim_check(rsm + wins)
+    text = "\n".join(lines)
+    assert "RSM's error is not monotone on seeds 0, 1: its least recorded error (1e-05)" in text
+    assert "**holds on all 2 seeds**" in text
+    assert "Where it holds, RSM's error is still the lower at equal CPU time until" in text
+    # a variant that loses throughout gets no such note
+    loses = [_trace_run("rssm-l5", s, [0.0, 0.5, 1.0, 1.5], [0.12, 1e-1, 1e-1, 1e-1], "time")
+             for s in range(2)]
+    lines, _ = claim_check(rsm + loses)
+    assert not any("Where it holds" in line for line in lines)
+    # the quick run's summary says what its verdicts are
+    assert "verdicts on the reduced runs of `--quick`" in "\n".join(
+        _summary([("DPCP", verdicts)], quick=True))
+    assert "--quick" not in "\n".join(_summary([("DPCP", verdicts)]))
 
 
 def test_figure_titles_carry_the_derived_sizes_and_a_reduced_run():
