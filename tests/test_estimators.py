@@ -758,6 +758,22 @@ def test_longdouble_data_below_float64s_range_is_refused(make, tmp_path):
         make().set_params(max_iter=5).fit(np.asmatrix(x.astype(np.longdouble)))
 
 
+def test_an_array_out_of_core_after_a_fit_on_named_features_is_warned_of(tmp_path):
+    # scikit-learn warns for an in-memory array; a memory-mapped one was silent (an audit)
+    pd = pytest.importorskip("pandas")
+    x, _, _ = subspace_data(n=6, d=2)
+    est = RobustSubspace(2).fit(pd.DataFrame(x, columns=list("abcdef")))
+    np.save(tmp_path / "x.npy", x)
+    for data in (x, np.load(tmp_path / "x.npy", mmap_mode="r")):
+        with pytest.warns(UserWarning, match="X does not have valid feature names, but "
+                                             "RobustSubspace was fitted with feature names"):
+            est.transform(data)
+    plain = RobustSubspace(2).fit(x)                     # no names: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain.transform(np.load(tmp_path / "x.npy", mmap_mode="r"))
+
+
 def test_out_of_core_nan_is_refused(tmp_path):
     x, _, _ = subspace_data(n=6, d=2)
     x[7, 2] = np.nan

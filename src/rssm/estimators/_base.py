@@ -209,6 +209,12 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
     elif shape[1] != est.n_features_in_:
         raise ValueError(f"X has {shape[1]} features, but {name} is expecting "
                          f"{est.n_features_in_} features as input.")
+    elif hasattr(est, "feature_names_in_"):
+        # an array has no feature names: scikit-learn warns for an in-memory one, and so
+        # for a memory-mapped one here (an audit: transform(memmap) after fit(DataFrame)
+        # was silent where transform(ndarray) warned)
+        warnings.warn(f"X does not have valid feature names, but {name} was fitted with "
+                      "feature names", UserWarning, stacklevel=library_stacklevel())
     return X
 
 
