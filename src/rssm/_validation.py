@@ -403,14 +403,32 @@ def max_abs(arr: np.ndarray) -> float:
     return max(float(arr.max()), -float(arr.min()))
 
 
+def shown_outside(top: float, lo: float, hi: float) -> str:
+    """``top``, a value outside [lo, hi], as a message shows it: 3 significant digits, or
+    all of them where those round onto a bound ("1e+150, outside [1e-150, 1e+150]").
+
+    Parameters
+    ----------
+    top : float
+        The value, outside [lo, hi].
+    lo, hi : float
+        The bounds.
+
+    Returns
+    -------
+    str
+        The value's text.
+    """
+    shown = f"{top:.3g}"
+    return repr(float(top)) if lo <= float(shown) <= hi else shown
+
+
 def check_data_scale(top: float, what: str) -> None:
     """Refuse data whose largest magnitude ``top`` lies outside `DATA_SCALE` (0: all-zero
     data, accepted)."""
     lo, hi = DATA_SCALE
     if top and not lo <= top <= hi:
-        shown = f"{top:.3g}"
-        if lo <= float(shown) <= hi:     # rounded onto a bound: "1e+150, outside [...]"
-            shown = repr(float(top))
+        shown = shown_outside(top, lo, hi)
         raise InvalidValue(what, f"{what}: the largest entry is {shown} in magnitude, "
                            f"outside [{lo:g}, {hi:g}], where float64 squares and their "
                            "sums underflow or overflow; scale the data first (e.g. divide "

@@ -25,7 +25,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_array, check_is_fitted
 
 import rssm
-from rssm._validation import library_stacklevel, max_abs
+from rssm._validation import library_stacklevel, max_abs, shown_outside
 from rssm.data import is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
@@ -314,15 +314,13 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         # residuals' squares underflowed at 1e-149 (an audit). In memory only (a file
         # would need a scaled copy); data and weights in range are left as they are.
         e = 0
-        lo, hi = STREAM_SCALE
-        if top and is_out_of_core(X) and not lo <= top <= hi:
-            shown = f"{top:.3g}"
-            if lo <= float(shown) <= hi:          # rounded onto a bound: show it all
-                shown = repr(float(top))
+        low, high = STREAM_SCALE
+        if top and is_out_of_core(X) and not low <= top <= high:
             raise ValueError(
-                f"{type(self).__name__}: the largest entry of X is {shown} in magnitude"
+                f"{type(self).__name__}: the largest entry of X is "
+                f"{shown_outside(top, low, high)} in magnitude"
                 f"{' (with the shift and lift of center=True)' if center else ''}, outside "
-                f"[{lo:g}, {hi:g}], the range the fit takes out of core (in memory it "
+                f"[{low:g}, {high:g}], the range the fit takes out of core (in memory it "
                 "scales such data itself); scale the data first (e.g. divide by its "
                 "largest entry)")
         heaviest = float(weights.max()) if m else 0.0
