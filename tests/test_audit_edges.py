@@ -69,6 +69,28 @@ def test_torch_errors_that_are_not_about_float_precision_keep_their_own_words():
     assert any("shape (8, 4), as shape= gave" in n for n in info.value.__notes__)
 
 
+def test_the_note_on_a_users_error_is_shown_where_python_has_no_notes(monkeypatch):
+    # Python 3.10 (supported) has no add_note and shows no __notes__: the note went
+    # nowhere there, and the test above failed on 3.10. There it now ends the message.
+    from rssm import _autodiff
+
+    monkeypatch.setattr(_autodiff, "_HAS_NOTES", False)
+    exc = RuntimeError("size mismatch")
+    _autodiff._note(exc, "from_torch", "X has shape (8, 4)")
+    _autodiff._note(exc, "from_torch", "X has shape (8, 4)")     # once only
+    note = "(raised by the cost given to rssm.Problem.from_torch; X has shape (8, 4))"
+    assert str(exc) == "size mismatch\n" + note
+    assert exc.__notes__ == [note]
+    other = OSError(2, "no such file")          # not a one-string message: kept as is
+    _autodiff._note(other, "from_jax", "traced")
+    assert str(other) == "[Errno 2] no such file" and len(other.__notes__) == 1
+    torch = pytest.importorskip("torch")
+    w = torch.ones(3)
+    prob = rssm.Problem.from_torch(lambda x: (x * w).sum(), shape=(8, 4))
+    with pytest.raises(RuntimeError, match=r"shape \(8, 4\), as shape= gave"):
+        prob.cost(np.eye(8, 4))
+
+
 def test_a_pymanopt_gradient_of_the_wrong_shape_is_named_as_the_users(pymanopt_module):
     pymanopt = pymanopt_module
     man = pymanopt.manifolds.Stiefel(8, 3)

@@ -33,6 +33,7 @@ subdifferential {1}; and jnp.linalg.norm has a NaN gradient at 0. See docs/custo
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable
 
@@ -55,14 +56,29 @@ _TRACED = ("X is a traced jax array: jax.numpy functions only, no NumPy calls or
            "on values derived from X")
 
 
+#: Exceptions carry notes (PEP 678) from Python 3.11 on.
+_HAS_NOTES = sys.version_info >= (3, 11)
+
+
 def _note(exc: BaseException, where: str, what: str) -> None:
     """Say on ``exc`` that it came from the user's cost inside ``where`` (the library's
     own message named neither: "unsupported operand type(s) for @: 'numpy.ndarray' and
     'Tensor'" for a JAX cost given to from_torch; a user's audit). The exception itself
-    is kept (Python 3.11+ shows the note under it)."""
+    is kept (Python 3.11+ shows the note under it). Python 3.10 has no notes and shows
+    none: there the note goes into ``__notes__`` as 3.11 keeps it, and at the end of a
+    one-string message too, which 3.10 shows."""
     note = f"(raised by the cost given to rssm.Problem.{where}; {what})"
-    if hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ()):
-        exc.add_note(note)     # (once: a cost may raise one stored exception many times)
+    if note in getattr(exc, "__notes__", ()):
+        return                 # (once: a cost may raise one stored exception many times)
+    if _HAS_NOTES:
+        exc.add_note(note)
+        return
+    try:
+        exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
+    except (AttributeError, TypeError):
+        return
+    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]}\n{note}",)
 
 
 def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
