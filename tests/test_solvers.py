@@ -769,3 +769,85 @@ def test_result_from_dict_names_what_is_not_to_dict_output():
     for data, words in cases:
         with pytest.raises(ValueError, match=words):
             rssm.Result.from_dict(data)
+
+
+# -- behaviour a mutation audit found unpinned (each assertion failed on a mutant) ------------
+def test_seed_s_draws_the_block_pairs_from_default_rng_s_2():
+    # `minimize`'s docstring: seed s draws the block pairs from default_rng([s, 2]), in
+    # batches of 1024 uniform indices into the pair table (UniformPairs)
+    from rssm.blocks import pair_table
+
+    prob = rssm.problems.DPCP.synthetic(n=30, d=3, n_inliers=300, n_outliers=600, seed=0)
+    ii, jj = pair_table(4)
+    for s in (0, 7):
+        pairs = []
+
+        def rule(k, ctx, pairs=pairs):
+            pairs.append(ctx.pair)
+            return 1e-3
+
+        rssm.minimize(prob, method="rssm", stepsize=rule, options={"n_blocks": 4},
+                      max_iter=40, seed=s, tol=0)
+        draws = np.random.default_rng([s, 2]).integers(0, ii.size, size=1024)[:40]
+        assert pairs == [(int(ii[k]), int(jj[k])) for k in draws]
+
+
+@pytest.mark.parametrize("method, options", [("rsm", {}), ("rssm", {"n_blocks": 3}),
+                                              (None, {})])
+@pytest.mark.parametrize("every", [None, 1])
+def test_n_cost_counts_every_evaluation_of_the_users_cost(method, options, every):
+    # Result.n_cost: "cost evaluations by the solver": the first search's trials, the
+    # rule's reads, the verdict's probes and the recorded rows all call the user's f
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((40, 8))
+    b = a @ np.linalg.qr(rng.standard_normal((8, 3)))[0]
+    calls = [0]
+
+    def f(x):
+        calls[0] += 1
+        return float(np.abs(a @ x - b).sum())
+
+    prob = Problem.from_functions(f, lambda x: a.T @ np.sign(a @ x - b),
+                                  lambda x, c: a.T @ np.sign(a @ x[:, c] - b[:, c]),
+                                  shape=(8, 3))
+    kw = {} if every is None else {"record": rssm.Record(every=every)}
+    res = rssm.minimize(prob, method=method, options=options, seed=1, **kw)
+    assert res.stop_reason is StopReason.CONVERGED
+    assert res.n_cost == calls[0] > 0
+
+
+def test_the_never_lower_advice_comes_from_ten_iterations_on():
+    # a subgradient of the wrong sign: no iterate goes below f(x0); the advice is given to
+    # runs of at least NEVER_LOWER_AFTER = 10 iterations (not to shorter ones)
+    from rssm.solvers.loop import NEVER_LOWER_AFTER
+
+    a = np.random.default_rng(0).standard_normal((20, 20))
+    prob = Problem.from_functions(lambda x: float(np.abs(a @ x).sum()),
+                                  lambda x: -(a.T @ np.sign(a @ x)), shape=(20, 3))
+    assert NEVER_LOWER_AFTER == 10
+    for budget, said in ((9, False), (10, True), (11, True)):
+        res = rssm.minimize(prob, method="rsm", max_iter=budget, seed=1)
+        assert res.stop_reason is StopReason.MAX_ITER and res.best_iteration == 0
+        assert ("no iterate was below the start" in res.message) is said, budget
+
+
+@pytest.mark.parametrize("n_blocks", [2, 3, 4])
+def test_rssm_on_a_constant_cost_stops_after_two_sweeps_without_a_move(n_blocks):
+    # docs/stepsizes.md, "Runs that stall are kept": after 2 binom(l, 2) iterations in a
+    # row whose direction is 0 (and the full direction is 0 too), converged
+    prob = Problem.from_functions(lambda x: float(np.sum(x * x)), lambda x: 2 * x,
+                                  lambda x, c: 2 * x[:, c], shape=(12, 4))
+    res = rssm.minimize(prob, method="rssm", options={"n_blocks": n_blocks}, max_iter=100,
+                        seed=1)
+    assert res.stop_reason is StopReason.CONVERGED
+    assert res.n_iter == 2 * math.comb(n_blocks, 2)
+
+
+def test_the_last_iterate_stays_feasible_after_steps_far_beyond_the_manifold():
+    # clip_steps=False with a constant step of 1e8: the retraction's fallback re-projects,
+    # so x_last, not only the returned best point, is on St(n, p) to rounding
+    prob = rssm.problems.DPCP.synthetic(n=30, d=3, n_inliers=300, n_outliers=600, seed=0)
+    res = rssm.minimize(prob, method="rssm", stepsize=rssm.stepsizes.Constant(1e8),
+                        max_iter=200, seed=1, tol=0, options={"clip_steps": False})
+    assert stiefel.feasibility(res.x_last) < 1e-14
+    assert res.feasibility < 1e-14
