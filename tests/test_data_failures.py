@@ -187,8 +187,8 @@ def test_a_zarr_store_deleted_during_a_run_ends_it_with_data_error(tmp_path):
 
     pts = np.random.default_rng(3).standard_normal((6000, 12))
     pts[:1000] = 0.0                      # a chunk of zeros from the start: fine
-    z = zarr.create_array(str(tmp_path / "z.zarr"), shape=pts.shape, chunks=(1000, 12),
-                          dtype="f8")
+    z = zarr.open(str(tmp_path / "z.zarr"), mode="w", shape=pts.shape, chunks=(1000, 12),
+                  dtype="f8")          # (zarr.create_array is Zarr 3 only; Python 3.10 has 2)
     z[:] = pts
     prob = DPCP(samples(zarr.open_array(str(tmp_path / "z.zarr"), mode="r")), p=4)
 
@@ -199,8 +199,8 @@ def test_a_zarr_store_deleted_during_a_run_ends_it_with_data_error(tmp_path):
     res = rssm.minimize(prob, max_iter=40, tol=0, seed=0, callback=gone, record=1)
     assert res.stop_reason.value == "data_error" and not res.success
     assert "now read as its fill value 0.0 only" in res.message
-    z = zarr.create_array(str(tmp_path / "y.zarr"), shape=pts.shape, chunks=(1000, 12),
-                          dtype="f8")
+    z = zarr.open(str(tmp_path / "y.zarr"), mode="w", shape=pts.shape, chunks=(1000, 12),
+                  dtype="f8")          # (zarr.create_array is Zarr 3 only; Python 3.10 has 2)
     z[:] = pts
     data = samples(zarr.open_array(str(tmp_path / "y.zarr"), mode="r+"))
     ok = rssm.minimize(DPCP(data, p=4), max_iter=40, tol=0, seed=0)

@@ -90,8 +90,8 @@ def real_value(out: Any, what: str) -> float:
     try:
         if isinstance(out, (str, bytes, bool, np.bool_, complex, np.complexfloating)):
             raise TypeError   # float("1.5") would accept text, float(True) a flag
-        if isinstance(out, np.ndarray) and out.dtype.kind not in "iuf":
-            raise TypeError
+        if isinstance(out, np.ndarray) and (out.dtype.kind not in "iuf" or out.ndim):
+            raise TypeError   # (NumPy 2.2 and older convert a 1-entry array, with a warning)
         return float(out)
     except (TypeError, ValueError):
         kind = type(out).__name__
