@@ -730,3 +730,31 @@ def test_sparse_pca_refuses_data_whose_squares_overflow_its_steps():
         res = rssm.minimize(prob, x0=x0, method=method)
         assert res.success, res.message
         assert prob.explained_variance(res.x) > 0.49
+
+
+# -- behaviour a mutation audit found unpinned (each assertion failed on a mutant) ------------
+def test_subspace_distance_of_a_point_inside_s_is_its_largest_value():
+    # X inside S (every principal angle to S^perp is pi/2): sqrt(2 q), never a rounding NaN
+    # read as 0 (perfect recovery); the angle's cosine near 1 costs about sqrt(eps)
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        s = np.linalg.qr(rng.standard_normal((12, 4)))[0]
+        q = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+        assert subspace_distance(s, s @ q) == pytest.approx(math.sqrt(8.0), rel=1e-7)
+        assert subspace_distance(s, s @ q[:, :2]) == pytest.approx(2.0, rel=1e-7)
+
+
+def test_huber_norm_loss_values_and_continuity():
+    loss = rssm.problems.NormLoss.huber(0.5)
+    r = np.array([0.0, 0.25, 0.5, 2.0])
+    np.testing.assert_allclose(loss.value(r), [0.0, 0.0625, 0.25, 1.75], rtol=1e-15)
+    np.testing.assert_allclose(loss.derivative(r), [0.0, 0.5, 1.0, 1.0], rtol=1e-15)
+    eps = 1e-9
+    assert abs(loss.value(np.array([0.5 + eps]))[0] - 0.25) < 2 * eps
+
+
+def test_sparse_pca_sparsity_counts_entries_strictly_below_tol():
+    prob = rssm.problems.SparsePCA.synthetic(seed=0)
+    x = np.array([[1e-5, 1.0], [0.0, 0.5]])
+    assert prob.sparsity(x) == 0.25                 # 1e-5 is not below ZERO_TOL = 1e-5
+    assert prob.sparsity(x, tol=2e-5) == 0.5

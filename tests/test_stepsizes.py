@@ -245,3 +245,59 @@ def test_geometric_restart_starts_again_slower_after_each_freeze():
     assert plain.describe() == {"rule": "Geometric", "mu0": 0.5, "beta": 0.81}
     with pytest.raises(TypeError, match="restart must be True or False"):
         Geometric(0.5, 0.81, restart="yes")
+
+
+# -- behaviour a mutation audit found unpinned (each assertion failed on a mutant) ------------
+def _gammas(rule, method, n_blocks, costs, shape):
+    """The steps ``rule`` gives on a bare StepContext fed ``costs`` and unit estimates."""
+    from rssm.stepsizes.context import StepContext
+
+    now = [None]
+    ctx = StepContext(method, n_blocks, shape, cost=lambda: now[0], trial=lambda g: 0.0)
+    out = []
+    for k, f in enumerate(costs):
+        now[0] = f
+        ctx.advance(k, direction_norm=1.0, grad_sq=1.0, direction=np.ones((shape[0], 2)))
+        out.append(rule(k, ctx))
+    return np.array(out)
+
+
+def test_auto_holds_its_factor_after_patience_failures_in_a_row():
+    # costs that only rise: patience = 2 shrinks twice (0.6), then holds
+    g = _gammas(rssm.stepsizes.Auto(scale="length", patience=2), "rsm", 1,
+                [1.0 + 0.1 * k for k in range(7)], (10, 3))
+    np.testing.assert_allclose(g[1:] / g[:-1], [0.6, 0.6, 1, 1, 1, 1], rtol=1e-12)
+
+
+@pytest.mark.parametrize(("n_blocks", "grow"), [(4, 1.3), (5, 1.4), (6, 1.4)])
+def test_auto_length_rule_grows_faster_from_five_blocks(n_blocks, grow):
+    from rssm.stepsizes.auto import MANY_BLOCKS, MANY_GROW
+
+    assert (MANY_BLOCKS, MANY_GROW) == (5, 1.4)
+    g = _gammas(rssm.stepsizes.Auto(scale="length", t0=1e-3), "rssm", n_blocks,
+                [1.0 - 0.01 * k for k in range(6)], (10, 8))
+    np.testing.assert_allclose(g[1:] / g[:-1], grow, rtol=1e-12)
+
+
+def test_polyak_margins_decay_per_epoch_and_per_patience_pair_epochs():
+    # RSSM, l = 4 (epoch 2 iterations, 6 pairs), f never falls: PolyakBest's margin is
+    # delta_0 / (1 + k / epoch); PolyakLevel's halves after patience (2) x 6 iterations
+    g = _gammas(rssm.stepsizes.PolyakBest(t0=0.01), "rssm", 4, [1.0] * 10, (10, 8))
+    np.testing.assert_allclose(g / g[0], 1.0 / (1.0 + np.arange(10) / 2.0), rtol=1e-12)
+    g = _gammas(rssm.stepsizes.PolyakLevel(t0=0.01), "rssm", 4, [1.0] * 30, (10, 8))
+    np.testing.assert_allclose(g / g[0], 0.5 ** (np.arange(30) // 12), rtol=1e-12)
+
+
+def test_a_trial_beyond_max_gamma_is_evaluated_at_max_gamma_and_equal_costs_do_not_decrease():
+    from rssm.stepsizes.context import StepContext
+
+    now = [1.0]
+    ctx = StepContext("rsm", 1, (10, 3), cost=lambda: now[0], trial=lambda g: g)
+    ctx.advance(0, direction_norm=2.0, grad_sq=4.0, max_gamma=3.0)
+    assert ctx.trial(1e9) == 3.0 and ctx.trial(1e-3) == 1e-3
+    assert ctx.cost == 1.0
+    ctx.advance(1, direction_norm=2.0, grad_sq=4.0, direction=np.ones((10, 3)))
+    assert ctx.decreased is False          # f(X_1) == f(X_0): "f(X_k) < f(X_{k-1})"
+    now[0] = 0.5
+    ctx.advance(2, direction_norm=2.0, grad_sq=4.0, direction=np.ones((10, 3)))
+    assert ctx.decreased is True
