@@ -605,6 +605,8 @@ class CallbackStop(StoppingCriterion):
         """
         ret = self.fn(progress)
         try:
+            if isinstance(ret, np.ndarray) and ret.size == 0:
+                raise ValueError   # (NumPy 2.1 and older read it as False, with a warning)
             stop = bool(ret)
         except Exception:                 # (a torch tensor's is a RuntimeError)
             # an audit: an array returned said only "The truth value of an array with
