@@ -85,6 +85,17 @@ def test_the_note_on_a_users_error_is_shown_where_python_has_no_notes(monkeypatc
     other = OSError(2, "no such file")          # not a one-string message: kept as is
     _autodiff._note(other, "from_jax", "traced")
     assert str(other) == "[Errno 2] no such file" and len(other.__notes__) == 1
+    key = KeyError("B")                          # the argument is the key, not a text
+    _autodiff._note(key, "from_jax", "traced")
+    assert key.args == ("B",) and len(key.__notes__) == 1
+
+    class Missing(Exception):
+        def __str__(self):
+            return f"column {self.args[0]!r} missing"
+
+    own = Missing("b")                           # a text of its own making: kept
+    _autodiff._note(own, "from_jax", "traced")
+    assert own.args == ("b",) and str(own) == "column 'b' missing"
     torch = pytest.importorskip("torch")
     w = torch.ones(3)
     prob = rssm.Problem.from_torch(lambda x: (x * w).sum(), shape=(8, 4))

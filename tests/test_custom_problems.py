@@ -1081,3 +1081,23 @@ def test_a_rule_that_handles_the_costs_error_keeps_its_own_outcome(how):
     else:
         assert res.stop_reason is StopReason.STALLED
         assert "raised ValueError: my rule gave up" in res.message
+
+
+def test_a_one_entry_array_of_any_library_is_not_taken_for_a_number():
+    # real_value's promise ("an array with a dimension, even of one entry") held for
+    # NumPy 2.4's arrays only: NumPy 2.2, pandas 2 and PyTorch convert a 1-entry array
+    ones = [np.ma.masked_array([1.5]), np.array([[1.5]]), np.matrix([[1.5]])]
+    pd = pytest.importorskip("pandas")
+    ones.append(pd.Series([1.5]))
+    for value in ones:
+        prob = rssm.Problem.from_functions(lambda x, v=value: v, np.sign, shape=(5, 2))
+        with pytest.raises(TypeError, match="cost must return a real number, got .* with "
+                                            "shape"):
+            rssm.minimize(prob, method="rsm", max_iter=3)
+    for value in (np.float32(1.5), np.array(1.5), np.ma.masked_array(1.5), 3):
+        prob = rssm.Problem.from_functions(lambda x, v=value: v, np.sign, shape=(5, 2))
+        assert rssm.minimize(prob, method="rsm", max_iter=3).fun == float(value)
+    torch = pytest.importorskip("torch")
+    prob = rssm.Problem.from_functions(lambda x: torch.tensor([1.5]), np.sign, shape=(5, 2))
+    with pytest.raises(TypeError, match=r"got Tensor with shape \(1,\)"):
+        rssm.minimize(prob, method="rsm", max_iter=3)

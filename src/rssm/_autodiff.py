@@ -66,7 +66,9 @@ def _note(exc: BaseException, where: str, what: str) -> None:
     'Tensor'" for a JAX cost given to from_torch; a user's audit). The exception itself
     is kept (Python 3.11+ shows the note under it). Python 3.10 has no notes and shows
     none: there the note goes into ``__notes__`` as 3.11 keeps it, and at the end of a
-    one-string message too, which 3.10 shows."""
+    one-string message too, which 3.10 shows, where the exception's text is that string
+    (not a KeyError, whose argument is the key, nor a class with a ``__str__`` of its
+    own)."""
     note = f"(raised by the cost given to rssm.Problem.{where}; {what})"
     if note in getattr(exc, "__notes__", ()):
         return                 # (once: a cost may raise one stored exception many times)
@@ -77,7 +79,8 @@ def _note(exc: BaseException, where: str, what: str) -> None:
         exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
     except (AttributeError, TypeError):
         return
-    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+    if (len(exc.args) == 1 and isinstance(exc.args[0], str)
+            and type(exc).__str__ is BaseException.__str__):
         exc.args = (f"{exc.args[0]}\n{note}",)
 
 

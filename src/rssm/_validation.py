@@ -90,8 +90,12 @@ def real_value(out: Any, what: str) -> float:
     try:
         if isinstance(out, (str, bytes, bool, np.bool_, complex, np.complexfloating)):
             raise TypeError   # float("1.5") would accept text, float(True) a flag
-        if isinstance(out, np.ndarray) and (out.dtype.kind not in "iuf" or out.ndim):
-            raise TypeError   # (NumPy 2.2 and older convert a 1-entry array, with a warning)
+        if isinstance(out, np.ndarray) and out.dtype.kind not in "iuf":
+            raise TypeError
+        if getattr(out, "ndim", 0):
+            # an array of one entry, of any library (NumPy 2.2 and older, PyTorch and
+            # pandas 2 convert it, some with a warning)
+            raise TypeError
         return float(out)
     except (TypeError, ValueError):
         kind = type(out).__name__
@@ -99,7 +103,7 @@ def real_value(out: Any, what: str) -> float:
             kind += (f" with shape {out.shape}" if out.ndim
                      else f" of dtype {out.dtype} (0-d)")
         elif np.ndim(out):
-            kind += f" with shape {np.shape(out)}"
+            kind += f" with shape {tuple(np.shape(out))}"
         raise TypeError(f"{what} must return a real number, got {kind}") from None
 
 

@@ -179,8 +179,8 @@ def _column(name: str, fn: Callable[[np.ndarray], float], x: np.ndarray) -> floa
     """A custom column's value at ``x`` (read-only), as a float, or an error naming it."""
     out = fn(x)
     try:
-        if isinstance(out, (str, bytes)) or (isinstance(out, np.ndarray) and out.ndim):
-            raise TypeError   # (NumPy 2.2 and older convert a 1-entry array, with a warning)
+        if isinstance(out, (str, bytes)) or getattr(out, "ndim", 0):
+            raise TypeError   # (a 1-entry array: NumPy 2.2 and older, PyTorch convert it)
         return float(out)
     except (TypeError, ValueError):
         raise TypeError(f"Record column {name!r} must return a real number, got "
