@@ -195,6 +195,22 @@ class Certificate:
     full: float = math.nan
     bundle: bool = False
 
+    def _key(self) -> tuple:
+        return tuple(None if isinstance(v, float) and math.isnan(v) else v
+                     for v in (self.radius, self.cancel, self.vanish, self.converged,
+                               self.probed, self.full, self.bundle))
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, NaN (a ratio not computed) equal to NaN: a certificate read back
+        by `rssm.Result.from_dict` equals the run's (the generated comparison held only
+        where both NaN were the same float object)."""
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
     def summary(self) -> str:
         """One line: the radius and the ratios."""
         text = (f"iterates within {self.radius:.2g} ||X||; least convex combination of the "
