@@ -1101,3 +1101,24 @@ def test_a_one_entry_array_of_any_library_is_not_taken_for_a_number():
     prob = rssm.Problem.from_functions(lambda x: torch.tensor([1.5]), np.sign, shape=(5, 2))
     with pytest.raises(TypeError, match=r"got Tensor with shape \(1,\)"):
         rssm.minimize(prob, method="rsm", max_iter=3)
+
+
+def test_check_subgradient_fails_a_cost_that_turns_nan_once_x_moves():
+    import warnings
+
+    from rssm.diagnostics import check_subgradient
+
+    a = np.random.default_rng(0).standard_normal((8, 8))
+    a = a + a.T
+    calls = [0]
+
+    def cost(x):
+        calls[0] += 1
+        return float("nan") if calls[0] > 60 else float(np.trace(x.T @ a @ x))
+
+    prob = rssm.Problem.from_functions(cost, lambda x: 2 * a @ x, shape=(8, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = check_subgradient(prob, rng=0)
+    assert not rep.ok
+    assert "DISAGREES" in rep["oracle cost vs cost"].line()

@@ -851,3 +851,46 @@ def test_the_last_iterate_stays_feasible_after_steps_far_beyond_the_manifold():
                         max_iter=200, seed=1, tol=0, options={"clip_steps": False})
     assert stiefel.feasibility(res.x_last) < 1e-14
     assert res.feasibility < 1e-14
+
+
+def test_best_iteration_and_the_repr_say_which_iterate_x_is():
+    # target_error returns the last iterate: best_iteration is its iteration, even where
+    # an earlier iterate had a lower cost (the direction here climbs)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 8))
+    a = a + a.T
+    calls = [0]
+
+    def error(x):
+        calls[0] += 1
+        return 1.0 if calls[0] <= 3 else 0.0
+
+    prob = Problem.from_functions(lambda x: float(np.trace(x.T @ a @ x)),
+                                  lambda x: -2 * a @ x, shape=(8, 3), error=error)
+    res = rssm.minimize(prob, method="rsm", stepsize=1e-2, max_iter=200, target_error=0.5,
+                        tol=0, seed=0)
+    assert res.stop_reason is StopReason.TARGET_ERROR
+    assert np.array_equal(res.x, res.x_last) and res.best_iteration == res.n_iter == 2
+    assert "best iterate" not in repr(res)
+    # the default call returning an earlier iterate says so in its repr
+    prob = rssm.problems.DPCP.synthetic(n=20, d=10, n_inliers=150, n_outliers=80, seed=1)
+    res = rssm.minimize(prob, method="rssm", seed=0, max_iter=4000)
+    assert res.best_iteration < res.n_iter
+    assert f"(best iterate, from iteration {res.best_iteration})" in repr(res)
+
+
+def test_an_rssm_iteration_without_a_partial_oracle_counts_a_full_subgradient():
+    # no partial_subgradient: each RSSM iteration computes the full one, and its flops
+    # count as such (Result.flops, partial_subgradient_flops)
+    import warnings
+
+    a = np.random.default_rng(0).standard_normal((8, 8))
+    a = a + a.T
+    prob = Problem.from_functions(lambda x: float(np.trace(x.T @ a @ x)), lambda x: 2 * a @ x,
+                                  shape=(8, 6), subgradient_flops=1000.0)
+    assert prob.partial_subgradient_flops(2) == 1000.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = rssm.minimize(prob, method="rssm", max_iter=100, seed=0, tol=0)
+        ref = rssm.minimize(prob, method="rsm", max_iter=100, seed=0, tol=0)
+    assert res.flops >= 100 * 1000.0 and ref.flops >= 100 * 1000.0

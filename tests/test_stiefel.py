@@ -539,3 +539,25 @@ def test_huge_steps_and_entries_raise_no_overflow_warning():
                                                      1e300)) < 1e-14
         assert stiefel.feasibility(stiefel.submanifold_step(
             x, [0, 1], rng.standard_normal((6, 2)), 1e300)) < 1e-14
+
+
+# -- behaviour a mutation audit found unpinned (each assertion failed on a mutant) ------------
+def test_retractions_and_polar_factors_are_feasible_to_a_few_eps():
+    # the Newton-Schulz route of moderate steps, and the Gram route of a polar factor
+    # whose Gram eigenvalues differ by a factor 0.0225: both at the eps level (a looser
+    # Newton-Schulz stop, 1e-7, or a Gram route kept down to a ratio 0.01, gave 4e-15 to
+    # 6e-15)
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for t in np.linspace(0.005, 0.3, 400):
+        x = stiefel.random_point(30, 4, rng)
+        xi = stiefel._tangent_projection(x, rng.standard_normal((30, 4)))
+        xi *= t / np.linalg.norm(xi)
+        worst = max(worst, stiefel.feasibility(stiefel.retract(x, xi)))
+    assert worst < 2e-15
+    worst = 0.0
+    for _ in range(200):
+        u = np.linalg.qr(rng.standard_normal((50, 2)))[0]
+        v = np.linalg.qr(rng.standard_normal((2, 2)))[0]
+        worst = max(worst, stiefel.feasibility(stiefel.polar(u @ np.diag([1.0, 0.15]) @ v.T)))
+    assert worst < 3e-15

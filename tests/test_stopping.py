@@ -346,3 +346,21 @@ def test_result_summary(small_dpcp):
     assert not res.success  # an iteration limit is not convergence (issue #12, item 15)
     assert res.method == "rssm" and res.n_blocks == 4 and res.selection == "uniform"
     assert res.seed == 0
+
+
+# -- behaviour a mutation audit found unpinned (each assertion failed on a mutant) ------------
+def test_min_step_norm_stops_below_tol_only_and_stagnation_forgets_a_repeated_iteration():
+    from rssm.progress import Progress
+    from rssm.stopping import CostStagnation, MinStepNorm
+
+    def row(k, **kw):
+        return Progress(iteration=k, time=0.0, flops=0.0, **kw)
+
+    assert MinStepNorm(0.5).check(row(3, step_norm=0.5)) is None        # not below tol
+    assert MinStepNorm(0.5).check(row(3, step_norm=0.4999)) is not None
+    # a criterion used again: a row whose iteration does not go forward starts a new run
+    c = CostStagnation(window=2)
+    for k in range(4):
+        c.check(row(k, cost=10.0 - k))
+    assert [c.check(row(k, cost=f)) for k, f in ((3, 20.0), (4, 19.0), (5, 18.0))] == \
+        [None, None, None]
