@@ -390,3 +390,15 @@ def test_no_clip_steps_runs_the_rules_steps_as_they_are(tmp_path):
         runs[bool(extra)] = json.loads(out.read_text())["result"]
     assert runs[False]["clip_steps"] is True and runs[False]["n_clipped"] > 0
     assert runs[True]["clip_steps"] is False and runs[True]["n_clipped"] == 0
+
+
+def test_chunk_size_sets_the_chunks_of_an_out_of_core_run(tmp_path):
+    # (a mutation audit: --chunk-size could be dropped without a test noticing)
+    import json
+
+    np.save(tmp_path / "y.npy", np.random.default_rng(0).standard_normal((10000, 12)))
+    assert main(["solve", "dpcp", "--data", str(tmp_path / "y.npy"), "--d", "2",
+                 "--out-of-core", "always", "--chunk-size", "500", "--max-iter", "3",
+                 "--quiet", "--out", str(tmp_path / "run")]) == 0
+    settings = json.loads((tmp_path / "run" / "settings.json").read_text())
+    assert settings["data"]["chunk_size"] == 500

@@ -466,3 +466,18 @@ def test_file_options_that_cannot_apply_and_odd_files_are_named(tmp_path):
     # a plain comma-separated file with spaces after the commas still reads
     (tmp_path / "plain.csv").write_text("1, 2, 3\n4, 5, 6\n")
     np.testing.assert_array_equal(dio.load(tmp_path / "plain.csv"), [[1, 2, 3], [4, 5, 6]])
+
+
+def test_hdf5_chunks_are_whole_storage_chunks(tmp_path):
+    # rssm.data.chunked: a chunk of an HDF5/Zarr dataset is a multiple of its storage chunks
+    h5py = pytest.importorskip("h5py")
+    from rssm.data import ChunkedData
+
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        f.create_dataset("y", data=np.random.default_rng(0).standard_normal((100000, 10)),
+                         chunks=(1000, 10))
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        bounds = ChunkedData(f["y"], rows_are_samples=True).bounds
+    assert len(bounds) > 1 and bounds[-1][1] == 100000
+    assert all(lo % 1000 == 0 for lo, _ in bounds)
+    assert all(lo == hi for (_, hi), (lo, _) in zip(bounds[:-1], bounds[1:], strict=True))

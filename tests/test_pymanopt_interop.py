@@ -354,3 +354,26 @@ def test_the_pymanopt_optimizers_name_every_documented_argument_in_their_signatu
                                                          *shared[1:]]
     opt = RSSM(2, seed=3, record_every=7, max_iterations=50, verbosity=0)
     assert (opt.seed, opt.record_every, opt._max_iterations) == (3, 7, 50)
+
+
+def test_the_optimizers_seed_chooses_its_block_pairs():
+    # (a mutation audit: the seed could be dropped without a test noticing)
+    from rssm.interop.pymanopt import RSSM
+
+    y = np.random.default_rng(0).standard_normal((6, 40))
+    manifold = pymanopt.manifolds.Stiefel(6, 4)
+
+    @pymanopt.function.numpy(manifold)
+    def cost(x):
+        return np.abs(y.T @ x).sum()
+
+    @pymanopt.function.numpy(manifold)
+    def grad(x):
+        return y @ np.sign(y.T @ x)
+
+    problem = pymanopt.Problem(manifold, cost, euclidean_gradient=grad)
+    x0 = np.linalg.qr(np.random.default_rng(1).standard_normal((6, 4)))[0]
+    runs = [RSSM(n_blocks=3, stepsize=1e-3, seed=s, verbosity=0, max_iterations=50).run(
+        problem, initial_point=x0) for s in (0, 0, 5)]
+    assert np.array_equal(runs[0].point, runs[1].point)
+    assert not np.array_equal(runs[0].point, runs[2].point)

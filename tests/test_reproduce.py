@@ -779,3 +779,46 @@ def test_plot_refuses_values_no_run_writes(tmp_path, capsys, one_seed_run, colum
         w.writerows(rows)
     assert main(["plot", str(bad), "--no-report", "--formats", "png"]) == 2
     assert words in capsys.readouterr().err
+
+
+# -- behaviour a mutation audit found unpinned (each assertion failed on a mutant) ------------
+def test_a_reproduction_run_draws_its_pairs_from_its_own_seed():
+    # RunSpec: "data seed (and block-selection seed)": the run of seed s is minimize(seed=s)
+    from rssm.experiments.configs import make_configs
+    from rssm.experiments.runner import _clips, make_stepsize, plan_paper, run_one
+
+    cfg = make_configs(scale=0.01)["dpcp"]
+    for seed in (1, 2):
+        spec = next(s for s in plan_paper(cfg, [seed]) if s.method.key == "rssm-l3")
+        prob, x0 = cfg.build(spec.seed)
+        rows, _ = run_one(spec, prob, x0)
+        res = rssm.minimize(prob, x0, method="rssm", stepsize=make_stepsize(spec.stepsize),
+                            max_iter=spec.max_iter, seed=spec.seed, record=spec.record_every,
+                            tol=0, options={"n_blocks": 3, "clip_steps": _clips(spec.part)})
+        assert float(rows[-1][9]) == float(res.trace["cost"][-1])
+
+
+def test_the_thick_curve_of_a_figure_is_the_median_over_seeds(tmp_path, monkeypatch):
+    import matplotlib
+    import matplotlib.axes
+
+    from rssm.experiments import plots
+    from rssm.experiments.analysis import Run, median_band
+
+    def rows(seed, errs):
+        return [dict(part="paper", problem="dpcp", method="rsm", blocks=1, seed=seed,
+                     stepsize="paper", iteration=i, time=0.1 * (i + 1), flops=1e6 * (i + 1),
+                     cost=1.0, error=e) for i, e in enumerate(errs)]
+
+    runs = [Run(rows(0, [1, .1, .01])), Run(rows(1, [1, .2, .02])), Run(rows(2, [1, .5, .4]))]
+    thick = []
+    plot = matplotlib.axes.Axes.plot
+
+    def spy(self, *a, **k):
+        if k.get("linewidth", 0) >= 1.5:
+            thick.append(np.asarray(a[1], dtype=float))
+        return plot(self, *a, **k)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    plots.plot_comparison(runs, "t", "err", str(tmp_path / "f"), formats=("png",))
+    assert thick and thick[0][-1] == 0.02 == median_band(runs, "flops")[1][-1]
