@@ -894,3 +894,27 @@ def test_an_rssm_iteration_without_a_partial_oracle_counts_a_full_subgradient():
         res = rssm.minimize(prob, method="rssm", max_iter=100, seed=0, tol=0)
         ref = rssm.minimize(prob, method="rsm", max_iter=100, seed=0, tol=0)
     assert res.flops >= 100 * 1000.0 and ref.flops >= 100 * 1000.0
+
+
+def test_a_thinned_trace_keeps_its_rows_on_the_grid_of_their_spacing():
+    # a trace without an iteration budget (max_time only) doubles its spacing every
+    # THIN_ROWS rows; each doubling waits for an iteration on the new grid, so every row
+    # is a multiple of the spacing that led to it (a mutant doubled off the grid and lost
+    # the row at iteration 150 000 of a 200 000-iteration run)
+    from types import SimpleNamespace
+
+    from rssm.solvers.record import THIN_ROWS, TraceRecorder
+
+    prob = Problem.from_functions(lambda x: 0.0, lambda x: 0 * x, shape=(2, 1))
+    rec = TraceRecorder(prob, rssm.Record(), every=10, thin=True)
+    st = SimpleNamespace(x=np.eye(2, 1), k=0, time=0.0, flops=0.0, step_norm=0.0,
+                         best_fun=0.0, oracle=None, cost=lambda: 0.0)
+    for k in range(200_001):
+        if rec.due(k):
+            st.k = k
+            rec.record(st)
+    its = rec.as_dict()["iteration"].astype(int)
+    gaps = np.diff(its)
+    assert np.all(gaps[1:] >= gaps[:-1]) and set(gaps) <= {10 * 2**j for j in range(12)}
+    assert np.all(its[1:] % gaps == 0) and 150_000 in its
+    assert len(its) < 6 * THIN_ROWS
