@@ -402,3 +402,20 @@ def test_chunk_size_sets_the_chunks_of_an_out_of_core_run(tmp_path):
                  "--quiet", "--out", str(tmp_path / "run")]) == 0
     settings = json.loads((tmp_path / "run" / "settings.json").read_text())
     assert settings["data"]["chunk_size"] == 500
+
+
+def test_max_time_and_the_data_default_of_mu_reach_the_run(tmp_path):
+    # (a mutation audit: --max-time, and sparse_pca's --mu default of 0.2 with --data,
+    # could be dropped without a test noticing)
+    import json
+
+    assert main(["solve", "dpcp", "--max-iter", "100000", "--tol", "0", "--max-time",
+                 "0.05", "--quiet", "--out", str(tmp_path / "run")]) == 0
+    res = json.loads((tmp_path / "run" / "settings.json").read_text())["result"]
+    assert res["stop_reason"] == "max_time" and res["n_iter"] < 100000
+    rng = np.random.default_rng(0)
+    np.savetxt(tmp_path / "a.csv", rng.standard_normal((60, 8)), delimiter=",")
+    assert main(["solve", "sparse_pca", "--data", str(tmp_path / "a.csv"), "--max-iter", "5",
+                 "--quiet", "--out", str(tmp_path / "spca")]) == 0
+    settings = json.loads((tmp_path / "spca" / "settings.json").read_text())
+    assert "mu=0.2," in settings["repr"]

@@ -1157,3 +1157,32 @@ def test_sparse_pca_orders_loadings_of_equal_variance_the_same_way_for_any_scali
                                    fits[0].explained_variance_ratio_, atol=1e-4)
     np.testing.assert_allclose(fits[0].explained_variance_ratio_, [0.4907, 0.0682, 0.1636],
                                atol=1e-4)
+
+
+# -- behaviour a mutation audit found unpinned (each assertion failed on a mutant) ------------
+def test_robust_subspace_components_come_by_decreasing_scatter():
+    # the docstring: components_ "ordered by the scatter of the unit-norm samples along them"
+    import warnings
+
+    rng = np.random.default_rng(0)
+    basis = np.linalg.qr(rng.standard_normal((20, 3)))[0]
+    inliers = (rng.standard_normal((300, 3)) * [10, 3, 1]) @ basis.T
+    x = np.vstack([inliers, rng.standard_normal((100, 20))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = RobustSubspace(n_components=3, max_iter=200, random_state=0).fit(x)
+    spread = est.transform(inliers).std(axis=0)
+    assert spread[0] > 2 * spread[1] > 4 * spread[2]
+
+
+def test_omp_codes_default_to_a_tenth_of_the_atoms():
+    import warnings
+
+    rng = np.random.default_rng(0)
+    q = np.linalg.qr(rng.standard_normal((20, 20)))[0]
+    x = (rng.standard_normal((400, 20)) * (rng.random((400, 20)) < 0.3)) @ q.T
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        odl = OrthogonalDictionaryLearning(transform_algorithm="omp", max_iter=100,
+                                           random_state=0).fit(x)
+    assert set(np.count_nonzero(odl.transform(x), axis=1)) == {2}    # max(1, 20 // 10)

@@ -822,3 +822,20 @@ def test_the_thick_curve_of_a_figure_is_the_median_over_seeds(tmp_path, monkeypa
     monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
     plots.plot_comparison(runs, "t", "err", str(tmp_path / "f"), formats=("png",))
     assert thick and thick[0][-1] == 0.02 == median_band(runs, "flops")[1][-1]
+
+
+def test_the_claim_needs_both_faster_and_as_accurate_on_a_seed():
+    # RSSM below RSM's final error sooner (faster) but above RSM's error at equal time
+    # (less accurate): the claim does not hold on that seed (a mutant read "or")
+    from rssm.experiments.analysis import Run
+    from rssm.experiments.report import claim_check
+
+    def run(method, times, errs):
+        return Run([dict(part="paper", problem="dpcp", method=method, blocks=1, seed=0,
+                         stepsize="x", iteration=i, time=t, flops=0.0, cost=0.0, error=e)
+                    for i, (t, e) in enumerate(zip(times, errs, strict=True))])
+
+    lines, verdicts = claim_check([run("rsm", [0, 1, 2, 3], [1, .001, .005, .01]),
+                                   run("rssm-l5", [0, .5, 1], [1, .009, .009])])
+    assert verdicts == {"rssm-l5": ([], [0])}     # (seeds where it holds, seeds faster)
+    assert any("does not hold on its one seed" in line for line in lines)
