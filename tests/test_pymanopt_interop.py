@@ -358,20 +358,7 @@ def test_the_pymanopt_optimizers_name_every_documented_argument_in_their_signatu
 
 def test_the_optimizers_seed_chooses_its_block_pairs():
     # (a mutation audit: the seed could be dropped without a test noticing)
-    from rssm.interop.pymanopt import RSSM
-
-    y = np.random.default_rng(0).standard_normal((6, 40))
-    manifold = pymanopt.manifolds.Stiefel(6, 4)
-
-    @pymanopt.function.numpy(manifold)
-    def cost(x):
-        return np.abs(y.T @ x).sum()
-
-    @pymanopt.function.numpy(manifold)
-    def grad(x):
-        return y @ np.sign(y.T @ x)
-
-    problem = pymanopt.Problem(manifold, cost, euclidean_gradient=grad)
+    problem, _ = _counting_problem(6, 4)
     x0 = np.linalg.qr(np.random.default_rng(1).standard_normal((6, 4)))[0]
     runs = [RSSM(n_blocks=3, stepsize=1e-3, seed=s, verbosity=0, max_iterations=50).run(
         problem, initial_point=x0) for s in (0, 0, 5)]
