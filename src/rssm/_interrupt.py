@@ -30,6 +30,12 @@ __all__ = ["HeldInterrupt", "term_interrupt", "term_as_interrupt"]
 _SIGINT = int(signal.SIGINT)
 _DEFAULT = signal.default_int_handler
 
+#: Per thread: ``depth``, how many `rssm.minimize` calls are running in this thread (a
+#: callback or a cost that calls it nests one run in another), and ``pending``, set when a
+#: nested run ended on a Ctrl-C: the run around it stops at the start of its next
+#: iteration (`rssm.solvers.loop`), as interrupted, so that one Ctrl-C stops them all.
+NESTING = threading.local()
+
 
 class HeldInterrupt:
     """Context manager: SIGINT inside the block is recorded, not raised.

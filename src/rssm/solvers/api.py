@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import os
 import threading
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._interrupt import HeldInterrupt
+from rssm._interrupt import NESTING, HeldInterrupt
 from rssm._validation import (
     InvalidType,
     InvalidValue,
@@ -75,6 +76,34 @@ _MOVED = {
 }
 
 
+def _nested_interrupts_reach_the_outer_run(fn: Callable) -> Callable:
+    """A Ctrl-C that ends a run nested in another (a callback or a cost that calls
+    `minimize`) reaches the outer run too: the inner call returns its ``interrupted``
+    Result as always (an estimator fitted in a callback keeps the run so far), and the
+    outer run stops at the start of its next iteration, ``interrupted``
+    (`rssm._interrupt.NESTING`). Before, one Ctrl-C stopped only the inner run and the
+    outer went on to its budget."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Result:
+        depth = getattr(NESTING, "depth", 0)
+        if not depth:
+            NESTING.pending = False
+        NESTING.depth = depth + 1
+        try:
+            res = fn(*args, **kwargs)
+        finally:
+            NESTING.depth = depth
+            if not depth:
+                NESTING.pending = False
+        if depth and res.stop_reason is StopReason.INTERRUPTED:
+            NESTING.pending = True
+        return res
+
+    return wrapper
+
+
+@_nested_interrupts_reach_the_outer_run
 def minimize(
     problem: Problem,
     x0: np.ndarray | None = None,

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm._interrupt import HeldInterrupt
+from rssm._interrupt import NESTING, HeldInterrupt
 from rssm._validation import describe, iterations
 from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver, rounding_zero
@@ -337,6 +337,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         # binom(l, 2) draws in a row can miss the one pair that still has a direction)
         zero_keys: set = set()
         while reason is None:
+            if getattr(NESTING, "pending", False):
+                # a run nested in this one (in its callback or cost) ended on a Ctrl-C
+                NESTING.pending = False
+                raise KeyboardInterrupt
             k = st.k
             t0 = perf()
             d = solver.direction(st)
