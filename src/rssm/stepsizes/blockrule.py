@@ -39,7 +39,12 @@ first was 0 by accident, and the rule goes on per sweep from its current length)
   solution), that length. The first time f(X_k) rises above f(X_0) while the steps are
   held at the cap (before any restart), the virtual length drops to the cap: those
   steps are too long for this f (l1 Procrustes; on the paper's ODL and the sparse
-  basis f falls during the plateau, and it runs its course). Then beta = 0.7 per sweep; every 2
+  basis f falls during the plateau, and it runs its course). With at most 3 blocks
+  (`FAST_BLOCKS`) the decay after that cut is 0.6 per sweep (`FAST_DECAY`), the 0.7
+  decay's length kept beside it, until the freeze test below first reads above 0.8: then
+  the rule goes on at 0.7 per sweep from that length, or from its length at the first
+  of a run of readings above 0.6 before it (`FAST_WATCH`; no gate on f: a frozen fast
+  decay still creeps down to where it froze). Otherwise beta = 0.7 per sweep; every 2
   epochs the cancel ratio of the last 3 subgradients of each pair (the quantity of the
   convergence test,
   `rssm.solvers.certificate.least_norm`) is read, and above 0.8 (the subgradients no
@@ -72,7 +77,10 @@ rule before: 3), and on 39 of 50 with from_functions and the planted sparse basi
 (before: 6), reaching 1e-10 within the budget on 50 of 50 (docs/stepsizes.md, "A
 plateau that raises f"); with the half cut on overshooting steps, DPCP l = 3 on 5 of 5
 (26 of 30; `python -m benchmarks.stepsizes --problems dpcp ...`, docs/stepsizes.md,
-"Kept: cosine control cutting less where the subgradients keep their norm").
+"Kept: cosine control cutting less where the subgradients keep their norm"); with the
+faster decay after the plateau cut, l1 Procrustes l = 3 on 5 of 5 (29 of 30; on 11 of
+seeds 1-12 against 6: `python -m benchmarks.fast_cut`, docs/stepsizes.md, "Kept: a
+faster decay after the plateau cut, with few blocks").
 """
 
 from __future__ import annotations
@@ -82,7 +90,7 @@ import math
 
 import numpy as np
 
-from rssm._validation import as_positive_float, check_bool
+from rssm._validation import as_int, as_positive_float, check_bool
 from rssm.stepsizes._common import first_search, grad_sq, max_gamma, max_step_length
 from rssm.stepsizes.base import StepSize, StepStall
 from rssm.stepsizes.context import StepContext
@@ -157,6 +165,25 @@ ESCAPE_LENGTH = 0.1
 #: seeds 1-15, default calls (docs/convergence.md, "A run that settles where no bundle
 #: cancels"): 0.75 converges on 70 of 75, 0.5 and 1 (no slowing) on 67.
 ESCAPE_SLOWING = 0.75
+#: After the plateau cut, with at most FAST_BLOCKS blocks: a decay of FAST_DECAY per sweep
+#: instead of `sweep_decay`, the slower decay's length kept beside it; the first reading of
+#: the freeze test above `frozen` (no gate on f) returns the rule to the slower decay at
+#: that length (or an earlier one: FAST_WATCH). Measured (docs/stepsizes.md, "Kept: a
+#: faster decay after the plateau cut, with few blocks"): l1 Procrustes l = 3, seeds
+#: 1-12, within 1.5x of the best grid point on 11 against 6; at l = 4 and 5 the faster
+#: decay ends runs on their budget.
+FAST_DECAY = 0.6
+FAST_BLOCKS = 3
+#: In the faster decay, the first reading of the freeze test above FAST_WATCH (and each
+#: after a reading at or below it) notes the slower decay's length: the fall-back returns
+#: to the length of that first reading of the run of high readings, not to the one the
+#: slower decay has reached by then. A freeze near the solution (error 6e-8: l1
+#: Procrustes 100 x 8 x 4, seed 0, x0 seed 1, l = 3) reads 0.6-0.8 for 45 iterations
+#: before it reads above 0.8; falling back to the later length, the run took 391
+#: iterations and ended at error 3e-8, with this one 267 and error 1e-12 (the 0.7 decay
+#: alone: 243); the benchmark's seeds are unchanged (``python -m benchmarks.fast_cut
+#: --calls``, docs/stepsizes.md).
+FAST_WATCH = 0.6
 #: Armijo search of the first step (`rssm.stepsizes._common.first_search`, as Auto's).
 _C = 1e-4
 _TRIALS = 8
@@ -218,16 +245,26 @@ class BlockRule(StepSize):
     frozen : float
         Cancel ratio in (0, 1] above which the per-sweep branch restarts (default
         `FROZEN`, 0.8).
+    fast_decay : float
+        beta per sweep after the plateau cut, in (0, 1) (default `FAST_DECAY`, 0.6),
+        until the freeze test first reads above ``frozen``; then ``sweep_decay``.
+    fast_blocks : int
+        The most blocks for which the plateau cut turns to ``fast_decay`` (default
+        `FAST_BLOCKS`, 3); 0 keeps ``sweep_decay`` throughout.
     """
 
     def __init__(self, sweep_decay: float = SWEEP_DECAY, share_zero: float = SHARE_ZERO,
-                 search: bool = True, frozen: float = FROZEN):
+                 search: bool = True, frozen: float = FROZEN,
+                 fast_decay: float = FAST_DECAY, fast_blocks: int = FAST_BLOCKS):
         # ("no", "0", 2 read as True; in a spec: search=false)
         self.search = check_bool(search, "search")
         self.frozen = as_positive_float(frozen, "frozen", upper=1.0)
         self.sweep_decay = as_positive_float(sweep_decay, "sweep_decay", upper=1.0,
                                              upper_inclusive=False)
         self.share_zero = as_positive_float(share_zero, "share_zero", allow_zero=True)
+        self.fast_decay = as_positive_float(fast_decay, "fast_decay", upper=1.0,
+                                            upper_inclusive=False)
+        self.fast_blocks = as_int(fast_blocks, "fast_blocks", minimum=0)
         # the first search's start (None: the cap), Armijo constant and trials; `Auto`
         # sets its own t0, c and patience here (they did nothing for RSSM)
         self._first_args: tuple[float | None, float, int] = (None, _C, _TRIALS)
@@ -243,6 +280,11 @@ class BlockRule(StepSize):
         self._t = self._t0 = math.nan
         self._f0 = math.nan
         self._plateau_cut = False             # the plateau ended on f above f_0
+        self._fast = False                    # the faster decay after the cut is on
+        self._fell_back = False               # ... and the freeze test ended it
+        self._suspect_t = math.nan
+        self._slow_t = math.nan               # the slower decay's length beside it
+        self._slow_beta = math.nan
         self._unstable = False
         self._f_best = math.inf               # least f read after the grace period
         self._vanished = False                # the mean estimate fell below VANISH g_0
@@ -357,6 +399,7 @@ class BlockRule(StepSize):
             # refuted verdict, or iterates settled where no bundle cancels): in the
             # per-sweep branch the decay froze too early; start again, more slowly.
             self._escapes = ctx.escapes
+            self._end_fast()
             if self._branch == "sweep":
                 p = ctx.shape[1] if ctx.shape is not None else 1
                 self._restart(min(self._t0, ESCAPE_LENGTH * math.sqrt(p)))
@@ -375,6 +418,8 @@ class BlockRule(StepSize):
                     self._cos = []
         else:
             self._t *= self._beta ** (1.0 / ctx.epoch)
+            if self._fast:
+                self._slow_t *= self._slow_beta ** (1.0 / ctx.epoch)
             # Not with cyclic pairs: each pair then meets the others' moves in the same
             # order every sweep, so its last subgradients agree while the run converges
             # (l1 Procrustes, l = 5: the test fired up to 65 times in 2500 iterations and
@@ -385,7 +430,21 @@ class BlockRule(StepSize):
                 c = self._cancel(ctx.n_pairs)
                 if math.isfinite(c):
                     self._since = 0
-                    if c > self.frozen and not self._falling(ctx):
+                    if self._fast:
+                        if c > FAST_WATCH:
+                            if math.isnan(self._suspect_t):
+                                self._suspect_t = self._slow_t
+                        else:
+                            self._suspect_t = math.nan
+                    if c > self.frozen and self._fast:
+                        # the faster decay froze: back to the slower one, at its length
+                        self._t = (self._slow_t if math.isnan(self._suspect_t)
+                                   else self._suspect_t)
+                        self._fell_back = True
+                        self._end_fast()
+                        self._bundles = {}
+                        self._f_check = math.inf
+                    elif c > self.frozen and not self._falling(ctx):
                         self._restart()
             gamma = self._gamma(ctx)
             if (not self._plateau_cut and self._restarts == 0 and self._escapes == 0
@@ -396,6 +455,10 @@ class BlockRule(StepSize):
                 # l = 3), the decay starts from the cap instead
                 self._plateau_cut = True
                 self._t = max_gamma(ctx) * self._g0
+                if ctx.n_blocks <= self.fast_blocks and ctx.selection != "cyclic":
+                    self._fast = True
+                    self._slow_t, self._slow_beta = self._t, self._beta
+                    self._beta = self.fast_decay ** (ctx.epoch / ctx.n_pairs)
             return gamma
         return self._gamma(ctx)
 
@@ -432,6 +495,12 @@ class BlockRule(StepSize):
         falling = f < self._f_check
         self._f_check = min(f, self._f_check)
         return falling
+
+    def _end_fast(self) -> None:
+        """The faster decay after the plateau cut ends: the slower beta is back."""
+        if self._fast:
+            self._fast = False
+            self._beta = self._slow_beta
 
     def _restart(self, length: float | None = None) -> None:
         """The per-sweep branch starts again: from the first length with beta <-
@@ -489,6 +558,18 @@ class BlockRule(StepSize):
         """The per-sweep branch's plateau ended early: f rose above f_0 while its steps
         were held at the cap, and the decay went on from the cap."""
         return self._plateau_cut
+
+    @property
+    def fast_phase(self) -> bool:
+        """The faster decay after the plateau cut (``fast_decay``, with at most
+        ``fast_blocks`` blocks) is on now."""
+        return self._fast
+
+    @property
+    def fell_back(self) -> bool:
+        """The freeze test ended the faster decay after the plateau cut: the rule went on
+        at `sweep_decay` from the length that decay had reached."""
+        return self._fell_back
 
     @property
     def unstable(self) -> bool:
