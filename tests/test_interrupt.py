@@ -362,6 +362,24 @@ def test_an_interrupt_in_a_nested_run_stops_the_outer_run_too():
     assert est.stop_reason_ == "interrupted" and est.n_iter_ == 3
     assert est.components_.shape == (3, 8)
 
+    # in the outer run's last iteration: the outer run is interrupted all the same (a
+    # review: the flag outlived its loop, the outer said max_iter, and the next run,
+    # started in an observer's finish, stopped at once)
+    finished = []
+
+    class Finish(rssm.Observer):
+        def finish(self, res):
+            finished.append(rssm.minimize(inner, max_iter=30, tol=0))
+
+    def last_cb(state):
+        if state.iteration == 10:
+            inner_ends.append(rssm.minimize(inner, max_iter=50, tol=0, callback=inner_cb))
+
+    res = rssm.minimize(outer, max_iter=10, tol=0, callback=last_cb, observers=[Finish()])
+    assert res.stop_reason is StopReason.INTERRUPTED and res.n_iter == 10
+    assert inner_ends[-1].stop_reason is StopReason.INTERRUPTED and finished == []
+    assert rssm.minimize(inner, max_iter=30, tol=0).n_iter == 30
+
 
 def test_interrupt_while_the_result_is_put_together_returns_it():
     """Ctrl-C after the last iteration, inside the error evaluation of the finished run

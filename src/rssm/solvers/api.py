@@ -94,8 +94,12 @@ def _nested_interrupts_reach_the_outer_run(fn: Callable) -> Callable:
             res = fn(*args, **kwargs)
         finally:
             NESTING.depth = depth
-            if not depth:
-                NESTING.pending = False
+            # a nested run's Ctrl-C that this run's loop did not act on (it came after the
+            # loop, or the run stopped on another reason in the same iteration)
+            stale = getattr(NESTING, "pending", False)
+            NESTING.pending = False
+        if stale:
+            _mark_interrupted(res)
         if depth and res.stop_reason is StopReason.INTERRUPTED:
             NESTING.pending = True
         return res

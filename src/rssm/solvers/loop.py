@@ -438,6 +438,11 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 if halt is not None:
                     raise halt
                 n_still = 0            # a check moved X to a lower point: go on from there
+        if getattr(NESTING, "pending", False):
+            # a run nested in this one ended on a Ctrl-C in its last iteration (a review:
+            # the flag outlived the loop and stopped the next run at once)
+            NESTING.pending = False
+            raise KeyboardInterrupt
     except _Halt as h:
         reason, message, converged = h.reason, h.message, h.converged
     except DataError as exc:
