@@ -71,10 +71,18 @@ def _silence_stdout() -> None:
     import os
 
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):     # no file descriptor (a captured stream): nothing to do
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # no descriptor (a captured stream)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
         pass
+    finally:
+        # (the copy is all stdout needs: left open, each call that met a closed pipe in a
+        # process that goes on, `main` called in-process, kept one more descriptor; an audit)
+        os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
