@@ -37,6 +37,15 @@ _DEFAULT = signal.default_int_handler
 NESTING = threading.local()
 
 
+def act_on_nested_interrupt() -> None:
+    """Raise KeyboardInterrupt (and clear the flag) if a run nested in this thread's
+    running one ended on a Ctrl-C (`NESTING`); the solver loop calls it between
+    iterations and after its last."""
+    if getattr(NESTING, "pending", False):
+        NESTING.pending = False
+        raise KeyboardInterrupt
+
+
 class HeldInterrupt:
     """Context manager: SIGINT inside the block is recorded, not raised.
 

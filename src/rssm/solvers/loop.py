@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm._interrupt import NESTING, HeldInterrupt
+from rssm._interrupt import HeldInterrupt, act_on_nested_interrupt
 from rssm._validation import describe, iterations
 from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver, rounding_zero
@@ -337,10 +337,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         # binom(l, 2) draws in a row can miss the one pair that still has a direction)
         zero_keys: set = set()
         while reason is None:
-            if getattr(NESTING, "pending", False):
-                # a run nested in this one (in its callback or cost) ended on a Ctrl-C
-                NESTING.pending = False
-                raise KeyboardInterrupt
+            act_on_nested_interrupt()   # a run in this one's callback or cost had a Ctrl-C
             k = st.k
             t0 = perf()
             d = solver.direction(st)
@@ -438,11 +435,9 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 if halt is not None:
                     raise halt
                 n_still = 0            # a check moved X to a lower point: go on from there
-        if getattr(NESTING, "pending", False):
-            # a run nested in this one ended on a Ctrl-C in its last iteration (a review:
-            # the flag outlived the loop and stopped the next run at once)
-            NESTING.pending = False
-            raise KeyboardInterrupt
+        # ... or in the last iteration (a review: the flag outlived the loop, and stopped
+        # the next run at once)
+        act_on_nested_interrupt()
     except _Halt as h:
         reason, message, converged = h.reason, h.message, h.converged
     except DataError as exc:

@@ -442,8 +442,7 @@ class BlockRule(StepSize):
                                    else self._suspect_t)
                         self._fell_back = True
                         self._end_fast()
-                        self._bundles = {}
-                        self._f_check = math.inf
+                        self._forget_readings()
                     elif c > self.frozen and not self._falling(ctx):
                         self._restart()
             gamma = self._gamma(ctx)
@@ -509,10 +508,15 @@ class BlockRule(StepSize):
         self._restarts += 1
         self._beta = (math.sqrt(self._beta) if length is None
                       else self._beta ** ESCAPE_SLOWING)
+        self._forget_readings()
+        self._t = self._t0 if length is None else length
+
+    def _forget_readings(self) -> None:
+        """A new decay (a restart or the fall-back) starts the freeze test afresh: no
+        bundles, no reading of f at the test."""
         self._bundles = {}
         self._since = 0
         self._f_check = math.inf
-        self._t = self._t0 if length is None else length
 
     def _rotates(self, ctx: StepContext) -> bool:
         """This iteration's estimate has a share of rotations between blocks above
