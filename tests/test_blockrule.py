@@ -389,7 +389,10 @@ def test_a_frozen_default_rssm_run_on_odl_starts_again_and_converges(seed):
     restart test (cancel above 0.8) fired late or never, and the default call ran its
     whole budget (2500 iterations) without a verdict. Now the settled iterates that no
     bundle certifies count as an escape: the zigzag moves X where it finds f lower, the
-    rule starts again, and both runs converge at the dictionary within the budget."""
+    rule starts again, and both runs converge at the dictionary within the budget.
+    Seed 2's freeze is found early (`rssm.solvers.certificate.EARLY_LEVELS`: the full
+    bundle read 0.25 once the steps had settled to 1e-2 ||X||_F, at iteration 372), and
+    the call converges in 1403 iterations (1922 when the freeze was found at tol)."""
     from rssm.experiments.configs import PROBLEMS
 
     prob, x0 = PROBLEMS["odl"].build(seed)
@@ -397,7 +400,7 @@ def test_a_frozen_default_rssm_run_on_odl_starts_again_and_converges(seed):
     assert res.success and res.stop_reason.value == "converged", res.message
     # the error is half the squared distance: X within 1.5e-9 of the dictionary, about
     # twice tol ||X||_F (1e-10 sqrt(60))
-    assert res.n_iter < 2500 and res.error < 1e-18
+    assert res.n_iter < (1600 if seed == 2 else 2500) and res.error < 1e-18
 
 
 def _three_pairs():

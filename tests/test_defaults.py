@@ -1092,3 +1092,37 @@ def test_the_l1_exact_fit_level_does_not_grow_with_p():
     assert f0 > 1e4 * f_fit
     assert prob._exact_fit_level(f_fit) is not None
     assert prob._exact_fit_level(f0) is None
+
+
+def test_the_early_ask_of_the_full_bundle_comes_once_per_decay_and_again_after_an_escape():
+    """`GoldsteinTest.early_due` (RSSM): the first iteration whose last horizon of steps
+    sums to at most `EARLY_LEVELS`[0] ||X||_F asks, once; after `restart_early` (an
+    escape) nothing is asked until the radius has risen above the level and fallen below
+    it again; RSM (one bundle of full subgradients) and a tol above the level never ask."""
+    from rssm.solvers.certificate import EARLY_LEVELS, GoldsteinTest
+
+    level = EARLY_LEVELS[0]
+    vec = np.ones((6, 3))
+
+    def feed(test, step):
+        test.observe((0, 1), vec, 1.0, step)
+        return test.early_due()
+
+    test = GoldsteinTest(1e-10, 3, n_pairs=3)
+    scale = math.sqrt(3)
+    long_step, short_step = scale, 0.1 * level * scale / test.horizon
+    assert [feed(test, long_step) for _ in range(test.horizon + 2)] == [None] * (
+        test.horizon + 2)
+    asked = [feed(test, short_step) for _ in range(2 * test.horizon)]
+    assert asked.count(level) == 1 and asked.index(level) == test.horizon - 1
+    test.restart_early()
+    assert [feed(test, short_step) for _ in range(3 * test.horizon)] == [None] * (
+        3 * test.horizon)                    # the radius never rose: no second ask
+    for _ in range(test.horizon):
+        feed(test, long_step)
+    asked = [feed(test, short_step) for _ in range(2 * test.horizon)]
+    assert asked.count(level) == 1
+    rsm = GoldsteinTest(1e-10, 3)
+    assert all(feed(rsm, s) is None for s in [long_step] * 20 + [short_step] * 40)
+    loose = GoldsteinTest(level, 3, n_pairs=3)
+    assert all(feed(loose, s) is None for s in [long_step] * 40 + [short_step] * 80)

@@ -281,7 +281,11 @@ def test_default_optimizer_is_not_stopped_by_a_pause_of_its_steps(opt):
     default it is off and the run goes on to rssm's own stops (l1 PCA, seed 0: RSSM
     105.34 against 105.72 after 200 iterations; RSM 104.29 / 104.46 after 140). Both
     default runs end on their budget of 1000: this cost's narrow valleys are the ones the
-    bundle check refuses to call converged (docs/convergence.md)."""
+    bundle check refuses to call converged (docs/convergence.md). RSSM's steps no longer
+    pause there: the early ask of the full bundle finds each freeze once the steps settle
+    to 1e-2 ||X||_F and the rule starts again long before 1e-10, so both settings give
+    the same run, and a lower cost than before (105.32; on seeds 1-11 of y lower on 9,
+    higher by at most 3e-4 relative on 2; docs/convergence.md, "A freeze found early")."""
     y = np.random.default_rng(0).standard_normal((8, 60))
     man = pymanopt.manifolds.Stiefel(8, 3)
 
@@ -297,6 +301,10 @@ def test_default_optimizer_is_not_stopped_by_a_pause_of_its_steps(opt):
     default = opt(verbosity=0, seed=0).run(problem)
     early = opt(verbosity=0, seed=0, min_step_size=1e-10).run(problem)
     assert not default.stopping_criterion.startswith("Terminated - min step_size")
+    if opt is RSSM:
+        assert early.iterations == default.iterations == 1000
+        assert early.cost == default.cost < 105.33
+        return
     assert early.stopping_criterion.startswith("Terminated - min step_size reached")
     assert early.iterations < default.iterations
     assert default.cost < (1 - 1e-3) * early.cost

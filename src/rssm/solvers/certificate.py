@@ -141,7 +141,7 @@ __all__ = ["Certificate", "GoldsteinTest", "CANCEL", "VANISH", "WINDOW", "PROBE_
            "ZIGZAG_STEPS", "ZIGZAG_FIRST", "ZIGZAG_FACTOR", "BUNDLE_STEPS", "BUNDLE_LENGTH",
            "BUNDLE_STATIONARY", "CHECK_ABOVE", "probe", "zigzag", "bundle_probe",
            "zigzag_points", "least_norm", "cancel_ratio", "least_sq_upto3", "FULL_BUNDLE",
-           "full_cancel"]
+           "full_cancel", "EARLY_LEVELS", "EARLY_FROZEN"]
 
 #: delta / (mean norm of the bundle's vectors) at most this: the subgradients cancel.
 CANCEL = 0.25
@@ -157,6 +157,19 @@ SETTLE = 4
 #: it on l1 costs with f* = 0 whose runs were falling again after an escape (8 of 50), 3
 #: of them at error 1e-7 to 2e-9.
 RECENT = 0.1
+#: RSSM: relative radii (of part 1) at which a settling run asks the full bundle
+#: (`full_cancel`, steps of the level / (`FULL_BUNDLE` - 1)) whether its steps froze,
+#: long before they settle to ``tol``: once per level in each decay (after an escape the
+#: levels are asked again once the radius has been above the first). Above `EARLY_FROZEN`
+#: is a freeze (`GoldsteinTest.early_due`). Measured (docs/convergence.md, "A freeze
+#: found early"; ``python -m benchmarks.early_freeze``): at the first iteration whose last
+#: horizon of steps sums to 1e-2 ||X||_F the full bundle read at most 0.026 on 79 runs
+#: of the default rule that went on to converge (DPCP, ODL, l1 Procrustes,
+#: from_functions, the planted sparse basis; l = 3, 4, 5; seeds 1-8), and 0.13-0.25 on
+#: the 5 runs frozen there at errors 3.9e-3 to 0.29 (ODL l = 5 seed 2, the sparse basis
+#: l = 5 seeds 1, 2, 4, 8), which the test at ``tol`` found 500-1300 iterations later.
+EARLY_LEVELS = (1e-2,)
+EARLY_FROZEN = 0.06
 
 
 @dataclass(frozen=True)
@@ -425,6 +438,13 @@ class GoldsteinTest:
         # pays log2(its length) of them; `_back_off`)
         self._next_full = 0
         self._full_gap = self.horizon
+        # the early asks (RSSM): the next level of EARLY_LEVELS to ask in this decay, and
+        # whether the radius must first rise above the first level (at the start and after
+        # an escape: a warm start never asks)
+        self._early_next = 0
+        self._early_wait = True
+        #: The early asks so far: (iteration, level, full bundle's ratio).
+        self.early: list[tuple[int, float, float]] = []
         self.last: Certificate | None = None
 
     def observe(self, key: tuple, vec: np.ndarray, norm: float, step_norm: float,
@@ -537,6 +557,34 @@ class GoldsteinTest:
         if not ok:
             self._next_eval = self._n + max(1, self.horizon // 2)
         return self.last
+
+    def early_due(self) -> float | None:
+        """RSSM: the level of `EARLY_LEVELS` at which to ask the full bundle now, or None.
+
+        A level is due the first time in a decay that the radius is at most that level
+        times ||X||_F (and above ``tol``'s, where part 1 decides); levels the radius
+        passed at once are skipped to the smallest. After `restart_early` (an escape) the
+        radius must first rise above the first level again."""
+        levels = EARLY_LEVELS
+        if not self.blocks or self._n < self.horizon or not levels:
+            return None
+        r = self.radius()
+        if self._early_wait:
+            if r > levels[0] * self._scale:
+                self._early_wait = False
+                self._early_next = 0
+            return None
+        due = None
+        while (self._early_next < len(levels)
+               and r <= levels[self._early_next] * self._scale):
+            due = levels[self._early_next]
+            self._early_next += 1
+        return None if due is None or due * self._scale <= self.limit else due
+
+    def restart_early(self) -> None:
+        """An escape started the steps again: the early levels are asked again once the
+        radius has risen above the first."""
+        self._early_wait = True
 
     def full_due(self) -> bool:
         """RSSM: part 1 holds and part 2 failed on the per-pair bundles (``last`` is such a

@@ -28,6 +28,7 @@ from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver, rounding_zero
 from rssm.solvers.certificate import (
     CHECK_ABOVE,
+    EARLY_FROZEN,
     FULL_BUNDLE,
     PROBE_LENGTHS,
     ZIGZAG_STEPS,
@@ -540,10 +541,20 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     ask (RSSM), or part 2 failing on RSM's own bundle, is a freeze (`_unfreeze`), counted
     at growing intervals (`GoldsteinTest.frozen_due`)."""
     c = cert.evaluate()
-    if c is not None and cert.frozen_due():
+    if c is None:
+        level = cert.early_due()
+        if level is not None:
+            # A freeze found early (RSSM): the full bundle at a radius the decay reached
+            # long before tol; where its subgradients do not cancel the steps froze
+            full = _full_cancel(cert, solver, st, level)
+            cert.early.append((st.k, level, full))
+            if math.isfinite(full) and full > EARLY_FROZEN:
+                _unfreeze(cert, solver, st)
+        return None
+    if cert.frozen_due():
         _unfreeze(cert, solver, st)
         return cert.last
-    if c is not None and cert.full_due():
+    if cert.full_due():
         c = cert.with_full(_full_cancel(cert, solver, st))
         if not c.converged:
             if cert.verify and getattr(solver.selector, "name", None) == "cyclic":
@@ -611,6 +622,7 @@ def _moved(cert: GoldsteinTest, st) -> None:
     a horizon, one more move, and f there is the iterate's cost (and may be the best)."""
     cert.refute()
     cert.moves += 1
+    cert.restart_early()
     st.fun_at = -1
     st.cost()
 
@@ -623,17 +635,22 @@ def _unfreeze(cert: GoldsteinTest, solver: Solver, st) -> None:
     (``StepContext.escapes``: a decaying rule may start again), and the zigzag check
     (unless ``verify_steps=0``) looks for a lower point: a step of it that lowers f
     leaves X there (the oracle told), and the certificate waits a horizon of new
-    subgradients."""
+    subgradients. The early asks of the full bundle (`GoldsteinTest.early_due`) start
+    again with the next decay."""
     cert.frozen += 1
+    cert.restart_early()
     if cert.verify and not _zigzag(cert, solver, st):
         _moved(cert, st)
 
 
-def _full_cancel(cert: GoldsteinTest, solver: Solver, st) -> float:
+def _full_cancel(cert: GoldsteinTest, solver: Solver, st, level: float | None = None
+                 ) -> float:
     """`full_cancel` at the iterate, its points within the radius of part 1 (steps of
-    tol ||X||_F / (FULL_BUNDLE - 1)); its subgradients count as solver work."""
+    tol ||X||_F / (FULL_BUNDLE - 1)), or within ``level`` ||X||_F (an early ask); its
+    subgradients count as solver work."""
     st.flops += FULL_BUNDLE * st.oracle.flops_subgradient()
-    return full_cancel(solver.problem, st.x, st.oracle, length=cert.tol / (FULL_BUNDLE - 1))
+    radius = cert.tol if level is None else level
+    return full_cancel(solver.problem, st.x, st.oracle, length=radius / (FULL_BUNDLE - 1))
 
 
 def _weak(cert: GoldsteinTest, c: Certificate, solver: Solver, st) -> bool:
