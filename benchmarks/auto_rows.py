@@ -7,7 +7,8 @@ The default rule's iterations to error 1e-8 and 1e-10 on the 45 instances of ite
 `benchmarks.stepsizes` runs them (`run_rule`, the same budget and stops), against the
 auto rows of the logs the tables in docs/stepsizes.md come from
 (`benchmarks/results/stepsizes/stepsizes.csv`, with the later reruns in
-``plateau_cut/``, ``cosine_gain/`` and ``fast_cut/`` taking precedence). A change to the
+``plateau_cut/``, ``cosine_gain/``, ``fast_cut/`` and ``early_freeze/`` taking
+precedence). A change to the
 solver that leaves every row the same leaves the table's Auto column, and so its ratios to the grid
 rows, as logged; the grid itself is not rerun (about 15 minutes:
 `benchmarks.stepsizes`). Iteration counts only: no timing, about 1 minute.
@@ -20,7 +21,7 @@ import csv
 from pathlib import Path
 
 LOGS = ("stepsizes.csv", "plateau_cut/stepsizes.csv", "cosine_gain/stepsizes.csv",
-        "fast_cut/stepsizes.csv")
+        "fast_cut/stepsizes.csv", "early_freeze/stepsizes.csv")
 PROBLEMS = ("dpcp", "odl", "l1_procrustes")
 METHODS = ("rsm", "rssm-l3", "rssm-l5")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import math
+from pathlib import Path
 
 import pytest
 
@@ -280,3 +281,21 @@ def test_fast_cut_scores_the_kept_rule_as_its_log_says(benchmark_module, capsys)
     assert "best grid point [102]" in out
     assert "0.6 up to l = 3 (kept): within 1.5x 1 of 1" in out and "ratios 1.46" in out
     assert "0.7 throughout (before): within 1.5x 0 of 1" in out and "ratios 2.07" in out
+
+
+def test_early_freeze_reads_the_full_bundle_as_its_log_says(benchmark_module, capsys):
+    """``python -m benchmarks.early_freeze`` on one cell and seed: the run without the
+    early ask and its readings of the full bundle at the six levels are the log's (l1
+    Procrustes l = 3, seed 1: 153 iterations; at 1e-2 ||X||_F, iteration 70, error 6.9e-5,
+    reading 0.02, below `EARLY_FROZEN`), and the early ask is back on afterwards."""
+    from rssm.solvers import certificate
+
+    ef = benchmark_module("early_freeze")
+    assert ef.main(["--seeds", "1", "--cells", "l1_procrustes:rssm-l3"]) == 0
+    out = capsys.readouterr().out
+    line = next(r for r in out.splitlines() if r.startswith("l1_procrustes:rssm-l3 seed 1"))
+    logged = (Path(__file__).parents[1] / "benchmarks" / "results" / "early_freeze"
+              / "readings.log").read_text().splitlines()
+    assert line in logged
+    assert "[1e-02 k70 error 6.9e-05 read 0.02]" in line
+    assert certificate.EARLY_LEVELS == (1e-2,) and 0.02 < certificate.EARLY_FROZEN
