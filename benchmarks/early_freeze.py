@@ -114,7 +114,7 @@ def default_call(name: str, key: str, seed: int, early: bool):
 
 
 def calls(cells, seeds) -> None:
-    changed = same = 0
+    same = rounding = changed = 0
     totals = [0, 0]
     for cell in cells:
         name, key = cell.split(":")
@@ -126,11 +126,14 @@ def calls(cells, seeds) -> None:
             if off == on:
                 same += 1
                 continue
-            changed += 1
-            print(f"{cell} seed {seed}: without {off[0]} its, {off[1]}, error {off[2]:.2g}; "
-                  f"with {on[0]} its, {on[1]}, error {on[2]:.2g}", flush=True)
-    print(f"# {same} calls the same, {changed} changed; iterations in all "
-          f"{totals[0]} without the early ask, {totals[1]} with it")
+            kind = "rounding" if off[:2] == on[:2] else "CHANGED"
+            rounding += kind == "rounding"
+            changed += kind == "CHANGED"
+            print(f"{kind} {cell} seed {seed}: without {off[0]} its, {off[1]}, error "
+                  f"{off[2]:.2g}; with {on[0]} its, {on[1]}, error {on[2]:.2g}", flush=True)
+    print(f"# {same + rounding + changed} calls: {same} the same, {rounding} with the same "
+          f"iterations and stop (the error differs by rounding), {changed} changed; "
+          f"iterations in all {totals[0]} without the early ask, {totals[1]} with it")
 
 
 def main(argv: list[str] | None = None) -> int:
