@@ -1126,3 +1126,39 @@ def test_the_early_ask_of_the_full_bundle_comes_once_per_decay_and_again_after_a
     assert all(feed(rsm, s) is None for s in [long_step] * 20 + [short_step] * 40)
     loose = GoldsteinTest(level, 3, n_pairs=3)
     assert all(feed(loose, s) is None for s in [long_step] * 40 + [short_step] * 80)
+
+
+@pytest.mark.parametrize("second", ["nan", "interrupt"])
+def test_the_full_bundle_puts_x_back_when_its_second_subgradient_fails(second):
+    """`full_cancel` with the run's oracle moves X along its steps and puts it back; where
+    the second subgradient is not finite (NaN) or a Ctrl-C comes there, X was already
+    moved, and it must still end as it began (an audit: the early ask, whose steps are
+    1e-2 / 3 ||X||_F, left ``x_last`` and the last trace row 0.03 from the iterate)."""
+    from rssm.problems import ODL
+    from rssm.solvers.certificate import full_cancel
+
+    prob = ODL.synthetic(n=10, seed=0)
+    x = prob.initial_point(0).copy()
+    start = x.copy()
+    oracle = prob.make_oracle(x, None)
+    real = oracle.subgradient
+    calls = [0]
+
+    def subgradient(*args, **kwargs):
+        calls[0] += 1
+        g = real(*args, **kwargs)
+        if calls[0] == 1:
+            return g
+        if second == "interrupt":
+            raise KeyboardInterrupt
+        return np.full_like(g, np.nan)
+
+    oracle.subgradient = subgradient
+    if second == "interrupt":
+        with pytest.raises(KeyboardInterrupt):
+            full_cancel(prob, x, oracle, length=1e-2 / 3)
+    else:
+        assert math.isnan(full_cancel(prob, x, oracle, length=1e-2 / 3))
+    assert calls[0] == 2
+    assert np.array_equal(x, start)
+    assert oracle.cost() == prob.cost(start)

@@ -1102,6 +1102,7 @@ def full_cancel(problem, x: np.ndarray, oracle=None, steps: int = FULL_BUNDLE,
     start = None if oracle is None else x.copy()
     vecs = []
     y = x
+    moved = False          # X is not where it began (put back on every exit)
     try:
         for i in range(steps):
             g = _projected(y, problem.subgradient(y) if oracle is None
@@ -1115,10 +1116,11 @@ def full_cancel(problem, x: np.ndarray, oracle=None, steps: int = FULL_BUNDLE,
             if y is None:
                 return math.nan
             if oracle is not None:
+                moved = True
                 _place(x, y, oracle)
                 y = x
     finally:
-        if start is not None and len(vecs) > 1:
+        if moved:
             _place(x, start, oracle)
     sq, mean_norm, _ = least_norm(vecs)
     return math.sqrt(max(sq, 0.0)) / mean_norm if mean_norm > 0 else math.nan
