@@ -3,6 +3,7 @@
 
     python -m benchmarks.early_freeze [--seeds 8] [--cells odl:rssm-l5 ...]
     python -m benchmarks.early_freeze --calls
+    python -m benchmarks.early_freeze --small-calls
 
 RSSM's convergence test asks a bundle of `FULL_BUNDLE` full Riemannian subgradients
 (`rssm.solvers.certificate.full_cancel`) whether a run whose steps settled froze. At
@@ -22,12 +23,15 @@ threshold between the two tells them apart.
 
 ``--calls``: the default calls (the default tolerance, budget and verdict) on the same
 cells and on ODL at l = 6 and 8, with the early ask and without it: iterations, verdict
-and error of every call where they differ. Iteration counts only, no timing.
+and error of every call where they differ. ``--small-calls``: the same on the 180 default
+calls of ``benchmarks.fast_cut --calls`` (l = 2 and 3, small problems). Iteration counts
+only, no timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 
 import numpy as np
@@ -101,8 +105,6 @@ def readings(name: str, key: str, seed: int) -> tuple[int, float, list]:
 def default_call(name: str, key: str, seed: int, early: bool):
     """The default call on that instance (no budget, no target): (iterations, reason,
     error)."""
-    import contextlib
-
     import rssm
     from benchmarks.stepsizes import _method, _problems
 
@@ -136,6 +138,46 @@ def calls(cells, seeds) -> None:
           f"iterations in all {totals[0]} without the early ask, {totals[1]} with it")
 
 
+def small_calls() -> None:
+    """``--small-calls``: the 180 default RSSM calls of ``benchmarks.fast_cut --calls``
+    (l = 2 and 3 on small l1 Procrustes, ODL, DPCP, the planted sparse basis with "auto",
+    an l1 fit and sums of |<M_i, X>|), without the early ask and with it."""
+    import warnings
+
+    import rssm
+    from benchmarks.fast_cut import call_cases
+
+    warnings.filterwarnings("ignore", message=".*has no partial subgradient")
+    rows = []
+    for name, build, pairs in call_cases():
+        for ell in (2, 3):
+            for seed, run_seed in pairs:
+                prob = build(seed)
+                if ell > prob.shape[1]:
+                    continue
+                out = []
+                for early in (False, True):
+                    with contextlib.nullcontext() if early else _EarlyOff():
+                        r = rssm.minimize(prob, method="rssm", seed=run_seed,
+                                          options={"n_blocks": ell})
+                    out.append((r.stop_reason.value, r.n_iter, float(r.fun)))
+                rows.append(out)
+                if out[0] != out[1]:
+                    print(f"{name}, l = {ell}, seed {seed}, run seed {run_seed}: without "
+                          f"{out[0][0]} {out[0][1]} its, f {out[0][2]:.10g}; with {out[1][0]} "
+                          f"{out[1][1]} its, f {out[1][2]:.10g}", flush=True)
+    conv = [sum(r[i][0] == "converged" for r in rows) for i in (0, 1)]
+    both = [r for r in rows if r[0][0] == r[1][0] == "converged"]
+    budget = [r for r in rows if r[0][0] == r[1][0] != "converged"]
+    print(f"# {len(rows)} calls, {sum(r[0] == r[1] for r in rows)} the same; converged "
+          f"{conv[0]} without the early ask, {conv[1]} with it; iterations in all "
+          f"{sum(r[0][1] for r in rows)} and {sum(r[1][1] for r in rows)}; converged both "
+          f"ways: {sum(r[1][1] > 1.5 * r[0][1] for r in both)} more than 1.5x the "
+          f"iterations, {sum(1.5 * r[1][1] < r[0][1] for r in both)} fewer than 1/1.5; on "
+          f"the budget both ways: {sum(r[1][2] > r[0][2] for r in budget)} at a higher f, "
+          f"{sum(r[1][2] < r[0][2] for r in budget)} at a lower one")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.early_freeze",
                                  description=__doc__.split("\n\n")[0])
@@ -143,10 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cells", nargs="+", default=None,
                     help="problem:method (default: CELLS, with --calls CALL_CELLS)")
     ap.add_argument("--calls", action="store_true", help="the default-call comparison")
+    ap.add_argument("--small-calls", action="store_true",
+                    help="the same on the 180 calls of benchmarks.fast_cut --calls")
     args = ap.parse_args(argv)
     seeds = range(1, args.seeds + 1)
     if args.calls:
         calls(args.cells or list(CALL_CELLS), seeds)
+        return 0
+    if args.small_calls:
+        small_calls()
         return 0
     ok: dict[float, list] = {lv: [] for lv in LEVELS}
     frozen: dict[float, list] = {lv: [] for lv in LEVELS}

@@ -128,6 +128,20 @@ def _call_cases() -> dict:
     }
 
 
+def call_cases() -> list:
+    """The 180 default calls of ``--calls`` (with l = 2 and 3, where l <= p): (name,
+    build(problem seed) -> problem, [(problem seed, run seed), ...])."""
+    import rssm
+
+    cases = [(name, build, [(s, s) for s in range(6)]) for name, build in _call_cases().items()]
+    small = [(s, x) for s in range(4) for x in range(3)]        # problem seed, run seed
+    cases += [("l1 Procrustes 100 x 8 x 4", lambda s: rssm.problems.L1Procrustes.synthetic(
+                  m=100, n=8, p=4, seed=s), small),
+              ("sum of |<M_i, X>| on St(8, 4), 10 terms",
+               lambda s: _call_cases()["sum of |<M_i, X>|"](s, n=8, p=4, k=10), small)]
+    return cases
+
+
 def calls() -> None:
     """``--calls``: the default RSSM calls with and without the faster decay, and with it
     but without `FAST_WATCH` (the fall-back to the slower decay's length at the time of
@@ -140,12 +154,7 @@ def calls() -> None:
     # (the sum of |<M_i, X>| has no partial subgradient: said once here, not per call)
     warnings.filterwarnings("ignore", message=".*has no partial subgradient")
     watch = blockrule.FAST_WATCH
-    cases = [(name, build, [(s, s) for s in range(6)]) for name, build in _call_cases().items()]
-    small = [(s, x) for s in range(4) for x in range(3)]        # problem seed, run seed
-    cases += [("l1 Procrustes 100 x 8 x 4", lambda s: rssm.problems.L1Procrustes.synthetic(
-                  m=100, n=8, p=4, seed=s), small),
-              ("sum of |<M_i, X>| on St(8, 4), 10 terms",
-               lambda s: _call_cases()["sum of |<M_i, X>|"](s, n=8, p=4, k=10), small)]
+    cases = call_cases()
     same = total = 0
     its = [0, 0, 0]
     for name, build, pairs in cases:
