@@ -145,27 +145,22 @@ def small_calls() -> None:
     import warnings
 
     import rssm
-    from benchmarks.fast_cut import call_cases
+    from benchmarks.fast_cut import each_call
 
     warnings.filterwarnings("ignore", message=".*has no partial subgradient")
     rows = []
-    for name, build, pairs in call_cases():
-        for ell in (2, 3):
-            for seed, run_seed in pairs:
-                prob = build(seed)
-                if ell > prob.shape[1]:
-                    continue
-                out = []
-                for early in (False, True):
-                    with contextlib.nullcontext() if early else _EarlyOff():
-                        r = rssm.minimize(prob, method="rssm", seed=run_seed,
-                                          options={"n_blocks": ell})
-                    out.append((r.stop_reason.value, r.n_iter, float(r.fun)))
-                rows.append(out)
-                if out[0] != out[1]:
-                    print(f"{name}, l = {ell}, seed {seed}, run seed {run_seed}: without "
-                          f"{out[0][0]} {out[0][1]} its, f {out[0][2]:.10g}; with {out[1][0]} "
-                          f"{out[1][1]} its, f {out[1][2]:.10g}", flush=True)
+    for name, ell, seed, run_seed, prob in each_call():
+        out = []
+        for early in (False, True):
+            with contextlib.nullcontext() if early else _EarlyOff():
+                r = rssm.minimize(prob, method="rssm", seed=run_seed,
+                                  options={"n_blocks": ell})
+            out.append((r.stop_reason.value, r.n_iter, float(r.fun)))
+        rows.append(out)
+        if out[0] != out[1]:
+            print(f"{name}, l = {ell}, seed {seed}, run seed {run_seed}: without "
+                  f"{out[0][0]} {out[0][1]} its, f {out[0][2]:.10g}; with {out[1][0]} "
+                  f"{out[1][1]} its, f {out[1][2]:.10g}", flush=True)
     conv = [sum(r[i][0] == "converged" for r in rows) for i in (0, 1)]
     both = [r for r in rows if r[0][0] == r[1][0] == "converged"]
     budget = [r for r in rows if r[0][0] == r[1][0] != "converged"]

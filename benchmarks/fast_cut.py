@@ -142,6 +142,17 @@ def call_cases() -> list:
     return cases
 
 
+def each_call():
+    """Yield (name, l, problem seed, run seed, problem) for the 180 calls of
+    `call_cases` (l = 2 and 3, where l <= p)."""
+    for name, build, pairs in call_cases():
+        for ell in (2, 3):
+            for seed, run_seed in pairs:
+                prob = build(seed)
+                if ell <= prob.shape[1]:
+                    yield name, ell, seed, run_seed, prob
+
+
 def calls() -> None:
     """``--calls``: the default RSSM calls with and without the faster decay, and with it
     but without `FAST_WATCH` (the fall-back to the slower decay's length at the time of
@@ -154,33 +165,27 @@ def calls() -> None:
     # (the sum of |<M_i, X>| has no partial subgradient: said once here, not per call)
     warnings.filterwarnings("ignore", message=".*has no partial subgradient")
     watch = blockrule.FAST_WATCH
-    cases = call_cases()
     same = total = 0
     its = [0, 0, 0]
-    for name, build, pairs in cases:
-        for ell in (2, 3):
-            for seed, run_seed in pairs:
-                prob = build(seed)
-                if ell > prob.shape[1]:
-                    continue
-                out = []
-                for i, (block, level) in enumerate((({"fast_blocks": 0}, watch), ({}, watch),
-                                                    ({}, 2.0))):
-                    blockrule.FAST_WATCH = level
-                    try:
-                        r = rssm.minimize(prob, method="rssm", seed=run_seed,
-                                          stepsize=_auto(**block), options={"n_blocks": ell})
-                    finally:
-                        blockrule.FAST_WATCH = watch
-                    its[i] += r.n_iter
-                    err = math.nan if r.error is None else r.error
-                    out.append(f"{r.stop_reason.value} {r.n_iter} its, error {err:.1e}, "
-                               f"f {r.fun:.12g}")
-                total += 1
-                same += out[0] == out[1] == out[2]
-                if not out[0] == out[1] == out[2]:
-                    print(f"{name}, l = {ell}, seed {seed}, run seed {run_seed}: 0.7 throughout "
-                          f"{out[0]} | kept {out[1]} | without the watch {out[2]}", flush=True)
+    for name, ell, seed, run_seed, prob in each_call():
+        out = []
+        for i, (block, level) in enumerate((({"fast_blocks": 0}, watch), ({}, watch),
+                                            ({}, 2.0))):
+            blockrule.FAST_WATCH = level
+            try:
+                r = rssm.minimize(prob, method="rssm", seed=run_seed,
+                                  stepsize=_auto(**block), options={"n_blocks": ell})
+            finally:
+                blockrule.FAST_WATCH = watch
+            its[i] += r.n_iter
+            err = math.nan if r.error is None else r.error
+            out.append(f"{r.stop_reason.value} {r.n_iter} its, error {err:.1e}, "
+                       f"f {r.fun:.12g}")
+        total += 1
+        same += out[0] == out[1] == out[2]
+        if not out[0] == out[1] == out[2]:
+            print(f"{name}, l = {ell}, seed {seed}, run seed {run_seed}: 0.7 throughout "
+                  f"{out[0]} | kept {out[1]} | without the watch {out[2]}", flush=True)
     print(f"{same} of {total} calls the same; iterations in all: 0.7 throughout {its[0]}, "
           f"kept {its[1]}, without the watch {its[2]}")
 
