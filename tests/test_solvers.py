@@ -366,7 +366,8 @@ def test_x0_off_manifold_says_how_far(small_dpcp):
         (dict(max_time=0.0), ValueError, "max_time must be > 0"),
         (dict(max_time=math.nan), ValueError, "max_time must be finite"),
         (dict(target_error=-1e-3), ValueError, "target_error must be > 0"),
-        (dict(record=0), ValueError, "record every must be >= 1"),
+        (dict(record=0), ValueError, "record must be None, an int >= 1"),
+        (dict(record=-1), ValueError, "record must be None, an int >= 1"),
         (dict(seed=-3), ValueError, "seed must be a non-negative integer"),
         (dict(seed="abc"), TypeError, "seed must be None"),
         (dict(selection="random"), ValueError, "selection must be one of"),
@@ -381,6 +382,11 @@ def test_bad_arguments_are_named(kwargs, exc, pattern, small_dpcp):
     kwargs = {"max_iter": 1, "seed": 0, "method": "rssm", **kwargs}
     with pytest.raises(exc, match=pattern):
         rssm.minimize(small_dpcp, **kwargs)
+
+
+def test_a_bad_record_every_names_the_record_option():
+    with pytest.raises(ValueError, match=r"Record\(every=...\) must be >= 1, got 0"):
+        rssm.Record(every=0)
 
 
 def test_bad_problem_and_missing_defaults(small_dpcp):

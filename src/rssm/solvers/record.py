@@ -82,7 +82,7 @@ class Record:
 
     def __post_init__(self) -> None:
         if self.every is not None:
-            object.__setattr__(self, "every", as_int(self.every, "record every", minimum=1))
+            object.__setattr__(self, "every", as_int(self.every, "Record(every=...)", minimum=1))
         check_bool(self.stationarity, "stationarity")
         if self.best is not None and not isinstance(self.best, (bool, np.bool_)):
             raise TypeError(f"best must be None, True or False, got {describe(self.best)}")
@@ -130,6 +130,9 @@ def as_record(value: Any) -> Record:
                         f"rssm.Record, got {value!r}")
     value = integer_valued(value)
     if isinstance(value, (int, np.integer)):
+        if value < 1:
+            raise ValueError("record must be None, an int >= 1 (a row every N iterations) "
+                             f"or a rssm.Record, got {int(value)}")
         return Record(every=int(value))
     raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
                     f"rssm.Record, got {type_name(value)}")
