@@ -236,16 +236,20 @@ def test_dpcp_data_needs_d(tmp_path, capsys):
 @pytest.mark.parametrize(("text", "expected"), [
     ('"1.5","2"\n3,4\n', [[1.5, 2.0], [3.0, 4.0]]),           # quoted cells: data
     ('"1,5",2\n3,4\n5,6\n', None),                            # was dropped as a header
-    ("\ufeff1,2\n3,4\n", [[1.0, 2.0], [3.0, 4.0]]),           # byte-order mark: data
+    ("\ufeff1,5\n3,4\n", [[1.0, 5.0], [3.0, 4.0]]),           # byte-order mark: data
     ("a;b\n1,5;2\n", None),                                   # decimal comma: refused
     ("x y\n1 2\n3 4\n", [[1.0, 2.0], [3.0, 4.0]]),            # a header of names
-    ("# numpy.savetxt header\n1\t2\n3\t4\n", [[1.0, 2.0], [3.0, 4.0]]),
-    ("0,1,2\n5,6,7\n", [[0.0, 1.0, 2.0], [5.0, 6.0, 7.0]]),   # integer data: all kept
+    ("# numpy.savetxt header\n1\t5\n3\t4\n", [[1.0, 5.0], [3.0, 4.0]]),
+    ("0,2,1\n5,6,7\n", [[0.0, 2.0, 1.0], [5.0, 6.0, 7.0]]),   # integer data: all kept
+    ("0,1,2\n5,6,7\n", "header"),      # 0..n-1 over integers: a header or a sample, refused
 ])
 def test_text_files(tmp_path, text, expected):
     path = tmp_path / "f.csv"
     path.write_bytes(text.encode("utf-8"))
-    if expected is None:
+    if expected == "header":
+        with pytest.raises(dio.DataFileError, match="may be a header of column numbers"):
+            dio.read_csv(path)
+    elif expected is None:
         with pytest.raises(dio.DataFileError, match="column 1 .* not numeric"):
             dio.read_csv(path)
     else:
@@ -269,6 +273,13 @@ def test_numeric_header_is_ambiguous_unless_said(tmp_path):
     assert exc.value.cli_message.endswith("say which with --header yes or --header no")
     assert dio.read_csv(path, header="yes").shape == (2, 3)
     assert dio.read_csv(path, header="no").shape == (3, 3)
+    # above integer data too (pandas' to_csv(index=False) of pixel counts): it was read
+    # as one more sample
+    ints = tmp_path / "i.csv"
+    ints.write_text("0,1,2,3\n5,0,12,7\n3,3,0,1\n")
+    with pytest.raises(dio.DataFileError, match="say which with header='yes' or header='no'$"):
+        dio.read_csv(ints)
+    assert dio.read_csv(ints, header="yes").shape == (2, 4)
 
 
 def test_fixed_width_text(tmp_path):

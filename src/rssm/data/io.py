@@ -141,8 +141,9 @@ def _header_line(first: list[str], second: list[str] | None, header: str, path: 
     numeric = [_is_number(c) or bool(_COMMA_NUMBER.match(c.strip())) for c in first]
     if not any(numeric):      # (numbers with a comma inside are data, refused as such)
         return True
-    if (_looks_like_column_numbers(first) and second is not None
-            and not all(c.lstrip("+-").isdigit() for c in second)):
+    # (refused above integer lines too: pandas' `to_csv(index=False)` writes 0..n-1 over
+    # pixel counts, and taking it as a sample added one silently; a user's audit)
+    if _looks_like_column_numbers(first) and second is not None:
         said = (f"{path} starts with the row {','.join(first)}, which may be a header of "
                 "column numbers or a sample; say which with ")
         raise DataFileError("header", said + "header='yes' or header='no'",
@@ -197,8 +198,8 @@ def read_csv(path: str | os.PathLike, header: str = "auto") -> np.ndarray:
     path : str or path-like
     header : {"auto", "yes", "no"}
         Whether the first line is a header of column names. ``"auto"``: it is when none of
-        its cells is a number. A first line of the integers 0, ..., n-1 or 1, ..., n above
-        lines that are not all integers could be either, and is refused: say ``"yes"`` or
+        its cells is a number. A first line of the integers 0, ..., n-1 or 1, ..., n (above
+        at least one more line) could be either, and is refused: say ``"yes"`` or
         ``"no"``.
 
     Raises
