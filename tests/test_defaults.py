@@ -186,6 +186,36 @@ def test_a_frozen_run_is_not_called_converged():
         assert "Geometric(mu0=0.05, beta=0.5)" in res.message
 
 
+def _max_of_norms(seed=1):
+    y = np.random.default_rng(seed).standard_normal((5, 10))
+
+    def cost(x):
+        return float(np.max(np.linalg.norm(y.T @ x, axis=1)))
+
+    def subgradient(x):
+        z = y.T @ x
+        norms = np.linalg.norm(z, axis=1)
+        j = int(np.argmax(norms))
+        return np.outer(y[:, j], z[j] / norms[j])
+
+    return rssm.Problem.from_functions(cost, subgradient, shape=(5, 1))
+
+
+def test_a_first_stall_counts_as_a_freeze_and_the_default_run_goes_on():
+    """A user's audit: RSM's default call on max_j |y_j^T x| over St(5, 1) stopped
+    `stalled` at f = 0.4602 (iteration 469; a geometric decay after a freeze had reached
+    steps of 5e-18), where f is 0.4204 after 1000 iterations of the same run going on."""
+    res = rssm.minimize(_max_of_norms())
+    assert res.stop_reason is not StopReason.STALLED, res.message
+    assert res.fun < 0.43
+    # a rule that does not start again after a freeze still ends stalled, at its second
+    # stall at the same point (a rule that returns a step far too short to move X)
+    res = rssm.minimize(_max_of_norms(), method="rsm", stepsize=lambda k, ctx: 1e-30,
+                        max_iter=500)
+    assert res.stop_reason is StopReason.STALLED and res.n_iter < 10, (res.n_iter,
+                                                                        res.message)
+
+
 def test_certificate_is_reported(small_dpcp):
     res = rssm.minimize(small_dpcp)
     c = res.certificate

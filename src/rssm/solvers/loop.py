@@ -337,6 +337,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         # stationarity needs every pair's, not the last one's (with random pairs, 2
         # binom(l, 2) draws in a row can miss the one pair that still has a direction)
         zero_keys: set = set()
+        still_escaped = False
         while reason is None:
             act_on_nested_interrupt()   # a run in this one's callback or cost had a Ctrl-C
             k = st.k
@@ -417,6 +418,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             n_still = n_still + 1 if st.step_norm == 0.0 else 0
             if st.step_norm != 0.0:
                 zero_keys.clear()
+                still_escaped = False
             if d.norm_sq == 0.0:
                 zero_keys.add(d.key)
             if rec.due(st.k):
@@ -433,6 +435,15 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             elif n_still >= still_limit:
                 halt = _still(solver, st, d, cert, stepsize, n_still,
                               len(zero_keys) >= max(1, solver.n_pairs))
+                # The first stall at a point, the test failing there, is a freeze: a
+                # rule that starts again after one goes on (RSM's default call on a max of
+                # |y_j^T x| stalled at f 9 % above where it goes on to; docs/convergence.md,
+                # "stalled"); a second stall with X not moved since ends the run.
+                if (halt is not None and halt.reason == StopReason.STALLED
+                        and cert is not None and not still_escaped):
+                    _unfreeze(cert, solver, st)
+                    still_escaped = True
+                    halt = None
                 if halt is not None:
                     raise halt
                 n_still = 0            # a check moved X to a lower point: go on from there
