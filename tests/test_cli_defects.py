@@ -926,3 +926,29 @@ def test_a_closed_pipe_on_stdout_leaves_no_descriptor_behind_in_process(monkeypa
         new = on_devnull(w) - before
         assert os.readlink(f"/proc/self/fd/{w}") == os.devnull
     assert 141 in codes and new == set()
+
+
+# -- a user's audit (2026-11-27): errors on generated or file data name the right option ----
+@pytest.mark.parametrize(("argv", "start"), [
+    # sparse PCA's data array is "a", and --a is the step's exponent: it was named
+    (["sparse_pca", "--n", "20", "--support", "2", "--theta", "1e200"],
+     "rssm: error: the synthetic instance (--n 20 "),
+    (["dpcp", "--n", "20", "--d", "2", "--noise", "1e300"],
+     "rssm: error: the synthetic instance (--n 20 --d 2 "),
+])
+def test_an_error_on_generated_data_names_the_instance_options(argv, start, capsys, no_run):
+    line = _one_line(capsys, 2, main(["solve", *argv, "--quiet"]))
+    assert line.startswith(start), line
+    assert "argument --a" not in line
+
+
+def test_an_error_on_file_data_names_data(tmp_path, capsys, no_run):
+    np.save(tmp_path / "one_row.npy", np.ones((1, 6)))
+    line = _one_line(capsys, 2, main(["solve", "sparse_pca", "--data",
+                                      str(tmp_path / "one_row.npy"), "--r", "3"]))
+    assert line.startswith("rssm: error: argument --data: a has no variance"), line
+    np.save(tmp_path / "one_col.npy", np.ones((20, 1)))
+    line = _one_line(capsys, 2, main(["solve", "l1_procrustes", "--data",
+                                      str(tmp_path / "one_col.npy"), "--p", "1"]))
+    assert line == ("rssm: error: argument --data: l1_procrustes needs at least 2 columns (n "
+                    ">= 1 design columns, then p >= 1 target columns), the file has 1"), line

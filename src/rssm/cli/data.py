@@ -260,7 +260,10 @@ def problem_from_data(args, cls, name: str, synthetic) -> tuple[Any, dict, str]:
         arg = getattr(exc, "argument", None)
         arg = entry.arguments.get(arg, arg)
         if arg not in values:
-            raise
+            # what the problem refused is the file's data (named by the library's own
+            # argument, "a", "yt": never an option of the command line; "a" was taken
+            # for --a, the step's exponent: a user's audit)
+            raise UsageError(f"argument --data: {' '.join(str(exc).split())}") from None
         # (numbers per sample, not "n": for l1_procrustes a row holds a_j and b_j, n + p)
         raise UsageError(f"argument --{arg}: {' '.join(str(exc).split())} (the data has "
                          f"{n} numbers per sample, m = {m} samples)") from None

@@ -475,9 +475,11 @@ def run(args, argv: Sequence[str]) -> int:
         try:
             problem = cls.synthetic(**instance, seed=args.seed)
         except (ValueError, TypeError) as exc:
-            if getattr(exc, "argument", None) is not None or not instance:
+            if getattr(exc, "argument", None) in instance or not instance:
                 raise        # one named option: the command line names it (issue 19)
-            # a condition on several options: name them all
+            # a condition on several options, or on the data they generated (named by
+            # the library's own argument, "a", "yt", "b": --a is the step's exponent, and
+            # it was named for sparse PCA's --theta 1e200, a user's audit): name them all
             # (sizes left to the instance, ODL's and sparse PCA's m, are not options given)
             opts = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in instance.items()
                             if v is not None)
