@@ -708,6 +708,24 @@ def test_data_at_a_scale_float64_cannot_square_is_refused(make, tmp_path):
         np.testing.assert_allclose(est.components_, ref.components_, atol=1e-12)
 
 
+def test_a_samples_prediction_does_not_depend_on_its_batch():
+    """A user's audit: a sample at 1e-160 was refused on its own ("the largest entry of X
+    is 1.3e-160 ... outside [1e-150, 1e150]") and scored beside a sample at unit scale."""
+    x, _, _ = subspace_data(n=8, d=2, m_in=200, m_out=100)
+    est = RobustSubspace(2, random_state=0).fit(x)
+    batch = np.vstack([x[:1], x[1:2] * 1e-160])
+    assert est.predict(batch[1:]).tolist() == est.predict(batch)[1:].tolist() == [1]
+    for method in ("score_samples", "transform"):
+        both = getattr(est, method)(batch)
+        alone = getattr(est, method)(batch[1:])
+        # (one row or two: BLAS may round the product differently)
+        np.testing.assert_allclose(alone, both[1:], rtol=1e-14, atol=0)
+    assert est.predict(x[:3] * 1e200).tolist() == [-1, -1, -1]      # far away: outliers
+    ref = OrthogonalSparsePCA(2, random_state=0, max_iter=20).fit(x)
+    np.testing.assert_allclose(ref.transform(batch[1:]), ref.transform(batch)[1:],
+                               rtol=1e-14, atol=0)
+
+
 def test_robust_subspace_fits_data_near_the_ends_of_the_range_as_at_unit_scale(tmp_path):
     # (an audit: inside [1e-150, 1e150], 1e149 was refused for the fit's own weights,
     # "sample_weights: the largest entry is 1.21e-151", and 1e-149 ended non_finite)

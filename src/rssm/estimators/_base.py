@@ -185,7 +185,11 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
             out = _sk_validate_data(est, X, **kw)
         else:  # pragma: no cover - scikit-learn < 1.6
             out = est._validate_data(X, **kw)
-        _check_scale(out, name)
+        if reset:
+            # (the fit only: transform, scores and predict are per sample, and a sample's
+            # output must not depend on its batch; refused alone, a sample at 1e-160 was
+            # scored beside one at unit scale: a user's audit)
+            _check_scale(out, name)
         return out
     shape, dtype = tuple(X.shape), np.dtype(X.dtype)
     if len(shape) != 2:
@@ -218,8 +222,8 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
     return X
 
 
-#: Data whose largest entry lies outside this range is refused (in memory and out of
-#: core): squares and sums of squares of its entries leave float64's normal range
+#: Data whose largest entry lies outside this range is refused by ``fit`` (in memory and
+#: out of core): squares and sums of squares of its entries leave float64's normal range
 #: (2.2e-308 to 1.8e308). The problems' own range (`rssm._validation.DATA_SCALE`).
 SCALE_RANGE = DATA_SCALE
 

@@ -472,7 +472,9 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
 
     def _dist_and_norm(self, blk: np.ndarray) -> np.ndarray:
         c = blk - self.mean_
-        return np.column_stack([np.linalg.norm(c @ self.normal_components_.T, axis=1),
+        # (the distance as `score_samples` computes it: a training sample at the offset
+        # gets the same score there, to the last bit)
+        return np.column_stack([_row_norms(c @ self.normal_components_.T),
                                 np.linalg.norm(c, axis=1)])
 
     def _offset(self, dist: np.ndarray, norms: np.ndarray, k: float) -> float:
@@ -581,8 +583,8 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         """
         check_is_fitted(self)
         X = check_X(self, X, reset=False)
-        return map_rows(X, lambda b: -np.linalg.norm(
-            (b - self.mean_) @ self.normal_components_.T, axis=1), None)
+        return map_rows(X, lambda b: -_row_norms((b - self.mean_) @ self.normal_components_.T),
+                        None)
 
     def decision_function(self, X):
         """``score_samples(X) - offset_``: negative for outliers.
@@ -613,6 +615,15 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
             +1 or -1 per sample.
         """
         return np.where(self.decision_function(X) >= 0, 1, -1)
+
+
+def _row_norms(r: np.ndarray) -> np.ndarray:
+    """The Euclidean norm of each row of ``r``, scaled by the row's largest entry so that
+    its squares neither overflow nor underflow (`score_samples` takes samples at any
+    scale: a sample at 1e200 is far away, not a NaN)."""
+    top = np.abs(r).max(axis=1, initial=0.0)
+    safe = np.where(top > 0, top, 1.0)
+    return top * np.linalg.norm(r / safe[:, None], axis=1)
 
 
 def _lifted(blk: np.ndarray, shift: np.ndarray, lift: float) -> np.ndarray:
