@@ -646,3 +646,33 @@ def test_a_float32_parameter_stays_feasible_under_long_steps():
         loss.backward()
         opt.step()
     assert w.dtype == torch.float32 and feasibility(w) < 4e-7
+
+
+@pytest.mark.parametrize("make", [lambda w: rt.RSM([w], lr=1e-2),
+                                  lambda w: rt.RSSM([w], lr=1e-2, n_blocks=2, seed=0)],
+                         ids=["RSM", "RSSM"])
+def test_a_closure_may_return_per_sample_losses_unless_a_rule_reads_them(make):
+    """A user's audit: a closure that calls backward() on the mean and returns the
+    per-sample losses (fine for torch.optim.SGD) raised "only one element tensors can be
+    converted to Python scalars"; only a step-size rule reads the loss."""
+    a = torch.randn(40, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+
+    def closure_of(opt, w):
+        def closure():
+            opt.zero_grad()
+            per_sample = (a @ w).abs().sum(dim=1)
+            per_sample.mean().backward()
+            return per_sample
+        return closure
+
+    w = _param(10, 4)
+    opt = make(w)
+    before = w.detach().clone()
+    out = opt.step(closure_of(opt, w))
+    assert tuple(out.shape) == (40,)
+    assert not torch.equal(w.detach(), before)
+    w = _param(10, 4)
+    opt = rt.RSM([w], lr=lambda k, ctx: 1e-2)
+    with pytest.raises(ValueError, match=r"closure returned a loss of shape \(40,\); the "
+                                         r"step-size rule .* one number"):
+        opt.step(closure_of(opt, w))

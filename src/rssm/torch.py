@@ -381,8 +381,10 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         Parameters
         ----------
         closure : callable, optional
-            Re-evaluates the model and returns the loss (as for any torch optimizer); its
-            value is passed to the step-size rule as ``ctx.cost``.
+            Re-evaluates the model and returns the loss (as for any torch optimizer); with
+            a step-size rule its value, one number, is passed to the rule as
+            ``ctx.cost`` (without one, whatever it returns is returned, per-sample losses
+            included).
 
         Returns
         -------
@@ -393,7 +395,19 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        cost = None if loss is None else float(loss)
+        cost = None
+        if loss is not None and self._rule is not None:
+            # (only a rule reads the loss: a closure returning per-sample losses after
+            # backward() on their mean is fine for torch.optim.SGD, and so here without
+            # a rule; a user's audit)
+            try:
+                cost = float(loss)
+            except (TypeError, ValueError, RuntimeError):
+                shape = tuple(getattr(loss, "shape", ()))
+                raise ValueError(
+                    f"the closure returned a loss of shape {shape}; the step-size rule "
+                    f"{self._rule!r} reads it as ctx.cost, one number: return the scalar "
+                    "loss (e.g. its mean)") from None
         # Every parameter's step is computed (and, where needed, checked finite) before any
         # is written: a refused step leaves every parameter and step count as it was (one
         # refused parameter of several used to leave the others moved, their counts ahead)
