@@ -212,6 +212,47 @@ def test_a_zarr_store_deleted_during_a_run_ends_it_with_data_error(tmp_path):
     assert again.stop_reason.value == "max_iter"
 
 
+def test_a_zarr_store_with_a_nan_fill_value_deleted_or_damaged_ends_with_data_error(
+        tmp_path):
+    """A user's audit: with ``fill_value=NaN`` a deleted store read as NaNs (NaN equals
+    nothing, so "only the fill value" never held) and the run ended ``non_finite``; a
+    storage chunk that no longer decodes raised the codec's RuntimeError out of
+    `rssm.minimize`, the run lost."""
+    zarr = pytest.importorskip("zarr")
+    import shutil
+
+    pts = np.random.default_rng(3).standard_normal((6000, 12))
+
+    def store(name):
+        z = zarr.open(str(tmp_path / name), mode="w", shape=pts.shape, chunks=(3000, 12),
+                      dtype="f8", fill_value=np.nan)
+        z[:] = pts
+        return DPCP(samples(zarr.open_array(str(tmp_path / name), mode="r")), p=4)
+
+    def at_5(act):
+        def callback(progress):
+            if progress.iteration == 5:
+                act()
+        return callback
+
+    prob = store("gone.zarr")
+    res = rssm.minimize(prob, max_iter=40, tol=0, seed=0, record=1,
+                        callback=at_5(lambda: shutil.rmtree(tmp_path / "gone.zarr")))
+    assert res.stop_reason.value == "data_error", res.message
+    assert "now read as its fill value nan only" in res.message
+
+    def damage():
+        for path in (tmp_path / "bad.zarr").rglob("*"):
+            if path.is_file() and not path.name.startswith(".") and path.name != "zarr.json":
+                path.write_bytes(b"garbage")     # every storage chunk, Zarr 2 or 3
+
+    prob = store("bad.zarr")
+    res = rssm.minimize(prob, max_iter=40, tol=0, seed=0, record=1, callback=at_5(damage))
+    assert res.stop_reason.value == "data_error", res.message
+    assert "of the zarr data could not be read" in res.message
+    assert np.isfinite(res.fun) and res.n_iter == 5
+
+
 def test_an_hdf5_file_truncated_during_a_run_ends_it_with_data_error(tmp_path):
     """HDF5 reads the part of a dataset past the end of a truncated file as zeros, without
     an error: a file cut during a run gave a run on zeros that ended ``converged`` (exit

@@ -14,6 +14,7 @@ storage chunks when the data spans several default chunks, or ``chunk_size``.
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 from typing import Any
@@ -338,10 +339,20 @@ class ChunkedData(SampleStore):
         if self._extent is not None:
             self._check_file()
         src = self.source
-        blk = src[lo:hi] if self.rows_are_samples else src[:, lo:hi]
-        if self.kind == "dask":
-            blk = self._compute(blk, lo, hi)
-        arr = np.asarray(blk)
+        try:
+            blk = src[lo:hi] if self.rows_are_samples else src[:, lo:hi]
+            if self.kind == "dask":
+                blk = self._compute(blk, lo, hi)
+            arr = np.asarray(blk)
+        except (DataError, MemoryError):
+            raise
+        except Exception as exc:
+            # the store's own failures: a Zarr chunk that no longer decodes raises its
+            # codec's RuntimeError or ValueError, HDF5 its own errors; in a run they end it
+            # with `data_error` like a file that went away (a user's audit: a damaged Zarr
+            # chunk raised out of `rssm.minimize` and lost the run)
+            raise DataError(f"samples {lo}..{hi - 1} of the {self.kind} data could not be "
+                            f"read: {type(exc).__name__}: {exc}") from exc
         if self._h5 is not None:
             self._check_h5()
         if seen is not None and self.kind == "zarr":
@@ -385,7 +396,10 @@ class ChunkedData(SampleStore):
         fill = getattr(self.source, "fill_value", None)
         if fill is None or not arr.size:
             return
-        only_fill = bool(np.all(arr == fill))
+        # (a NaN fill value equals nothing, itself included: a deleted store with
+        # fill_value=NaN read as NaNs and ended `non_finite`, a user's audit)
+        nan_fill = isinstance(fill, (float, np.floating)) and math.isnan(fill)
+        only_fill = bool(np.isnan(arr).all() if nan_fill else np.all(arr == fill))
         if (lo, hi) not in seen:
             seen[(lo, hi)] = only_fill
         elif only_fill and not seen[(lo, hi)]:
