@@ -638,7 +638,10 @@ def test_a_fall_back_from_a_freeze_near_the_solution_returns_to_a_length_that_le
     is above 0.8. Falling back to the slower decay's length at that reading (1.4e-8) left
     the run frozen until the loop's escape: 391 iterations, ending at error 3e-8 (a
     review). With `FAST_WATCH` the fall-back returns to the length of the first of those
-    high readings: converged at error 1e-12 in under 300 (the 0.7 decay alone: 243)."""
+    high readings: converged at error 1e-12 in under 300 (the 0.7 decay alone: 243).
+    (Without it the run now ends at error 2e-12, but after 522 iterations: since the check
+    of a relaxed verdict at the best iterate with the strict length, its verdict at error
+    3e-8 no longer stands.)"""
     from rssm.stepsizes import blockrule
 
     prob = L1Procrustes.synthetic(m=100, n=8, p=4, seed=0)
@@ -654,7 +657,8 @@ def test_a_fall_back_from_a_freeze_near_the_solution_returns_to_a_length_that_le
     assert block.fell_back and block.restarts == 0
     monkeypatch.setattr(blockrule, "FAST_WATCH", 2.0)     # never: the later length
     res, block = call()
-    assert block.fell_back and res.error > 1e-9
+    assert block.fell_back and (res.error > 1e-9 or res.n_iter > 450), (res.n_iter,
+                                                                         res.error)
 
 
 def test_overshooting_steps_are_cut_half_as_hard_where_the_subgradients_keep_their_norm(

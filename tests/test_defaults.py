@@ -698,6 +698,25 @@ def test_a_run_falling_again_after_a_freeze_is_not_called_converged(seed):
     assert res.fun < 1e-8
 
 
+@pytest.mark.parametrize(("make", "before"), [
+    (lambda: L1Procrustes.synthetic(m=30, n=6, p=3, outlier_fraction=0.2, seed=0), 4.3e-7),
+    (lambda: rssm.problems.PlantedSparseBasis.synthetic(n=10, p=3, m=500, seed=5), 5.6e-7),
+], ids=["l1_procrustes", "sparse_basis"])
+def test_a_relaxed_verdict_is_checked_at_the_best_iterate_with_the_strict_length(make,
+                                                                                   before):
+    """A user's audit: on sharp problems the relaxed part 1 (iterates within up to
+    sqrt(tol) ||X||) called default runs converged at errors 4.3e-7 and 5.6e-7, from which
+    steps of 1e-6 ||X||_F lower f by 2.3e-8 and 1.4e-6 of f: the bundle check's trial
+    points, 10 radii long, overshot the minimizer. The check at the best iterate with the
+    strict test's trial length finds that descent, and the runs go on (to 8e-12, and to
+    6e-9 where a relaxed verdict at radius 1.3e-6 ends it)."""
+    prob = make()
+    seed = 0 if isinstance(prob, L1Procrustes) else 5
+    res = rssm.minimize(prob, seed=seed)
+    assert res.success, res.message
+    assert res.error < before / 30, (res.error, res.message)
+
+
 def test_the_relaxed_settling_test_reads_the_recent_costs_too():
     """`GoldsteinTest.cost_settled`: a least cost that has not moved is settled only where
     f at the last horizon's iterates is within `RECENT` of it; a cost not known is not."""

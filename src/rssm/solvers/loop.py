@@ -34,6 +34,7 @@ from rssm.solvers.certificate import (
     ZIGZAG_STEPS,
     Certificate,
     GoldsteinTest,
+    _place,
     bundle_probe,
     bundle_steps,
     full_cancel,
@@ -596,6 +597,13 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
             st.fun_at = -1          # X is at the bundle check's lower point: f there, and
             st.cost()               # the best iterate, before the zigzag compares with it
             _zigzag(cert, solver, st)
+    if ok and c.radius > cert.tol and st.best_k >= 0 and cert.verify:
+        if not _strict_at_best(cert, solver, st):
+            # the run was closing in: withdraw the verdict, and let the decay go on (a
+            # refutation counted as a move restarted RSSM's rule each time, and the
+            # iterates were back at the relaxed radius when the next verdict came)
+            cert.refute()
+            return cert.last
     if ok:
         cert.confirm()
     else:
@@ -625,6 +633,40 @@ def _bundle(cert: GoldsteinTest, c: Certificate, solver: Solver, st) -> bool:
                              radius=c.radius, keep=True)
     st.n_cost += taken
     st.flops += taken * st.oracle.flops_subgradient()
+    return ok
+
+
+def _strict_at_best(cert: GoldsteinTest, solver: Solver, st) -> bool:
+    """A verdict of the relaxed part 1 (iterates within up to sqrt(tol) ||X||_F) that its
+    checks upheld: the bundle check again, at the best iterate (what the run returns),
+    with the strict test's trial length (True: no lower point). The relaxed check's trial
+    points, 10 radii long, overshoot a sharp minimizer closer than that and rise (a
+    user's audit: l1 Procrustes and the planted sparse basis called converged at errors
+    3e-8 to 5e-6, from which steps of 1e-6 ||X||_F lower f by up to 1.4e-6 of f). Where
+    it finds a lower point X stays there (solver work, as the other checks); else X is
+    put back where it was."""
+    here, fun, fun_at, f0 = st.x.copy(), st.fun, st.fun_at, st.best_fun
+    away = not np.array_equal(st.best_x, st.x)
+    if away:
+        _place(st.x, st.best_x, st.oracle)
+    steps = cert.verify if cert.check_above == -math.inf else bundle_steps(st.x.shape,
+                                                                           cert.verify)
+    ok, taken = bundle_probe(solver.problem, st.x, st.oracle, st.best_fun, steps=steps,
+                             radius=0.0, keep=True)
+    st.n_cost += taken
+    st.flops += taken * st.oracle.flops_subgradient()
+    if ok and away:
+        _place(st.x, here, st.oracle)
+        st.fun, st.fun_at = fun, fun_at
+    elif not ok:
+        st.fun_at = -1
+        st.cost()           # f at the lower point: the best iterate from now on
+        # A lower point by at most tol |f| is within what a strict verdict leaves in f
+        # (its radius tol ||X||_F, and |f| <= ||G|| ||X||_F for a positively homogeneous
+        # f): the verdict stands, there. On ODL with 1 % noise the check found points
+        # 1.6e-12 to 7.5e-11 lower at every verdict, and the run went on to its budget;
+        # where it withdrew the audit's verdicts they were 1e-8 to 1e-6 lower.
+        ok = f0 - st.best_fun <= cert.tol * abs(f0)
     return ok
 
 
