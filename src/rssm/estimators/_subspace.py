@@ -620,7 +620,9 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
 def _row_norms(r: np.ndarray) -> np.ndarray:
     """The Euclidean norm of each row of ``r``, scaled by the row's largest entry so that
     its squares neither overflow nor underflow (`score_samples` takes samples at any
-    scale: a sample at 1e200 is far away, not a NaN)."""
+    scale: a sample at 1e200 is far away, not a NaN). Per row, not by the block's
+    largest entry as `rssm.problems._data._column_norms`: a sample's score must not depend
+    on the others in its batch."""
     top = np.abs(r).max(axis=1, initial=0.0)
     safe = np.where(top > 0, top, 1.0)
     return top * np.linalg.norm(r / safe[:, None], axis=1)

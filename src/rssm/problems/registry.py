@@ -123,15 +123,14 @@ def _sparse_basis(rows: Any, p: int) -> PlantedSparseBasis:
 
 
 def _l1_procrustes(rows: Any, p: int) -> L1Procrustes:
-    n_cols = int(rows.shape[1])
     from rssm._validation import InvalidValue
 
+    n_cols = int(rows.shape[1])
     if n_cols < 2:
         raise InvalidValue("path", f"l1_procrustes needs at least 2 columns (n >= 1 design "
                                    f"columns, then p >= 1 target columns), the file has "
                                    f"{n_cols}")
     if not 1 <= p <= n_cols // 2:
-
         # X is n x p on St(n, p): the p target columns need at least p design columns
         raise InvalidValue("p", f"p must satisfy 1 <= p <= {n_cols // 2} (the file's "
                                 f"{n_cols} columns: n design columns, then p <= n target "

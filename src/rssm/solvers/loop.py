@@ -625,15 +625,21 @@ def _bundle(cert: GoldsteinTest, c: Certificate, solver: Solver, st) -> bool:
     """The bundle check from the iterate (`bundle_probe`: null steps of a bundle method),
     keeping a lower point it finds (True: none); its cost evaluations and subgradients
     count as solver work."""
-    # given verify_steps, that many trial points; by default up to two per tangent
-    # dimension, 24 to 128 (`bundle_steps`): a verdict that stands ends in 3-8
-    steps = cert.verify if cert.check_above == -math.inf else bundle_steps(st.x.shape,
-                                                                           cert.verify)
-    ok, taken = bundle_probe(solver.problem, st.x, st.oracle, st.cost(), steps=steps,
+    ok, taken = bundle_probe(solver.problem, st.x, st.oracle, st.cost(),
+                             steps=_bundle_steps(cert, st),
                              radius=c.radius, keep=True)
     st.n_cost += taken
     st.flops += taken * st.oracle.flops_subgradient()
     return ok
+
+
+def _bundle_steps(cert: GoldsteinTest, st) -> int:
+    """Trial points of the bundle check: ``verify_steps`` when given; by default up to
+    two per tangent dimension, 24 to 128 (`bundle_steps`): a verdict that stands ends in
+    3-8."""
+    if cert.check_above == -math.inf:
+        return cert.verify
+    return bundle_steps(st.x.shape, cert.verify)
 
 
 def _strict_at_best(cert: GoldsteinTest, solver: Solver, st) -> bool:
@@ -649,10 +655,8 @@ def _strict_at_best(cert: GoldsteinTest, solver: Solver, st) -> bool:
     away = not np.array_equal(st.best_x, st.x)
     if away:
         _place(st.x, st.best_x, st.oracle)
-    steps = cert.verify if cert.check_above == -math.inf else bundle_steps(st.x.shape,
-                                                                           cert.verify)
-    ok, taken = bundle_probe(solver.problem, st.x, st.oracle, st.best_fun, steps=steps,
-                             radius=0.0, keep=True)
+    ok, taken = bundle_probe(solver.problem, st.x, st.oracle, st.best_fun,
+                             steps=_bundle_steps(cert, st), radius=0.0, keep=True)
     st.n_cost += taken
     st.flops += taken * st.oracle.flops_subgradient()
     if ok and away:

@@ -100,6 +100,11 @@ class Record:
             check_signature(fn, 1, f"Record column {name!r}", "fn(x)")
 
 
+#: What ``record=`` allows, as its errors say.
+_RECORD_ALLOWED = ("record must be None, an int >= 1 (record every N iterations) or a "
+                   "rssm.Record")
+
+
 def as_record(value: Any) -> Record:
     """``record=`` of `rssm.minimize`: None, an int (every), or a `Record`.
 
@@ -126,16 +131,13 @@ def as_record(value: Any) -> Record:
     if isinstance(value, Record):
         return value
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
-                        f"rssm.Record, got {value!r}")
+        raise TypeError(f"{_RECORD_ALLOWED}, got {value!r}")
     value = integer_valued(value)
     if isinstance(value, (int, np.integer)):
         if value < 1:
-            raise ValueError("record must be None, an int >= 1 (a row every N iterations) "
-                             f"or a rssm.Record, got {int(value)}")
+            raise ValueError(f"{_RECORD_ALLOWED}, got {int(value)}")
         return Record(every=int(value))
-    raise TypeError("record must be None, an int >= 1 (record every N iterations) or a "
-                    f"rssm.Record, got {type_name(value)}")
+    raise TypeError(f"{_RECORD_ALLOWED}, got {type_name(value)}")
 
 
 class Observer:
