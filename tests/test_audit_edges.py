@@ -203,6 +203,22 @@ def test_stop_criteria_that_could_never_fire_are_refused():
     assert res.stop_reason.value == "stationary" and res.n_iter == 0
 
 
+def test_a_missing_ground_truth_names_the_call_the_user_made_and_the_fix():
+    """A user's audit: the message named the internal class FunctionProblem, which no
+    page mentions, and not the ``error=`` keyword that gives the problem its truth."""
+    custom = rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign,
+                                         shape=(6, 2))
+    with pytest.raises(ValueError) as info:
+        rssm.minimize(custom, target_error=1e-6, max_iter=5, seed=0)
+    msg = str(info.value)
+    assert "FunctionProblem" not in msg
+    assert "this problem (Problem.from_functions) has none" in msg
+    assert "pass error=callable" in msg and "or leave out target_error" in msg
+    dpcp = DPCP(DPCP.synthetic(n=10, d=2, n_inliers=30, n_outliers=30, seed=0).yt, 8)
+    with pytest.raises(ValueError, match=r"this DPCP has none .*DPCP\(\.\.\., subspace=\.\.\.\)"):
+        rssm.minimize(dpcp, target_error=1e-6, max_iter=5, seed=0)
+
+
 def test_a_nan_error_function_is_named_as_such():
     prob = rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign,
                                        shape=(6, 2), error=lambda x: float("nan"))

@@ -396,8 +396,9 @@ def test_target_error_on_data_names_the_option(tmp_path, capsys):
     rc = main(["solve", "dpcp", "--data", str(tmp_path / "d.npy"), "--d", "3",
                "--target-error", "1e-8", "--quiet"])
     line = _one_line(capsys, 2, rc)
-    assert line.startswith("rssm: error: argument --target-error: target_error needs a "
-                           "ground truth, but this DPCP has none")
+    # then: the library's message, whose advice (DPCP(..., subspace=...)) is Python's
+    assert line.startswith("rssm: error: argument --target-error: needs a ground truth, "
+                           "which only a generated instance has (a --data file has none)")
 
 
 def test_a_layout_flag_that_reads_few_samples_is_questioned_in_the_commands_words(
@@ -528,6 +529,9 @@ def test_sigterm_during_solve_saves_the_run_as_ctrl_c_does(tmp_path):
     doc = json.loads((out / "settings.json").read_text())
     assert doc["summary"]["stop_reason"] == "interrupted" and doc["summary"]["n_iter"] == 3
     assert np.load(out / "X.npy").shape == (8, 6)
+    # a user's audit: the run's message said "interrupted by the user" after SIGTERM
+    assert "interrupted by SIGTERM after 3 iterations" in json.dumps(doc)
+    assert "by the user" not in json.dumps(doc) + proc.stdout + proc.stderr
 
 
 def test_a_run_records_the_machine_and_its_data_file(tmp_path, capsys):

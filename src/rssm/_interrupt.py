@@ -109,3 +109,20 @@ def term_as_interrupt(on: bool) -> None:
     _TERM[0] = bool(on)
     if not on:
         _TERM[1] = None
+
+
+#: Whether the interrupt that a run now sees came from SIGTERM (set by the CLI's handler,
+#: `rssm.cli`, cleared when its run ends): the run's message then names SIGTERM, not the
+#: user (a job scheduler's ``kill`` read "interrupted by the user"; a user's audit).
+_BY_TERM: list = [False]
+
+
+def term_received(on: bool) -> None:
+    """Record (or clear) that SIGTERM stands for the interrupt (the CLI's handler)."""
+    _BY_TERM[0] = bool(on)
+
+
+def interrupted_by() -> str:
+    """``"interrupted by the user"``, or ``"interrupted by SIGTERM"`` where the CLI turned
+    that signal into the interrupt."""
+    return "interrupted by SIGTERM" if _BY_TERM[0] else "interrupted by the user"

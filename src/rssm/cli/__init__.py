@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from rssm._interrupt import term_as_interrupt, term_interrupt
+from rssm._interrupt import term_as_interrupt, term_interrupt, term_received
 from rssm.cli import plot, reproduce, solve
 from rssm.cli._common import Formatter, Parser, StdoutClosed, UsageError
 from rssm.cli.output import WriteError
@@ -148,6 +148,7 @@ class _TermAsInterrupt:
 
     def _handle(self, signum, frame) -> None:
         self.received = True
+        term_received(True)         # the run's message names SIGTERM, not the user
         if self._direct:
             term_interrupt(signum, frame)
         else:
@@ -171,6 +172,7 @@ class _TermAsInterrupt:
         return self
 
     def __exit__(self, *exc) -> None:
+        term_received(False)
         if self._old is not None:
             signal.signal(signal.SIGTERM, self._old)
         if self._direct:

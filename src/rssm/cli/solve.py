@@ -431,6 +431,11 @@ def _refuse_unused(args) -> None:
     if args.verify_steps and args.tol == 0:
         raise UsageError("argument --verify-steps: the check confirms verdicts of the "
                          "convergence test, which --tol 0 turns off")
+    if args.target_error is not None and getattr(args, "data", None) is not None:
+        # the library's message tells a Python user how to give a problem its truth
+        raise UsageError("argument --target-error: needs a ground truth, which only a "
+                         "generated instance has (a --data file has none); leave it out, "
+                         "or stop on --max-iter, --max-time or --tol")
 
 
 def run(args, argv: Sequence[str]) -> int:

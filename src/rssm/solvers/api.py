@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rssm._interrupt import NESTING, HeldInterrupt
+from rssm._interrupt import NESTING, HeldInterrupt, interrupted_by
 from rssm._validation import (
     InvalidType,
     InvalidValue,
@@ -286,7 +286,7 @@ def _mark_interrupted(res: Result) -> None:
     """A Result whose run ended, marked as cut short by a Ctrl-C that came after it."""
     if res.stop_reason is not StopReason.INTERRUPTED:
         res.stop_reason = StopReason.INTERRUPTED
-        res.message = (f"interrupted by the user after {res.n_iter} iterations, while the "
+        res.message = (f"{interrupted_by()} after {res.n_iter} iterations, while the "
                        f"result was put together (the run had ended: {res.message})")
         res.converged = False
 
@@ -536,18 +536,42 @@ def _leaves(stop: Any):
 
 def _check_error_known(problem, x: np.ndarray, what: str) -> None:
     """Refuse ``what`` (a target error) where the problem's error cannot be measured: no
-    ground truth, or an error function that returns NaN at the start."""
-    none = InvalidValue("target_error", f"{what} needs a ground truth, but this "
-                        f"{type(problem).__name__} has none (no planted solution or error "
-                        "function to measure against)")
+    ground truth, or an error function that returns NaN at the start. The message names
+    the problem as the user built it and how to give it a ground truth."""
+    name, how = _truth_hint(problem)
+    none = InvalidValue("target_error", f"{what} needs a ground truth, but {name} has none "
+                        f"(no planted solution or error function to measure against): "
+                        f"{how}, or leave out target_error")
     if not problem.has_error:
         raise none
     err = error_at(problem, x, no_truth=None)
     if err is None:             # an `error` that defers to the base class's
         raise none
     if math.isnan(err):
-        raise InvalidValue("target_error", f"{what} needs the error at the start, but this "
-                           f"{type(problem).__name__}'s error(x0) returned NaN")
+        raise InvalidValue("target_error", f"{what} needs the error at the start, but "
+                           f"{name}'s error(x0) returned NaN")
+
+
+#: The keyword through which each built-in problem's constructor takes its ground truth.
+_TRUTH_KEYWORDS = {"DPCP": "subspace", "ODL": "dictionary", "L1Procrustes": "x_true",
+                   "PlantedSparseBasis": "x_true", "SparsePCA": "loadings"}
+
+
+def _truth_hint(problem) -> tuple[str, str]:
+    """(how to name ``problem`` in a message, how to give it a ground truth): a problem of
+    `Problem.from_functions` is named by that call (its class is internal; a user's
+    audit), a built-in by its class with its constructor's keyword."""
+    from rssm.problem import FunctionProblem
+
+    cls = type(problem).__name__
+    if isinstance(problem, FunctionProblem):
+        return ("this problem (Problem.from_functions)",
+                "pass error=callable (the distance of X to your solution) to "
+                "Problem.from_functions")
+    key = _TRUTH_KEYWORDS.get(cls)
+    if key is not None:
+        return f"this {cls}", f"pass the planted solution as {cls}(..., {key}=...)"
+    return f"this {cls}", f"give it an error method (a subclass of {cls})"
 
 
 def _limits(stop: Any) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from rssm import stiefel
-from rssm._interrupt import HeldInterrupt, act_on_nested_interrupt
+from rssm._interrupt import HeldInterrupt, act_on_nested_interrupt, interrupted_by
 from rssm._validation import describe, iterations
 from rssm.data.store import DataError
 from rssm.solvers.base import Direction, NonFiniteStep, Solver, rounding_zero
@@ -464,7 +464,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
         # double SIGINTs 1-10 ms apart); the run is already marked as interrupted.
         wind_down.__enter__()
         reason = StopReason.INTERRUPTED
-        message = f"interrupted by the user after {iterations(st.k)}"
+        message = f"{interrupted_by()} after {iterations(st.k)}"
         # The interrupt may have landed between a step's write to x and the cache update,
         # or inside the copy of a new best point: rebuild both from scratch (a pure query
         # of the oracle; with unreachable data it fails, and the run so far is kept as is).
@@ -495,7 +495,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                                 else " (the convergence test is off: tol=0)")
             if held.interrupted:
                 reason, converged = StopReason.INTERRUPTED, False
-                message = f"interrupted by the user after {iterations(st.k)}"
+                message = f"{interrupted_by()} after {iterations(st.k)}"
         # The built-in target error certifies the last iterate itself (its error, measured
         # there): that point is the one asked for. Any other criterion, a user's that
         # returns TARGET_ERROR included, gets the best iterate.
@@ -785,7 +785,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
                 stop.final(_record(rec, st, last, observers))
             except KeyboardInterrupt:
                 reason = StopReason.INTERRUPTED
-                message = f"interrupted by the user after {iterations(st.k)}"
+                message = f"{interrupted_by()} after {iterations(st.k)}"
                 converged = False
                 if rec.last_iteration != st.k:
                     _record(rec, st, last, ())
@@ -794,7 +794,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             st.cost()
         except KeyboardInterrupt:
             reason = StopReason.INTERRUPTED
-            message = f"interrupted by the user after {iterations(st.k)}"
+            message = f"{interrupted_by()} after {iterations(st.k)}"
     if reason is StopReason.INTERRUPTED:
         converged = False
     last_fun = st.fun if st.fun_at == st.k else float("nan")
@@ -820,7 +820,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             break
         except KeyboardInterrupt:
             if not cut:
-                message = (f"interrupted by the user after {iterations(st.k)}, while the "
+                message = (f"{interrupted_by()} after {iterations(st.k)}, while the "
                            "result was put together (the error was not evaluated)")
             cut = True
             reason, converged = StopReason.INTERRUPTED, False
@@ -838,7 +838,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
                       x, fun, last_fun, use_best, trace, error, cl, part)
     if held.interrupted and reason is not StopReason.INTERRUPTED:
         reason = res.stop_reason = StopReason.INTERRUPTED
-        res.message = f"interrupted by the user after {iterations(st.k)}"
+        res.message = f"{interrupted_by()} after {iterations(st.k)}"
         res.converged = False
     if reason is not StopReason.INTERRUPTED:
         try:
@@ -846,7 +846,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
                 obs.finish(res)
         except KeyboardInterrupt:          # the Result is complete: say it was cut short
             res.stop_reason = StopReason.INTERRUPTED
-            res.message = f"interrupted by the user after {iterations(st.k)}"
+            res.message = f"{interrupted_by()} after {iterations(st.k)}"
             res.converged = False
     return res
 
