@@ -63,6 +63,19 @@ def test_the_best_iterate_is_returned_not_the_last(small_dpcp):
     assert res.error == small_dpcp.error(res.x)
 
 
+def test_result_seed_reruns_the_call(small_dpcp):
+    """A user's audit: ``seed=None`` (seed 0 by the docs) was recorded as None, so a saved
+    Result did not say how to rerun it; a NumPy integer is recorded as a Python int."""
+    res = rssm.minimize(small_dpcp, max_iter=5)
+    assert res.seed == 0 and type(res.seed) is int
+    again = rssm.minimize(small_dpcp, max_iter=5, seed=res.seed)
+    assert np.array_equal(again.x, res.x)
+    assert rssm.minimize(small_dpcp, max_iter=5, seed=np.int64(3)).seed == 3
+    assert type(rssm.minimize(small_dpcp, max_iter=5, seed=np.int64(3)).seed) is int
+    gen = rssm.minimize(small_dpcp, max_iter=5, seed=np.random.default_rng(1))
+    assert gen.seed == "Generator"
+
+
 def test_among_equal_costs_the_latest_iterate_is_returned():
     """A cost that f's rounding makes flat (Brockett's cost times 1e-8 plus 1e6: one ulp
     of f is 1e-3 of the cost's range near the minimizer): the first iterate to reach the

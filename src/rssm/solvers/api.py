@@ -364,8 +364,9 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p,
     rec = Record(every=every, stationarity=rec.stationarity, columns=rec.columns,
                  best=rec.best)
 
-    settings = {"seed": kw["seed"] if not isinstance(kw["seed"], np.random.Generator)
-                else "Generator", "selection": None if selector is None else selector.name,
+    # None is seed 0 (`_streams`): recorded as 0, so that the setting reruns the call
+    settings = {"seed": _seed_setting(kw["seed"]),
+                "selection": None if selector is None else selector.name,
                 "clip_steps": bool(opts.clip_steps), "thin_trace": thin,
                 # read in the run's end, so that the observers' finish sees it too
                 "threads": rt.describe}
@@ -485,6 +486,16 @@ def _check_observers(observers: Any) -> tuple:
                             f"and finish methods), got "
                             f"{type_name(o) if isinstance(o, type) else describe(o)}")
     return obs
+
+
+def _seed_setting(seed: Any) -> Any:
+    """``Result.seed``: the int a run was seeded with (None is 0, a NumPy integer a Python
+    int), or "Generator" for a Generator (whose state the run advanced)."""
+    if isinstance(seed, np.random.Generator):
+        return "Generator"
+    if seed is None:
+        return 0
+    return int(seed) if isinstance(seed, (int, np.integer)) else seed
 
 
 def _streams(seed: Any) -> tuple[np.random.Generator, Any]:
