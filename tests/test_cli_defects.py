@@ -282,6 +282,28 @@ def test_numeric_header_is_ambiguous_unless_said(tmp_path):
     assert dio.read_csv(ints, header="yes").shape == (2, 4)
 
 
+def test_a_pandas_row_index_is_refused_not_read_as_a_feature(tmp_path, capsys):
+    """A user's audit: ``DataFrame.to_csv`` (index=True, pandas' default) writes the row
+    index as an unnamed first column; it was read as one more feature, 0..m-1."""
+    pd = pytest.importorskip("pandas")
+    a = np.random.default_rng(0).standard_normal((40, 5))
+    frame = pd.DataFrame(a, columns=list("abcde"))
+    frame.to_csv(tmp_path / "idx.csv")
+    frame.to_csv(tmp_path / "plain.csv", index=False)
+    with pytest.raises(dio.DataFileError, match=r"unnamed first column holding 0, 1, \.\.\., "
+                       r"39: a row index .*index=False"):
+        dio.read_csv(tmp_path / "idx.csv")
+    np.testing.assert_allclose(dio.read_csv(tmp_path / "plain.csv"), a, rtol=1e-15)
+    # a named index (index_label) or an unnamed column of other values is data
+    frame.to_csv(tmp_path / "named.csv", index_label="row")
+    assert dio.read_csv(tmp_path / "named.csv").shape == (40, 6)
+    other = tmp_path / "other.csv"
+    other.write_text(",a,b\n" + "".join(f"{2 * i},{i}.5,1\n" for i in range(5)))
+    assert dio.read_csv(other).shape == (5, 3)
+    rc = main(["solve", "dpcp", "--data", str(tmp_path / "idx.csv"), "--d", "2"])
+    assert "argument --data: " in _one_line(capsys, 2, rc)
+
+
 def test_fixed_width_text(tmp_path):
     a = np.random.default_rng(0).standard_normal((30, 4))
     np.savetxt(tmp_path / "f.txt", a, fmt="%10.4f")

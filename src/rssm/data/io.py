@@ -228,13 +228,31 @@ def read_csv(path: str | os.PathLike, header: str = "auto") -> np.ndarray:
         raise DataFileError("path", f"{path} has a header but no data")
     width = len(_cells((second if has_header else first)[1], delimiter))
     try:
-        return np.loadtxt(path, dtype=np.float64, delimiter=delimiter, skiprows=skip,
-                          quotechar='"', comments="#", encoding="utf-8-sig", ndmin=2)
+        arr = np.loadtxt(path, dtype=np.float64, delimiter=delimiter, skiprows=skip,
+                         quotechar='"', comments="#", encoding="utf-8-sig", ndmin=2)
     except ValueError:
         names = first_cells if has_header else None
         said = _first_bad_cell(path, delimiter, skip, width, names)
         raise DataFileError("path", said, said.replace("header='yes'", "--header yes")) \
             from None
+    if has_header and _index_column(first_cells, arr):
+        # pandas' to_csv writes its row index as a first column with an empty name; read
+        # as a feature it was one more dimension, 0..m-1, beside the data (a user's audit)
+        raise DataFileError("path", f"{path} has an unnamed first column holding 0, 1, ..., "
+                            f"{arr.shape[0] - 1}: a row index (pandas' DataFrame.to_csv "
+                            "writes one unless index=False), not a feature; save the file "
+                            "with index=False, or drop or name that column")
+    return arr
+
+
+def _index_column(names: list[str], arr: np.ndarray) -> bool:
+    """The first column is a row index: its header cell is empty, the others are not, and
+    it holds 0, 1, ..., m-1 (pandas' default index)."""
+    if len(names) < 2 or names[0].strip() or not all(c.strip() for c in names[1:]):
+        return False
+    if arr.shape[1] < 2:
+        return False
+    return bool(np.array_equal(arr[:, 0], np.arange(arr.shape[0], dtype=np.float64)))
 
 
 
