@@ -3,6 +3,8 @@ fails on the code before its fix."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -356,3 +358,101 @@ def test_masked_arrays_are_refused_by_the_estimators_too():
     for est in (RobustSubspace(2), OrthogonalSparsePCA(2)):
         with pytest.raises(ValueError, match=r"X is a masked array with 1 masked entries"):
             est.fit(data)
+
+
+# -- one step away from the default call (a user's audit, 2026-11-27) ---------------------
+
+@pytest.fixture
+def dpcp8():
+    return DPCP.synthetic(n=12, d=4, n_inliers=60, n_outliers=30, seed=0)
+
+
+def test_an_empty_combination_of_criteria_is_refused():
+    """AllOf() read as a limit (all() of nothing): it took the default budget away and
+    never fired, so a run with tol=0 went on for ever."""
+    from rssm.stopping import AllOf
+
+    for cls in (AllOf, AnyOf):
+        with pytest.raises(ValueError, match=f"{cls.__name__} needs at least one criterion"):
+            cls()
+
+
+def test_a_converged_criterion_of_the_users_sets_the_runs_tolerance(dpcp8):
+    """stop=Converged(1e-3) ran the test at the default 1e-10 (its tol stored, shown,
+    never read), and with tol=0 it never fired."""
+    from rssm.stopping import Converged
+
+    by_tol = rssm.minimize(dpcp8, tol=1e-3)
+    by_stop = rssm.minimize(dpcp8, stop=Converged(1e-3))
+    default = rssm.minimize(dpcp8)
+    assert by_stop.n_iter == by_tol.n_iter < default.n_iter
+    assert np.array_equal(by_stop.x, by_tol.x) and by_stop.success
+    assert by_stop.certificate.radius > 1e-6        # the relaxed 1e-3, not 1e-10
+    with pytest.raises(ValueError, match=r"tol=0 and stop=\.\.\.Converged\(tol=0\.001\) "
+                                         "disagree"):
+        rssm.minimize(dpcp8, stop=Converged(1e-3), tol=0)
+    with pytest.raises(ValueError, match="different tol"):
+        rssm.minimize(dpcp8, stop=Converged(1e-3) | Converged(1e-4))
+    # the same tolerance twice is one
+    assert rssm.minimize(dpcp8, stop=Converged(1e-3), tol=1e-3).n_iter == by_tol.n_iter
+
+
+def test_a_users_converged_in_a_conjunction_decides_with_its_partner(dpcp8):
+    """Converged() & MaxIterations(40): the run's own Converged beside it stopped the run
+    on the certificate alone, at 23 iterations."""
+    from rssm.stopping import Converged
+
+    res = rssm.minimize(dpcp8, stop=Converged(1e-3) & MaxIterations(40))
+    assert res.n_iter == 40 and res.stop_reason.value == "max_iter"
+    assert res.message.endswith("(the convergence test held there too)")
+    res = rssm.minimize(dpcp8, stop=MaxIterations(40) & Converged(1e-3))
+    assert res.n_iter == 40 and res.success
+
+
+def test_a_verdict_at_the_budgets_last_iteration_is_a_success(dpcp8):
+    """The budget was asked before the test, so a verdict at its last iteration ended
+    max_iter, "before the convergence test held"."""
+    free = rssm.minimize(dpcp8)
+    assert free.success
+    cut = rssm.minimize(dpcp8, max_iter=free.n_iter)
+    assert cut.success and cut.stop_reason.value == "converged"
+    assert np.array_equal(cut.x, free.x)
+    short = rssm.minimize(dpcp8, max_iter=free.n_iter - 1)
+    assert short.stop_reason.value == "max_iter" and not short.success
+
+
+@pytest.mark.parametrize("tol", [1, 10, 1e6])
+def test_a_relative_tolerance_of_one_or_more_is_refused(dpcp8, tol):
+    """tol=10 gave converged with "iterates within 0.23 ||X||": at 1 or more (the
+    diameter is 2 ||X||_F, and the relaxed part takes sqrt(tol)) the radius always passes."""
+    with pytest.raises(ValueError, match="must be below 1, got " + re.escape(f"{tol:g}")):
+        rssm.minimize(dpcp8, tol=tol)
+    assert rssm.minimize(dpcp8, tol=0.5, max_iter=5).n_iter <= 5
+
+
+def test_one_block_without_a_method_is_rsm(dpcp8):
+    """options={"n_blocks": 1} was read as RSSM and refused ("2 <= n_blocks <= p"), though
+    one block is what RSM is."""
+    one = rssm.minimize(dpcp8, options={"n_blocks": 1})
+    assert one.method == "rsm" and np.array_equal(one.x, rssm.minimize(dpcp8).x)
+    assert rssm.minimize(dpcp8, options={"n_blocks": 2}, max_iter=5).method == "rssm"
+
+
+def test_n_blocks_beside_a_partition_of_another_count_is_refused(dpcp8):
+    """partition of 2 blocks with n_blocks=3 ran 2 blocks without a word."""
+    part = [[0, 1, 2, 3], [4, 5, 6, 7]]
+    with pytest.raises(ValueError, match="n_blocks=3 and a partition of 2 blocks disagree"):
+        rssm.minimize(dpcp8, options={"partition": part, "n_blocks": 3}, max_iter=5)
+    res = rssm.minimize(dpcp8, options={"partition": part, "n_blocks": 2}, max_iter=5)
+    assert res.n_blocks == 2
+
+
+@pytest.mark.parametrize("method", ["rsm", "rssm"])
+def test_steps_clipped_to_the_diameter_are_named_as_the_cause(dpcp8, method):
+    """stepsize=100: every step clipped, and the message said x0 may be a minimizer or the
+    subgradient may be wrong (both fine here)."""
+    res = rssm.minimize(dpcp8, stepsize=100.0, max_iter=200, method=method)
+    assert res.n_clipped >= 199
+    assert f"{res.n_clipped} of 200 steps of the step-size rule Constant(c=100) were " \
+        "longer than the manifold's diameter" in res.message
+    assert "check_subgradient" not in res.message

@@ -655,6 +655,11 @@ class _Combination(StoppingCriterion):
     _joiner = ""
 
     def __init__(self, *criteria: StoppingCriterion):
+        if not criteria:
+            # (a user's audit: AllOf() read as a limit, all() of nothing, took the default
+            # budget away and never fired, so the run went on for ever)
+            raise ValueError(f"{type(self).__name__} needs at least one criterion, e.g. "
+                             f"{type(self).__name__}(MaxIterations(100), TargetError(1e-8))")
         self.criteria = _check_criteria(criteria)
         self.needs_record = any(c.needs_record for c in criteria)
         self._fired: StoppingCriterion | None = None
@@ -775,7 +780,8 @@ class Converged(StoppingCriterion):
     success): see `rssm.solvers.certificate` for the test and its justification.
 
     ``rssm.minimize`` adds it with its ``tol`` (default `DEFAULT_TOL`); build it by hand
-    only to combine it with ``&``. The certificate is computed by the solver loop from the
+    only to combine it with ``&``: one inside ``stop=`` sets the run's ``tol`` (a ``tol=``
+    beside it must agree) and ``minimize`` then adds none of its own. The certificate is computed by the solver loop from the
     subgradients it already has; this criterion reads its verdict from
     `Progress.certificate`.
 

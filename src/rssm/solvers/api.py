@@ -148,8 +148,8 @@ def minimize(
     method : {"rssm", "rsm"}, optional
         RSSM (Algorithm ``alg-RSSM``) or the Riemannian subgradient method. Default
         `rssm.solvers.options.DEFAULT_METHOD` (RSM), or RSSM when ``options`` sets one of
-        RSSM's own (``n_blocks``, ``partition``, a ``selection`` other than "uniform", or
-        an `RSSMOptions`): blocks mean Algorithm ``alg-RSSM``.
+        RSSM's own (``n_blocks`` other than 1, ``partition``, a ``selection`` other than
+        "uniform", or an `RSSMOptions`): blocks mean Algorithm ``alg-RSSM``.
     *args
         Deprecated: the old signature's further positional arguments (see Notes), each
         mapped to its keyword with a DeprecationWarning.
@@ -238,7 +238,7 @@ def minimize(
     opts = as_options(method, kw["options"], p)
     threads = check_threads(threads)
     rec = as_record(kw["record"])
-    tol = DEFAULT_TOL if tol is None else as_positive_float(tol, "tol", allow_zero=True)
+    tol = _tol_with_stop(tol, kw["stop"])
     rng, start = _streams(kw["seed"])
     # The start, its check and the run under the run's thread setting: BLAS at one
     # thread throughout (a multi-threaded BLAS call on a busy machine can stall for
@@ -330,8 +330,12 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p,
     if budget is None and kw["max_time"] is None and not _limits(kw["stop"]):
         budget = default_budget(n_blocks, problem.default_max_epochs())
         criteria.append(MaxIterations(budget))
-    if tol > 0:
-        criteria.append(Converged(tol))
+    if tol > 0 and not any(isinstance(c, Converged) for c in _leaves(kw["stop"])):
+        # (a Converged of the user's, say in Converged() & CostBelow, decides alone: one
+        # added here beside it stopped the run on the certificate alone)
+        # first: a verdict at the budget's last iteration is a success (asked after the
+        # budget, the limit was the reason and the run "did not converge")
+        criteria.insert(0, Converged(tol))
     if kw["target_error"] is not None:
         te = as_positive_float(kw["target_error"], "target_error")
         _check_error_known(problem, x, "target_error")
@@ -462,12 +466,17 @@ class _Unread(StepSize):
 
 
 def _asks_for_blocks(options: Any) -> bool:
-    """``options`` sets something only RSSM has (blocks, a partition, a pair rule)."""
+    """``options`` sets something only RSSM has (blocks, a partition, a pair rule); one
+    block (``n_blocks=1``) is RSM, as `RSSMOptions.check` says (a user's audit: it was
+    read as RSSM and refused, "2 <= n_blocks <= p")."""
     if isinstance(options, RSSMOptions):
         return True
     if not isinstance(options, Mapping):
         return False
-    return (options.get("n_blocks") is not None or options.get("partition") is not None
+    nb = options.get("n_blocks")
+    one = nb is not None and not isinstance(nb, bool) and isinstance(nb, (int, np.integer)) \
+        and nb == 1
+    return ((nb is not None and not one) or options.get("partition") is not None
             or not (isinstance(sel := options.get("selection", "uniform"), str)
                     and sel.lower() == "uniform"))
 
@@ -583,6 +592,33 @@ def _truth_hint(problem) -> tuple[str, str]:
     if key is not None:
         return f"this {cls}", f"pass the planted solution as {cls}(..., {key}=...)"
     return f"this {cls}", f"give it an error method (a subclass of {cls})"
+
+
+def _tol_with_stop(tol: Any, stop: Any) -> float:
+    """``tol``, or the one of a `Converged` inside ``stop`` where ``tol`` is not given: the
+    certificate is the run's, so a `Converged(t)` of the user's and ``tol`` must agree (a
+    user's audit: ``stop=Converged(1e-3)`` ran at the default 1e-10 without a word, and
+    never fired with ``tol=0``)."""
+    given = None if tol is None else as_positive_float(tol, "tol", allow_zero=True)
+    if given is not None and given >= 1:
+        raise InvalidValue("tol", f"tol is relative (the recent iterates within tol "
+                           f"||X||_F of each other, ||X||_F = sqrt(p)) and must be below 1, "
+                           f"got {given:g}: at 1 or more every radius passes (St(n, p)'s "
+                           "diameter is 2 ||X||_F); the default is 1e-10, 0 turns the test "
+                           "off")
+    mine = sorted({c.tol for c in _leaves(stop) if isinstance(c, Converged)}) \
+        if isinstance(stop, StoppingCriterion) else []
+    if not mine:
+        return DEFAULT_TOL if given is None else given
+    if len(mine) > 1:
+        raise InvalidValue("stop", "stop holds Converged criteria with different tol ("
+                           f"{', '.join(f'{t:g}' for t in mine)}): the run has one "
+                           "convergence test; give one tol")
+    if given is not None and given != mine[0]:
+        raise InvalidValue("tol", f"tol={given:g} and stop=...Converged(tol={mine[0]:g}) "
+                           "disagree: the run has one convergence test (tol=0 turns it "
+                           "off); give the tolerance once")
+    return mine[0]
 
 
 def _limits(stop: Any) -> bool:

@@ -491,7 +491,10 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 if isinstance(fired, (MaxIterations, MaxTime)):
                     # (a time limit too: docs/convergence.md says so, and it said only
                     # "reached the time limit"; a user's audit)
-                    message += (" before the convergence test held" if cert is not None
+                    held_too = cert is not None and cert.last is not None \
+                        and cert.last.converged
+                    message += (" (the convergence test held there too)" if held_too
+                                else " before the convergence test held" if cert is not None
                                 else " (the convergence test is off: tol=0)")
             if held.interrupted:
                 reason, converged = StopReason.INTERRUPTED, False
@@ -759,13 +762,23 @@ def _at_zero(f: float, level: float) -> str:
 NEVER_LOWER_AFTER = 10
 
 
-def _never_lower(f0: float) -> str:
+def _never_lower(f0: float, clipped: int = 0, k: int = 0,
+                 stepsize: StepSize | None = None) -> str:
     """The advice a run ended by its budget gets where no iterate it evaluated was below
     its start (a user's cost with the subgradient's sign flipped ran 1000 iterations, f
-    rising to 35 from -0.21, and heard only that the test had not held)."""
-    return (f"; no iterate was below the start (f(x0) = {f0:.6g}): x0 may be a minimizer "
-            "the test could not confirm, or the subgradient may not be one of f "
-            "(rssm.diagnostics.check_subgradient(problem) compares the two)")
+    rising to 35 from -0.21, and heard only that the test had not held). Where most steps
+    were clipped to the diameter the rule's lengths are the cause, and the advice names
+    them (a user's audit: ``stepsize=100`` heard that x0 or the subgradient was wrong)."""
+    said = f"; no iterate was below the start (f(x0) = {f0:.6g})"
+    if stepsize is not None and k > 0 and 2 * clipped >= k:
+        return (f"{said}: {clipped} of {k} steps of {_rule_name(stepsize)} were longer "
+                "than the manifold's diameter and clipped to it (Result.n_clipped), so "
+                "they land anywhere; give shorter steps, or leave stepsize out for the "
+                "default rule, which needs no length (else x0 may be a minimizer the test "
+                "could not confirm)")
+    return (f"{said}: x0 may be a minimizer the test could not confirm, or the subgradient "
+            "may not be one of f (rssm.diagnostics.check_subgradient(problem) compares the "
+            "two)")
 
 
 def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, stepsize,
@@ -826,11 +839,12 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             reason, converged = StopReason.INTERRUPTED, False
     if trace is None:
         raise KeyboardInterrupt
-    if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and cert is not None:
+    if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and cert is not None and not (
+            cert.last is not None and cert.last.converged):
         message += _still_falling(trace, st.k, st.best_k if use_best else st.k, fun)
     if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and use_best and st.best_k == 0 \
             and st.k >= NEVER_LOWER_AFTER:
-        message += _never_lower(fun)
+        message += _never_lower(fun, st.n_clipped, st.k, stepsize)
     # Ctrl-C held while the Result is built (real SIGINTs landed in the feasibility's
     # product and lost a finished run), then noted on it
     with HeldInterrupt() as held:

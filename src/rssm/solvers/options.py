@@ -104,7 +104,8 @@ class RSSMOptions:
         Number of blocks l, 2 <= l <= p; the columns are split into contiguous blocks
         whose sizes differ by at most one. Default ``min(5, p)``.
     partition : Partition or sequence of index sequences, optional
-        A partition of the columns (blocks may differ in size); overrides ``n_blocks``.
+        A partition of the columns (blocks may differ in size); it sets the blocks, and
+        ``n_blocks``, where given too, must be its number of blocks.
     selection : {"uniform", "cyclic", "shuffled"} or PairSelector
         Block-pair rule; "uniform" is the paper's.
     verify_steps : int, optional
@@ -205,6 +206,12 @@ class RSSMOptions:
                     else Partition(self.partition, p))
             if part.p != p:
                 raise ValueError(f"partition covers {part.p} columns but the problem has p={p}")
+            if self.n_blocks is not None and as_int(self.n_blocks, "n_blocks") != part.n_blocks:
+                # (a user's audit: n_blocks=3 beside a partition of 2 blocks ran 2 blocks
+                # without a word)
+                raise InvalidValue("n_blocks", f"n_blocks={self.n_blocks} and a partition of "
+                                   f"{part.n_blocks} blocks disagree: the partition sets the "
+                                   "blocks; leave n_blocks out")
         else:
             if p < 2:
                 raise ValueError(
