@@ -299,3 +299,16 @@ def test_early_freeze_reads_the_full_bundle_as_its_log_says(benchmark_module, ca
     assert line in logged
     assert "[1e-02 k70 error 6.9e-05 read 0.02]" in line
     assert certificate.EARLY_LEVELS == (1e-2,) and 0.02 < certificate.EARLY_FROZEN
+
+
+def test_sparse_basis_seeds_reads_the_commands_stop_and_error(benchmark_module):
+    """benchmarks.sparse_basis_seeds (docs/custom.md's table): one line per run, with the
+    command's stop reason and final error; seed 0's RSM run converges at the planted basis
+    as the logged line says."""
+    mod = benchmark_module("sparse_basis_seeds")
+    line = mod.one(0, "rsm", "geometric")
+    assert line.startswith("seed 0 rsm geometric: stop reason converged: converged after "
+                           "1399 iterations")
+    assert float(line.split("final error ")[1].rstrip(";")) < 1e-10
+    logged = (Path(mod.__file__).parent / "results" / "sparse_basis_seeds.log").read_text()
+    assert line in logged.splitlines()
