@@ -781,9 +781,9 @@ class Converged(StoppingCriterion):
 
     ``rssm.minimize`` adds it with its ``tol`` (default `DEFAULT_TOL`); build it by hand
     only to combine it with ``&``: one inside ``stop=`` sets the run's ``tol`` (a ``tol=``
-    beside it must agree) and ``minimize`` then adds none of its own. The certificate is computed by the solver loop from the
-    subgradients it already has; this criterion reads its verdict from
-    `Progress.certificate`.
+    beside it must agree) and ``minimize`` then adds none of its own. The certificate is
+    computed by the solver loop from the subgradients it already has; this criterion
+    reads its verdict from `Progress.certificate`.
 
     Parameters
     ----------
