@@ -1043,6 +1043,32 @@ def test_sparse_pca_constant_column_whose_value_binary_cannot_hold():
     assert abs(est.components_[0, 0]) > 0.6 and abs(est.components_[0, 1]) > 0.6
 
 
+def test_sparse_pca_column_constant_but_for_one_unit_in_the_last_place():
+    """A user's audit: a column of 0.3 and 0.1 + 0.2 (one unit in the last place apart)
+    was scaled to unit variance (scale_ 4.7e-16), took the whole second loading, lowered
+    the explained variance of the real features, and a change of 5.6e-17 in it moved a
+    score by 0.12. It is constant now: the fit is the one with a constant 0.5 there, bit
+    for bit, and explains what the fit without it does."""
+    from sklearn.datasets import load_iris
+
+    x = load_iris().data
+    col = np.where(np.arange(x.shape[0]) % 2, 0.3, 0.1 + 0.2)
+    assert np.ptp(col) > 0
+    with_col = OrthogonalSparsePCA(2, random_state=0).fit(np.c_[x, col])
+    exact = OrthogonalSparsePCA(2, random_state=0).fit(np.c_[x, np.full(x.shape[0], 0.5)])
+    without = OrthogonalSparsePCA(2, random_state=0).fit(x)
+    assert with_col.scale_[-1] == 1.0 and np.all(with_col.components_[:, -1] == 0.0)
+    np.testing.assert_array_equal(with_col.components_, exact.components_)
+    np.testing.assert_allclose(with_col.explained_variance_ratio_,
+                               without.explained_variance_ratio_, rtol=1e-5)
+    a = np.c_[x[:1], [[0.3]]]
+    b = np.c_[x[:1], [[0.1 + 0.2]]]
+    np.testing.assert_array_equal(with_col.transform(a), with_col.transform(b))
+    # 100 units apart is data (above CONSTANT_ULPS = 64)
+    wide = 0.3 + np.where(np.arange(x.shape[0]) % 2, 0, 100) * np.spacing(0.3)
+    assert OrthogonalSparsePCA(2, random_state=0).fit(np.c_[x, wide]).scale_[-1] != 1.0
+
+
 def test_sparse_pca_with_a_complete_basis_says_its_answer_is_trivial():
     """A data scientist's audit: the default n_components (None: n_features) returned a
     signed permutation of the identity without a word (the docstring said so). It now

@@ -64,7 +64,11 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
     normalize : bool, default=True
         True: Sigma is the correlation matrix (ManPG's preprocessing; ``scale_`` holds the
         standard deviations). False: the covariance matrix (1/n_samples) A^T A of the
-        centred data, in the data's units.
+        centred data, in the data's units. A column whose entries lie within
+        `CONSTANT_ULPS` units in the last place of each other is constant (no loading,
+        scale 1). After a ``StandardScaler`` pass False: the data have unit variance
+        already, and a constant column it centred to rounding level (about 1e-17) would
+        be scaled up to unit variance.
     zero_tol : float, default=1e-5
         Loadings below this magnitude are set to exactly 0 in ``components_`` (a subgradient
         method leaves them at the level of its last steps; `rssm.problems.SparsePCA` counts
@@ -196,8 +200,13 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
         # unit-variance feature, a loading landed on it and a change of 1e-9 in it moved a
         # score by 2e6 (an audit). A column whose entries are all equal is constant:
         # zeroed, scale 1 (a tolerance on the variance zeroed real ones: timestamps of
-        # 1.7e9 s spread over 0.2 s).
-        const = lo == hi
+        # 1.7e9 s spread over 0.2 s); so is one whose entries lie within `CONSTANT_ULPS`
+        # units in the last place of each other (a user's audit: a column of 0.3 and
+        # 0.1 + 0.2, one unit apart, became a unit-variance feature that took a whole
+        # loading; the timestamps span 4e5 units of 1.7e9). Read from the range, not from
+        # the variance, whose rounding grows with the number of samples summed.
+        const = (lo == hi) | (hi - lo <= CONSTANT_ULPS * np.spacing(
+            np.maximum(np.abs(lo), np.abs(hi))))
         if np.any(const):
             gram[const, :] = 0.0
             gram[:, const] = 0.0
@@ -298,6 +307,12 @@ class OrthogonalSparsePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Sol
             raise ValueError(f"X has {z.shape[1]} columns, but {type(self).__name__} has "
                              f"n_components_ = {self.n_components_}")
         return (z @ self.components_) * self.scale_ + self.mean_
+
+
+#: A column of `OrthogonalSparsePCA`'s data whose entries all lie within this many units in
+#: the last place of its largest magnitude is constant (its spread is rounding: 0.3 and
+#: 0.1 + 0.2), zeroed and left unscaled, as one of equal entries.
+CONSTANT_ULPS = 64
 
 
 def _adjusted(ztz: np.ndarray) -> np.ndarray:
