@@ -111,3 +111,25 @@ def test_sparse_pca_default_starts_again_after_a_freeze():
     assert again.stop_reason.value == "max_iter" and "still falling" in again.message
     assert again.fun < -24.708193968 - 5e-7 * 24.7       # below the verdict withdrawn
     assert again.fun < plain.fun - 1e-3
+
+
+def test_sparse_pca_default_call_makes_one_svd(monkeypatch):
+    """A user's audit at scale: the PCA start and the default step's scale (||A||_2) made
+    two decompositions of A before the solver's clock (14-19 % of a default call at
+    n = 1000-2000); they read one now, and the step's scale is its largest value."""
+    import numpy.linalg._linalg as impl
+
+    calls = []
+    real = impl.svd
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("compute_uv", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(impl, "svd", counted)
+    monkeypatch.setattr(np.linalg, "svd", counted)
+    prob = rssm.problems.SparsePCA.synthetic(n=60, r=3, seed=0)
+    res = rssm.minimize(prob, max_iter=5)
+    assert len(calls) == 1 and res.n_iter == 5
+    sv = real(prob.yt.T, compute_uv=False)
+    assert prob.default_stepsize().mu0 == pytest.approx(2.0 / float(sv[0]) ** 2, rel=1e-14)
