@@ -234,9 +234,15 @@ def test_rssm_options_are_checked_in_an_rsm_call(small_odl, opts, exc, pattern):
         rssm.minimize(small_odl, method="rsm", max_iter=2, options=opts)
     p = small_odl.shape[1]
     res = rssm.minimize(small_odl, method="rsm", max_iter=2,
-                        options={"n_blocks": 4, "partition": [list(range(p // 2)),
+                        options={"n_blocks": 2, "partition": [list(range(p // 2)),
                                                               list(range(p // 2, p))]})
     assert res.n_blocks == 1
+    # (n_blocks=4 beside that partition of 2 blocks is a contradiction, refused for both
+    # methods since a user's audit: RSSM ran 2 blocks without a word)
+    with pytest.raises(ValueError, match="n_blocks=4 and a partition of 2 blocks disagree"):
+        rssm.minimize(small_odl, method="rsm", max_iter=2,
+                      options={"n_blocks": 4, "partition": [list(range(p // 2)),
+                                                            list(range(p // 2, p))]})
     # one block is what RSM is: a sweep over l = 1, 2, 4 with one dict (a regression of
     # the first version of this check refused it)
     for opts in ({"n_blocks": 1}, {"partition": [list(range(small_odl.shape[1]))]}):
