@@ -456,3 +456,33 @@ def test_steps_clipped_to_the_diameter_are_named_as_the_cause(dpcp8, method):
     assert f"{res.n_clipped} of 200 steps of the step-size rule Constant(c=100) were " \
         "longer than the manifold's diameter" in res.message
     assert "check_subgradient" not in res.message
+
+
+def test_a_users_converged_is_checked_like_tol(dpcp8):
+    """A review of the change above: Converged(5.0) ran with tol 5 where tol=5 is refused,
+    and a user's Converged beside a limit reported max_iter at a verdict on the limit's
+    last iteration."""
+    from rssm.stopping import Converged
+
+    with pytest.raises(ValueError, match=r"Converged\(tol=5\): its tol is relative .* below 1"):
+        rssm.minimize(dpcp8, stop=Converged(5.0))
+    k = rssm.minimize(dpcp8).n_iter
+    for kw in ({"stop": MaxIterations(k) | Converged()},
+               {"max_iter": k, "stop": Converged()}):
+        res = rssm.minimize(dpcp8, **kw)
+        assert res.n_iter == k and res.success and res.stop_reason.value == "converged"
+
+
+def test_one_block_in_an_estimator_draws_nothing_from_numpys_global_state():
+    """n_blocks=1 without a method is RSM, from the deterministic PCA start: it took an
+    int from NumPy's global state as an RSSM run would (a review)."""
+    from rssm.estimators import OrthogonalSparsePCA
+
+    x = np.random.default_rng(0).standard_normal((60, 6))
+    np.random.seed(1)  # noqa: NPY002 - the global state is what is checked
+    before = np.random.get_state()[1].copy()  # noqa: NPY002
+    est = OrthogonalSparsePCA(2, n_blocks=1, max_iter=5).fit(x)
+    assert est.result_.method == "rsm"
+    np.testing.assert_array_equal(np.random.get_state()[1], before)  # noqa: NPY002
+    assert rssm.minimize(DPCP.synthetic(n=12, d=4, n_inliers=60, n_outliers=30, seed=0),
+                         options={"n_blocks": 1.0}, max_iter=3).method == "rsm"

@@ -133,3 +133,29 @@ def test_sparse_pca_default_call_makes_one_svd(monkeypatch):
     assert len(calls) == 1 and res.n_iter == 5
     sv = real(prob.yt.T, compute_uv=False)
     assert prob.default_stepsize().mu0 == pytest.approx(2.0 / float(sv[0]) ** 2, rel=1e-14)
+
+
+def test_sparse_pca_with_more_components_than_samples_keeps_memory_small():
+    """A review: with r > m the start's full SVD built an n x n factor (1 GB at n = 8000),
+    now also where x0 is given (the step's scale reads the same SVD). The thin SVD and a
+    completion by coordinate vectors keep it O(n r); the start is on St(n, r) and holds
+    A's right singular vectors."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((10, 3000))
+    prob = SparsePCA(a, 20, mu=0.1)
+    tracemalloc.start()
+    try:
+        x0 = prob.initial_point()
+        step = prob.default_stepsize()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8e6                                  # the n x n factor: 72 MB
+    assert np.abs(x0.T @ x0 - np.eye(20)).max() < 1e-14
+    _, sv, vt = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(np.abs(vt @ x0[:, :10]), np.eye(10), atol=1e-10)
+    assert step.mu0 == pytest.approx(2.0 / sv[0] ** 2, rel=1e-13)
+    res = rssm.minimize(prob, x0, max_iter=5)
+    assert res.n_iter == 5 and res.feasibility < 1e-14

@@ -55,8 +55,11 @@ def test_or_and_combine():
     assert either.check(_at_record(2, err=1.0)) is None
     assert either.check(_at_record(5, err=1.0)) is StopReason.MAX_ITER
     assert either.check(_at_record(2, err=1e-4)) is StopReason.TARGET_ERROR
-    # both fire: the first member's reason
-    assert either.check(_at_record(5, err=1e-4)) is StopReason.MAX_ITER
+    # both fire: the one that means success (a target reached on the budget's last
+    # iteration is reached; a user's review), else the first member's
+    assert either.check(_at_record(5, err=1e-4)) is StopReason.TARGET_ERROR
+    assert (MaxIterations(5) | MaxTime(1.0)).check(
+        Progress(5, 2.0, 0.0)) is StopReason.MAX_ITER
     assert (TargetError(1e-3) | MaxIterations(5)).check(
         _at_record(5, err=1e-4)
     ) is StopReason.TARGET_ERROR

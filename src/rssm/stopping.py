@@ -689,7 +689,11 @@ class _Combination(StoppingCriterion):
 
 
 class AnyOf(_Combination):
-    """Stop when any member fires; the reason is the first member's that fired.
+    """Stop when any member fires; the reason is the first member's that fired, or,
+    where several fire at once and one of them means success (`Converged`, `TargetError`,
+    `MinStationarity`), that one's: a verdict on the last iteration of a budget is a
+    success (a user's review: ``MaxIterations(46) | Converged()`` reported ``max_iter``
+    for a run whose test held there).
 
     Every member is asked, even after one has fired, so that a callback sees every
     recording point, including the one where an iteration limit stops the run.
@@ -719,15 +723,17 @@ class AnyOf(_Combination):
         Returns
         -------
         StopReason or None
-            The first member's reason that is not None (that member is then `fired`),
-            or None.
+            The first member's reason that is not None, or the first such of a member
+            whose stop means convergence (that member is then `fired`), or None.
         """
         reason = None
         for c in self.criteria:
             if c.needs_record and progress.cost is None:
                 continue
             r = checked_reason(c, c.check(progress))
-            if reason is None and r is not None:
+            if r is not None and (reason is None or (
+                    c.fired().indicates_convergence
+                    and not self._fired.fired().indicates_convergence)):
                 reason, self._fired = r, c
         return reason
 

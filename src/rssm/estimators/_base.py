@@ -31,6 +31,7 @@ from rssm._validation import (
     refuse_masked,
 )
 from rssm.data import ChunkedData, is_out_of_core
+from rssm.solvers.api import one_block
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _sk_validate_data
@@ -118,8 +119,11 @@ class SolverMixin:
             raise InvalidParameterError(f"{type(self).__name__}: method must be None, 'rsm' "
                                         f"or 'rssm', got {method!r}")
         # (method in any case: "RSSM" ran RSSM with seed 0 whatever random_state said)
+        # (one block without a method is RSM, which draws nothing: a user's review found
+        # n_blocks=1 taking an int from NumPy's global state)
         rssm_run = ((method is not None and method.lower() == "rssm")
-                    or (method is None and "n_blocks" in params)) and (p is None or p >= 2)
+                    or (method is None and "n_blocks" in params
+                        and not one_block(params["n_blocks"]))) and (p is None or p >= 2)
         if random_start or rssm_run or self.random_state is not None:
             try:
                 params["seed"] = as_seed(self.random_state)

@@ -334,8 +334,9 @@ class SparsePCA(CompositeProblem):
         checked and not used). O(m n^2) once, before the solver starts.
 
         With more components than samples (r > m, possible for `from_data`), A has at
-        most m right singular vectors; the start is completed by right singular vectors of
-        the null space of A (the full SVD, deterministic), so it is still on St(n, r).
+        most m right singular vectors; the start is completed by the coordinate vectors
+        they span least, orthonormalized against them (deterministic, O(n r) memory; the
+        full SVD's n x n factor took 1 GB at n = 8000), so it is still on St(n, r).
 
         Parameters
         ----------
@@ -362,15 +363,23 @@ class SparsePCA(CompositeProblem):
 
     def _spectrum(self) -> tuple[np.ndarray, np.ndarray]:
         """(the singular values of A, its top-r right singular vectors as columns) of one
-        SVD, kept: the PCA start and the default step's scale (`_top_sq_singular`) read
-        the same decomposition, where they made two (a user's audit: at n = 1000-2000,
-        m = n + 1, 14-19 % of a default call went to them, before the solver's clock)."""
+        thin SVD, kept: the PCA start and the default step's scale (`_top_sq_singular`)
+        read the same decomposition, where they made two (a user's audit: at n =
+        1000-2000, m = n + 1, 14-19 % of a default call went to them, before the solver's
+        clock). The scale is taken from it also where the start is not used (``x0=``
+        given), so that it does not depend on whether the start was computed first; a
+        thin SVD with vectors costs about 1.6 times the singular values alone there."""
         cached = getattr(self, "_svd", None)
         if cached is None:
             a = self.yt.T
             with one_blas_thread():
-                _, sv, vt = np.linalg.svd(a, full_matrices=self.p > min(a.shape))
-            cached = self._svd = (sv, np.ascontiguousarray(vt[: self.p].T))
+                # thin: with r > m the n x n factor of a full SVD took O(n^2) memory, 1 GB
+                # at n = 8000 (a user's review); the start is completed below
+                _, sv, vt = np.linalg.svd(a, full_matrices=False)
+            v = vt[: self.p].T
+            if v.shape[1] < self.p:
+                v = _completed(v, self.p)
+            cached = self._svd = (sv, np.ascontiguousarray(v))
         return cached
 
     def _top_sq_singular(self) -> float:
@@ -441,6 +450,22 @@ class SparsePCA(CompositeProblem):
     def __repr__(self) -> str:
         n, p = self.shape
         return f"SparsePCA(n={n}, r={p}, m={self.m}, mu={self.mu:g}, ground_truth={self.has_error})"
+
+
+def _completed(v: np.ndarray, r: int) -> np.ndarray:
+    """``v`` (n x k orthonormal columns, k < r <= n) completed to r orthonormal columns by
+    the coordinate vectors that ``v`` spans least (ties by index), orthonormalized against
+    it: deterministic, O(n r) memory (the null space of A, where the start has more
+    columns than A has samples)."""
+    n, k = v.shape
+    lev = np.einsum("ij,ij->i", v, v)
+    picks = np.argsort(lev, kind="stable")[: r - k]
+    e = np.zeros((n, r - k))
+    e[picks, np.arange(r - k)] = 1.0
+    for _ in range(2):                      # twice: orthogonal to rounding
+        e -= v @ (v.T @ e)
+    q, _ = np.linalg.qr(e)
+    return np.concatenate([v, q], axis=1)
 
 
 def _standardized(data: ChunkedData, normalize: bool):

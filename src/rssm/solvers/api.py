@@ -465,6 +465,12 @@ class _Unread(StepSize):
         return {"rule": self._name, "note": "not set up: its data could not be read"}
 
 
+def one_block(n_blocks: Any) -> bool:
+    """``n_blocks`` is one block, RSM (1, 1.0 or a NumPy one; not True)."""
+    return (not isinstance(n_blocks, (bool, np.bool_))
+            and isinstance(n_blocks, (int, float, np.integer, np.floating)) and n_blocks == 1)
+
+
 def _asks_for_blocks(options: Any) -> bool:
     """``options`` sets something only RSSM has (blocks, a partition, a pair rule); one
     block (``n_blocks=1``) is RSM, as `RSSMOptions.check` says (a user's audit: it was
@@ -474,9 +480,7 @@ def _asks_for_blocks(options: Any) -> bool:
     if not isinstance(options, Mapping):
         return False
     nb = options.get("n_blocks")
-    one = nb is not None and not isinstance(nb, bool) and isinstance(nb, (int, np.integer)) \
-        and nb == 1
-    return ((nb is not None and not one) or options.get("partition") is not None
+    return ((nb is not None and not one_block(nb)) or options.get("partition") is not None
             or not (isinstance(sel := options.get("selection", "uniform"), str)
                     and sel.lower() == "uniform"))
 
@@ -600,14 +604,12 @@ def _tol_with_stop(tol: Any, stop: Any) -> float:
     user's audit: ``stop=Converged(1e-3)`` ran at the default 1e-10 without a word, and
     never fired with ``tol=0``)."""
     given = None if tol is None else as_positive_float(tol, "tol", allow_zero=True)
-    if given is not None and given >= 1:
-        raise InvalidValue("tol", f"tol is relative (the recent iterates within tol "
-                           f"||X||_F of each other, ||X||_F = sqrt(p)) and must be below 1, "
-                           f"got {given:g}: at 1 or more every radius passes (St(n, p)'s "
-                           "diameter is 2 ||X||_F); the default is 1e-10, 0 turns the test "
-                           "off")
+    if given is not None:
+        _below_one(given, "tol")
     mine = sorted({c.tol for c in _leaves(stop) if isinstance(c, Converged)}) \
         if isinstance(stop, StoppingCriterion) else []
+    for t in mine:
+        _below_one(t, "stop")
     if not mine:
         return DEFAULT_TOL if given is None else given
     if len(mine) > 1:
@@ -619,6 +621,17 @@ def _tol_with_stop(tol: Any, stop: Any) -> float:
                            "disagree: the run has one convergence test (tol=0 turns it "
                            "off); give the tolerance once")
     return mine[0]
+
+
+def _below_one(tol: float, name: str) -> None:
+    """Refuse a relative tolerance of 1 or more (``name``: the argument that gave it)."""
+    if tol >= 1:
+        what = "tol" if name == "tol" else f"stop=...Converged(tol={tol:g}): its tol"
+        raise InvalidValue(name, f"{what} is relative (the recent iterates within tol "
+                           f"||X||_F of each other, ||X||_F = sqrt(p)) and must be below 1, "
+                           f"got {tol:g}: at 1 or more every radius passes (St(n, p)'s "
+                           "diameter is 2 ||X||_F); the default is 1e-10, 0 turns the test "
+                           "off")
 
 
 def _limits(stop: Any) -> bool:
