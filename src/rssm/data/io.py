@@ -250,7 +250,7 @@ def _index_column(names: list[str], arr: np.ndarray) -> bool:
     it holds 0, 1, ..., m-1 (pandas' default index)."""
     if len(names) < 2 or names[0].strip() or not all(c.strip() for c in names[1:]):
         return False
-    if arr.shape[1] < 2:
+    if arr.shape[1] < 2 or arr.shape[0] < 2:      # (one row: "0, 1, ..., 0" said nothing)
         return False
     return bool(np.array_equal(arr[:, 0], np.arange(arr.shape[0], dtype=np.float64)))
 
