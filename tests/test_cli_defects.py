@@ -300,6 +300,9 @@ def test_a_pandas_row_index_is_refused_not_read_as_a_feature(tmp_path, capsys):
     other = tmp_path / "other.csv"
     other.write_text(",a,b\n" + "".join(f"{2 * i},{i}.5,1\n" for i in range(5)))
     assert dio.read_csv(other).shape == (5, 3)
+    one = tmp_path / "one.csv"          # one row: no index to tell
+    one.write_text(",a,b\n0,1.5,2\n")
+    assert dio.read_csv(one).shape == (1, 3)
     rc = main(["solve", "dpcp", "--data", str(tmp_path / "idx.csv"), "--d", "2"])
     assert "argument --data: " in _one_line(capsys, 2, rc)
 
