@@ -159,3 +159,26 @@ def test_sparse_pca_with_more_components_than_samples_keeps_memory_small():
     assert step.mu0 == pytest.approx(2.0 / sv[0] ** 2, rel=1e-13)
     res = rssm.minimize(prob, x0, max_iter=5)
     assert res.n_iter == 5 and res.feasibility < 1e-14
+
+
+@pytest.mark.parametrize(("m", "n", "r"), [(2, 4, 4), (4, 8, 8), (4, 10, 9), (5, 8, 7),
+                                          (3, 6, 6), (1, 5, 5), (2, 50, 40)])
+def test_sparse_pca_start_completed_past_the_samples_is_orthonormal(m, n, r):
+    """A review: the first completion picked all its coordinate vectors at once, and with
+    duplicated features their span met the singular vectors' (A = [[1, 1, 0, 0],
+    [0, 0, 1, 1]], r = 4): the start was off the manifold by 1 and minimize refused it.
+    One at a time, each pick is a new direction."""
+    import warnings
+
+    rng = np.random.default_rng(m * 100 + n)
+    a = np.repeat(rng.standard_normal((m, (n + 1) // 2)), 2, axis=1)[:, :n]
+    if (m, n) == (2, 4):
+        a = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")            # few samples: a layout warning
+        prob = SparsePCA(a, r)
+        x0 = prob.initial_point()
+        assert np.abs(x0.T @ x0 - np.eye(r)).max() < 1e-14
+        np.testing.assert_array_equal(prob.initial_point(), x0)     # deterministic
+        res = rssm.minimize(prob, max_iter=5)
+    assert res.feasibility < 1e-14

@@ -453,19 +453,27 @@ class SparsePCA(CompositeProblem):
 
 
 def _completed(v: np.ndarray, r: int) -> np.ndarray:
-    """``v`` (n x k orthonormal columns, k < r <= n) completed to r orthonormal columns by
-    the coordinate vectors that ``v`` spans least (ties by index), orthonormalized against
-    it: deterministic, O(n r) memory (the null space of A, where the start has more
-    columns than A has samples)."""
+    """``v`` (n x k orthonormal columns, k < r <= n) completed to r orthonormal columns,
+    one at a time: the coordinate vector the columns so far span least (the first among
+    equals), its part orthogonal to them, normalized. Deterministic, O(n r) memory (the
+    null space of A, where the start has more columns than A has samples). Its residual
+    has squared norm at least 1 - j / n > 0 with j columns so far (their leverages sum to
+    j), so every pick is a new direction; picking k coordinates at once did not ensure
+    that (a review: with duplicated features the picks' span met span(v), and the start
+    was off the manifold by 1)."""
     n, k = v.shape
+    q = np.empty((n, r))
+    q[:, :k] = v
     lev = np.einsum("ij,ij->i", v, v)
-    picks = np.argsort(lev, kind="stable")[: r - k]
-    e = np.zeros((n, r - k))
-    e[picks, np.arange(r - k)] = 1.0
-    for _ in range(2):                      # twice: orthogonal to rounding
-        e -= v @ (v.T @ e)
-    q, _ = np.linalg.qr(e)
-    return np.concatenate([v, q], axis=1)
+    for j in range(k, r):
+        i = int(np.argmin(lev))
+        e = -(q[:, :j] @ q[i, :j])
+        e[i] += 1.0
+        e -= q[:, :j] @ (q[:, :j].T @ e)        # again: orthogonal to rounding
+        e /= np.linalg.norm(e)
+        q[:, j] = e
+        lev += e * e
+    return q
 
 
 def _standardized(data: ChunkedData, normalize: bool):
