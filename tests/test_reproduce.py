@@ -647,7 +647,7 @@ def test_the_claim_check_says_where_rsm_led_and_where_its_error_dipped():
     lines, _ = claim_check(rsm + loses)
     assert not any("Where it holds" in line for line in lines)
     # the quick run's summary says what its verdicts are
-    assert "verdicts on the reduced runs of `--quick`" in "\n".join(
+    assert "verdicts on reduced runs (`--quick` or `--budget`)" in "\n".join(
         _summary([("DPCP", verdicts)], quick=True))
     assert "--quick" not in "\n".join(_summary([("DPCP", verdicts)]))
 
@@ -839,3 +839,36 @@ def test_the_claim_needs_both_faster_and_as_accurate_on_a_seed():
                                    run("rssm-l5", [0, .5, 1], [1, .009, .009])])
     assert verdicts == {"rssm-l5": ([], [0])}     # (seeds where it holds, seeds faster)
     assert any("does not hold on its one seed" in line for line in lines)
+
+
+def test_report_words_for_unreached_targets_budgets_and_near_ties():
+    """A user's audit of the report: "auto did not reach it" where the tuned runs had not
+    either; a --budget 0.02 run's summary read "of `--quick` ... cut 15-fold"; and a tuned
+    choice resting on times 0.2 % apart was not flagged (the committed ODL grid)."""
+    from rssm.experiments.analysis import Run
+    from rssm.experiments.report import _auto_ratio, _near_ties, _summary
+
+    def run(part, stepsize, times, errs):
+        return Run([dict(part=part, problem="odl", method="rsm", blocks=1, seed=0,
+                         stepsize=stepsize, iteration=10 * i, time=t, flops=0.0, cost=0.0,
+                         error=e) for i, (t, e) in enumerate(zip(times, errs, strict=True))])
+
+    never = [1.0, 1e-3, 1e-5]
+    assert _auto_ratio([run("auto", "auto", [0, 1, 2], never)],
+                       [run("tuned", "g", [0, 1, 2], never)]) == "RSM neither reached it."
+    assert _auto_ratio([run("auto", "auto", [0, 1, 2], never)],
+                       [run("tuned", "g", [0, 1, 2], [1.0, 1e-3, 1e-9])]) == \
+        "RSM auto did not reach it."
+    text = "\n".join(_summary([("ODL", {})], quick=True, scale=0.02))
+    assert "cut 50-fold (at least 4 iterations)" in text and "15-fold" not in text
+    grid = [run("tuning", "a", [0, 0.3058, 0.4], [1.0, 1e-9, 1e-10]),
+            run("tuning", "b", [0, 0.3064, 0.4], [1.0, 1e-9, 1e-10]),
+            run("tuning", "c", [0, 0.5, 0.6], [1.0, 1e-9, 1e-10])]
+    ties = _near_ties(grid, ["rsm"], ["a", "b", "c"])
+    assert ties == ["RSM: a at 0.3058 s (10 iterations) against b at 0.3064 s (10)"]
+    grid[1] = run("tuning", "b", [0, 0.32, 0.4], [1.0, 1e-9, 1e-10])     # 4.6 % apart
+    assert _near_ties(grid, ["rsm"], ["a", "b", "c"]) == []
+    committed = (Path(__file__).parents[1] / "docs" / "reproduction" / "report.md")
+    if committed.exists():
+        assert "RSSM (l=5): geometric(mu0=0.01, beta=0.9) at 0.3058 s (328 iterations)" \
+            in committed.read_text()
