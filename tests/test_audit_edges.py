@@ -486,3 +486,12 @@ def test_one_block_in_an_estimator_draws_nothing_from_numpys_global_state():
     np.testing.assert_array_equal(np.random.get_state()[1], before)  # noqa: NPY002
     assert rssm.minimize(DPCP.synthetic(n=12, d=4, n_inliers=60, n_outliers=30, seed=0),
                          options={"n_blocks": 1.0}, max_iter=3).method == "rsm"
+
+
+def test_a_target_error_of_zero_is_taken_as_target_error_zero_is(dpcp8):
+    """A user's audit of the API reference: minimize(target_error=0) was refused ("> 0")
+    while stop=TargetError(0) was taken; an exact recovery is a target like any other."""
+    res = rssm.minimize(dpcp8, target_error=0, max_iter=20)
+    assert res.n_iter == 20 and res.stop_reason.value == "max_iter"
+    same = rssm.minimize(dpcp8, stop=TargetError(0), max_iter=20)
+    assert np.array_equal(res.x, same.x)

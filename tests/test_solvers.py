@@ -365,7 +365,7 @@ def test_x0_off_manifold_says_how_far(small_dpcp):
         (dict(max_iter=-1), ValueError, "max_iter must be >= 0"),
         (dict(max_time=0.0), ValueError, "max_time must be > 0"),
         (dict(max_time=math.nan), ValueError, "max_time must be finite"),
-        (dict(target_error=-1e-3), ValueError, "target_error must be > 0"),
+        (dict(target_error=-1e-3), ValueError, "target_error must be >= 0"),
         (dict(record=0), ValueError, "record must be None, an int >= 1"),
         (dict(record=-1), ValueError, "record must be None, an int >= 1"),
         (dict(seed=-3), ValueError, "seed must be a non-negative integer"),

@@ -277,7 +277,9 @@ class Problem(abc.ABC):
 
     def default_max_epochs(self) -> int | None:
         """The iteration budget, in epochs, of `rssm.minimize` when the caller sets no
-        limit (no ``max_iter``, ``max_time`` or ``stop``); None (the default) means
+        limit (no ``max_iter`` or ``max_time``, and no limit inside ``stop``: a
+        `MaxIterations`, a `MaxTime` or a criterion whose ``limits_run`` is True); None
+        (the default) means
         `rssm.solvers.options.DEFAULT_MAX_EPOCHS`. A built-in whose default rule decays
         slowly returns the epochs that rule needs to settle."""
         return None

@@ -114,7 +114,7 @@ class Result:
     converged : bool or None
         Whether the criterion that stopped the run means convergence (`success`).
     tol : float or None
-        The convergence test's tolerance.
+        The convergence test's tolerance; None when the test is off (``tol=0``).
     n_cost : int
         Cost evaluations by the solver (rules, trials, best-point tracking, recorded
         rows).

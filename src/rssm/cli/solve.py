@@ -97,7 +97,7 @@ def _add_common(p: argparse.ArgumentParser, name: str | None = None) -> None:
                                         if name in DECLARED_EPOCHS else "") + ")")
     b.add_argument("--max-time", type=positive_float, default=None,
                    help="solver-time limit in seconds (default: none)")
-    b.add_argument("--target-error", type=positive_float, default=None,
+    b.add_argument("--target-error", type=nonneg_float, default=None,
                    help="stop once the ground-truth error is at most this (default: none)")
     b.add_argument("--tol", type=nonneg_float, default=None, metavar="TOL",
                    help="tolerance of the convergence test: stop (success) once the recent "

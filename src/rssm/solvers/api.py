@@ -187,7 +187,8 @@ def minimize(
         RSSM iterations); sparse PCA and the planted sparse basis, whose default rules
         decay slowly, take more.
     target_error : float, optional
-        Stop once ``problem.error(X) <= target_error`` (checked at recording points).
+        Stop once ``problem.error(X) <= target_error``, >= 0 (checked at recording
+        points).
     stop : StoppingCriterion, optional
         Further criteria (`rssm.stopping`), combined with the others by "any".
     callback : callable, optional
@@ -337,7 +338,8 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p,
         # budget, the limit was the reason and the run "did not converge")
         criteria.insert(0, Converged(tol))
     if kw["target_error"] is not None:
-        te = as_positive_float(kw["target_error"], "target_error")
+        # (0 too, as TargetError(0) takes it: an exact recovery; a user's audit)
+        te = as_positive_float(kw["target_error"], "target_error", allow_zero=True)
         _check_error_known(problem, x, "target_error")
         criteria.append(TargetError(te))
     criteria += _legacy_criteria(kw, n_blocks, rec)
