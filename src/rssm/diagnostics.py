@@ -349,14 +349,7 @@ def _check_partials_alone(problem: Problem, xs: np.ndarray, n_steps: int,
     subgradient before each partial one, and a user's partial oracle whose cache that
     call refreshes (a norm loss keeping its row norms, updating only the columns asked)
     passed them while it was off by 6e-2 in a run (a user's audit)."""
-    p = problem.shape[1]
-    partition = Partition.uniform(p, min(p, 3))
-    pairs = [(i, j) for i in range(partition.n_blocks) for j in range(i + 1, partition.n_blocks)]
-    x = np.array(xs, order="C", copy=True)
-    o = _quiet_oracle(problem, x, partition)
-    g0 = stiefel._tangent_projection(
-        xs, np.asarray(problem.subgradient(xs.copy()), dtype=np.float64))
-    gamma = 0.05 / max(float(np.linalg.norm(g0)), 1e-300)
+    partition, pairs, x, o, gamma = _contiguous_run(problem, xs)
     seen = []
     for step in range(max(n_steps, 2 * len(pairs))):
         cols = partition.columns(*pairs[step % len(pairs)])
@@ -385,13 +378,10 @@ def _quiet_oracle(problem: Problem, x: np.ndarray, partition: Partition | None):
         return problem.make_oracle(x, partition)
 
 
-def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator,
-                      n_steps: int, tol: float) -> CheckItem:
-    """The default partition's path: contiguous blocks (`Partition.uniform`), the oracle
-    driven by RSSM steps (eqs. ``eq-partialRiemsubgrad`` and ``eq-projsubmfdblk``) with the
-    pairs in lexicographic order (adjacent pairs, whose columns are one run, among them); after
-    each step its cost, full and partial subgradients are compared with those of an oracle
-    built from scratch at the same X."""
+def _contiguous_run(problem: Problem, xs: np.ndarray):
+    """(the default contiguous partition of up to 3 blocks, its pairs in lexicographic
+    order, a C-ordered copy of ``xs``, an oracle bound to it, a step length that moves a
+    pair by about 0.05 in Frobenius norm): the setting of checks 4 and 5."""
     p = problem.shape[1]
     partition = Partition.uniform(p, min(p, 3))
     pairs = [(i, j) for i in range(partition.n_blocks) for j in range(i + 1, partition.n_blocks)]
@@ -399,8 +389,17 @@ def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator
     o = _quiet_oracle(problem, x, partition)
     g0 = stiefel._tangent_projection(
         xs, np.asarray(problem.subgradient(xs.copy()), dtype=np.float64))
-    # steps that move each pair by about 0.05 in Frobenius norm
-    gamma = 0.05 / max(float(np.linalg.norm(g0)), 1e-300)
+    return partition, pairs, x, o, 0.05 / max(float(np.linalg.norm(g0)), 1e-300)
+
+
+def _check_contiguous(problem: Problem, xs: np.ndarray, rng: np.random.Generator,
+                      n_steps: int, tol: float) -> CheckItem:
+    """The default partition's path: contiguous blocks (`Partition.uniform`), the oracle
+    driven by RSSM steps (eqs. ``eq-partialRiemsubgrad`` and ``eq-projsubmfdblk``) with the
+    pairs in lexicographic order (adjacent pairs, whose columns are one run, among them); after
+    each step its cost, full and partial subgradients are compared with those of an oracle
+    built from scratch at the same X."""
+    partition, pairs, x, o, gamma = _contiguous_run(problem, xs)
     worst = 0.0
     for step in range(max(n_steps, len(pairs))):
         cols = partition.columns(*pairs[step % len(pairs)])  # (0,1), (0,2), (1,2), ...
