@@ -334,9 +334,9 @@ def _setup_and_run(problem, x0, start, rng, kw, opts, method, tol, rec, obs, p,
     if tol > 0 and not any(isinstance(c, Converged) for c in _leaves(kw["stop"])):
         # (a Converged of the user's, say in Converged() & CostBelow, decides alone: one
         # added here beside it stopped the run on the certificate alone)
-        # first: a verdict at the budget's last iteration is a success (asked after the
-        # budget, the limit was the reason and the run "did not converge")
-        criteria.insert(0, Converged(tol))
+        # (a verdict on the budget's last iteration is a success: `AnyOf` gives a
+        # criterion that means success the reason where several fire at once)
+        criteria.append(Converged(tol))
     if kw["target_error"] is not None:
         # (0 too, as TargetError(0) takes it: an exact recovery; a user's audit)
         te = as_positive_float(kw["target_error"], "target_error", allow_zero=True)

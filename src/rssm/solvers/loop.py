@@ -491,8 +491,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 if isinstance(fired, (MaxIterations, MaxTime)):
                     # (a time limit too: docs/convergence.md says so, and it said only
                     # "reached the time limit"; a user's audit)
-                    held_too = cert is not None and cert.last is not None \
-                        and cert.last.converged
+                    held_too = _test_holds(cert)
                     message += (" (the convergence test held there too)" if held_too
                                 else " before the convergence test held" if cert is not None
                                 else " (the convergence test is off: tol=0)")
@@ -762,6 +761,12 @@ def _at_zero(f: float, level: float) -> str:
 NEVER_LOWER_AFTER = 10
 
 
+def _test_holds(cert: GoldsteinTest | None) -> bool:
+    """The convergence test's last value holds (a limit of the user's that fired with it
+    in an `AllOf` ends the run, and its message says the test held there too)."""
+    return cert is not None and cert.last is not None and bool(cert.last.converged)
+
+
 def _never_lower(f0: float, clipped: int = 0, k: int = 0,
                  stepsize: StepSize | None = None) -> str:
     """The advice a run ended by its budget gets where no iterate it evaluated was below
@@ -839,8 +844,8 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
             reason, converged = StopReason.INTERRUPTED, False
     if trace is None:
         raise KeyboardInterrupt
-    if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and cert is not None and not (
-            cert.last is not None and cert.last.converged):
+    if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and cert is not None \
+            and not _test_holds(cert):
         message += _still_falling(trace, st.k, st.best_k if use_best else st.k, fun)
     if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and use_best and st.best_k == 0 \
             and st.k >= NEVER_LOWER_AFTER:
