@@ -104,7 +104,7 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
             # float64 ones: torch promotes them in elementwise operations without a word
             # (only a product refuses them), and the cost then carried their rounding
             # (recovery errors of 1e-8 where float64 data gives 2e-12; a user's audit)
-            mode = _mixed_precision_mode(torch)
+            mode = _mixed_precision_mode(torch, xt)
             with mode:
                 out = cost(xt)
         except RuntimeError as exc:
@@ -172,9 +172,22 @@ _CASTS = frozenset({"to", "type", "type_as", "double", "float", "half", "bfloat1
                     "_to_copy", "copy_", "new_tensor", "as_tensor", "tensor"})
 
 
-def _mixed_precision_mode(torch):
+def _mixed_precision_mode(torch, xt):
     """A `torch.overrides.TorchFunctionMode` that records (in ``found``) the first torch
-    operation given both a float64 tensor and a floating tensor of another dtype."""
+    operation given a float64 tensor and a floating tensor of another dtype with at least
+    one dimension, where the float64 one has a dimension too or derives from ``xt`` (X).
+
+    0-d tensors of another dtype are constants (``torch.tensor(0.)`` as an accumulator or
+    a bound), not data whose rounding the cost would carry (a review found all of them
+    refused), and are left alone. A 0-d float64 tensor is a constant too unless it comes
+    from X: torch lets an operand with a dimension decide the dtype against a 0-d one, so
+    ``w * (A @ X - B).abs().sum()`` with a float32 ``w`` of shape (1,) made the whole cost
+    float32 (80 times less accurate in a run; a user's audit). So the mode follows which
+    tensors derive from X: by id, each forgotten when its tensor is freed (holding them
+    would keep every intermediate of the first evaluation alive).
+    """
+    import weakref
+
     from torch.overrides import TorchFunctionMode
 
     def tensors(values):
@@ -184,23 +197,41 @@ def _mixed_precision_mode(torch):
             elif isinstance(v, (list, tuple)):
                 yield from (u for u in v if isinstance(u, torch.Tensor))
 
+    derived: dict[int, weakref.ref] = {}
+
+    def mark(t) -> None:
+        i = id(t)
+        if i not in derived:
+            derived[i] = weakref.ref(t, lambda _, i=i: derived.pop(i, None))
+
+    def from_x(t) -> bool:
+        ref = derived.get(id(t))
+        return ref is not None and ref() is t
+
+    mark(xt)
+
     class MixedPrecision(TorchFunctionMode):
         found: tuple[str, list[str]] | None = None
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             name = getattr(func, "__name__", None) or repr(func)
+            ins = list(tensors((*args, *kwargs.values())))
+            xdep = any(from_x(t) for t in ins)
             # casts are what the message asks for (A.to(X), A.type_as(X), or X cast to
-            # A's dtype by choice), and 0-d tensors are constants (torch.tensor(0.) as an
-            # accumulator or a bound), not data whose rounding the cost would carry (a
-            # review found all of them refused)
+            # A's dtype by choice)
             if self.found is None and name not in _CASTS:
-                dtypes = {t.dtype for t in tensors((*args, *kwargs.values()))
-                          if t.is_floating_point() and t.dim() > 0}
-                if torch.float64 in dtypes and len(dtypes) > 1:
-                    self.found = (name, sorted(str(d) for d in dtypes
-                                               if d != torch.float64))
-            return func(*args, **kwargs)
+                low = {t.dtype for t in ins if t.is_floating_point() and t.dim() > 0
+                       and t.dtype != torch.float64}
+                f64 = any(t.dtype == torch.float64 and (t.dim() > 0 or from_x(t))
+                          for t in ins)
+                if low and f64:
+                    self.found = (name, sorted(str(d) for d in low))
+            out = func(*args, **kwargs)
+            if xdep:
+                for t in tensors(out if isinstance(out, (list, tuple)) else (out,)):
+                    mark(t)
+            return out
 
     return MixedPrecision()
 
