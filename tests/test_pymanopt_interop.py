@@ -372,3 +372,47 @@ def test_the_optimizers_seed_chooses_its_block_pairs():
         problem, initial_point=x0) for s in (0, 0, 5)]
     assert np.array_equal(runs[0].point, runs[1].point)
     assert not np.array_equal(runs[0].point, runs[2].point)
+
+
+def test_the_results_gradient_norm_is_the_one_at_its_point():
+    """A user's audit: ``point`` and ``cost`` were rssm's best iterate (iteration 801 of
+    1000 here) while ``gradient_norm`` was the last recorded row's, of another point
+    (11.34 against 9.94 at the point returned)."""
+    problem, _ = _counting_problem(8, 3)
+    res = RSM(seed=0, verbosity=0, log_verbosity=1).run(problem)
+    rres = res.log["rssm_result"]
+    assert rres.best_iteration < rres.n_iter          # the case: best is not last
+    x = res.point
+    g = problem.manifold.euclidean_to_riemannian_gradient(
+        x, problem.euclidean_gradient(x))
+    assert res.gradient_norm == pytest.approx(float(np.linalg.norm(g)), rel=1e-12)
+    assert res.cost == pytest.approx(problem.cost(x), rel=1e-15)
+    assert res.log["iterations"]["gradient_norm"][-1] != res.gradient_norm
+
+
+@pytest.mark.parametrize(("kw", "words"), [
+    (dict(max_iterations=-1), "max_iterations must be >= 0, got -1"),
+    (dict(record_every=0), "record_every must be >= 1, got 0"),
+    (dict(max_time=-1.0), "max_time must be > 0"),
+])
+def test_the_optimizers_refuse_bad_arguments_in_their_own_words(kw, words):
+    # before: accepted here, and run() failed naming minimize's arguments ("max_iter
+    # must be >= 0", "record must be None, an int >= 1 ...")
+    for cls in (RSM, RSSM):
+        with pytest.raises(ValueError, match=words):
+            cls(verbosity=0, **kw)
+
+
+def test_rssm_on_one_column_names_the_optimizer_that_runs_it():
+    # before: "use method='rsm'", an argument the optimizer does not take
+    problem, _ = _counting_problem(8, 1)
+    with pytest.raises(ValueError, match=r"Stiefel\(8, 1\); use rssm.interop.pymanopt.RSM"):
+        RSSM(verbosity=0).run(problem)
+    res = RSM(seed=0, max_iterations=5, verbosity=0).run(problem)
+    assert res.iterations == 5
+
+
+def test_an_infinite_max_time_is_no_time_limit():
+    problem, _ = _counting_problem(8, 3)
+    res = RSM(seed=0, max_iterations=5, max_time=np.inf, verbosity=0).run(problem)
+    assert res.iterations == 5

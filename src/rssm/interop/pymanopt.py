@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - exercised only without pymanopt
 
 from rssm._autodiff import pymanopt_oracles
 from rssm._interrupt import HeldInterrupt
-from rssm._validation import quieted
+from rssm._validation import InvalidValue, as_int, as_positive_float, quieted
 from rssm.problem import FullSubgradientWarning, FunctionProblem, Problem
 from rssm.solvers import minimize
 from rssm.stopping import StoppingCriterion, StopReason
@@ -128,10 +128,18 @@ class _RssmOptimizer(Optimizer):
     _method = "rssm"
 
     def __init__(self, stepsize=None, *, seed: int | np.random.Generator | None = None,
-                 record_every: int | None = None, max_time: float = 1000,
-                 max_iterations: int = 1000, min_gradient_norm: float | None = 1e-6,
+                 record_every: int | None = None, max_time: float | None = 1000,
+                 max_iterations: int | None = 1000, min_gradient_norm: float | None = 1e-6,
                  min_step_size: float | None = None, max_cost_evaluations: int = 5000,
                  verbosity: int = 2, log_verbosity: int = 0):
+        # checked here, in the optimizer's own words (they failed only in run(), named
+        # as rssm.minimize names them: "max_iter must be >= 0"; a user's audit)
+        if max_iterations is not None:      # (None: no iteration limit)
+            max_iterations = as_int(max_iterations, "max_iterations", minimum=0)
+        if max_time is not None and max_time != math.inf:   # (no time limit)
+            max_time = as_positive_float(max_time, "max_time")
+        if record_every is not None:
+            record_every = as_int(record_every, "record_every", minimum=1)
         super().__init__(max_time=max_time, max_iterations=max_iterations,
                          min_gradient_norm=-math.inf if min_gradient_norm is None
                          else min_gradient_norm,
@@ -159,8 +167,11 @@ class _RssmOptimizer(Optimizer):
         such as the default ``"auto"``), checked after every iteration; the last iteration
         and the final recording may add a few calls, as the line search of Pymanopt's own
         optimizers does. For an rssm `Problem` (whose oracle may evaluate f incrementally)
-        the recorded costs are counted. The result's ``time`` is wall time;
-        ``log["rssm_result"]`` holds rssm's own `rssm.Result` (trace, flops, stop reason).
+        the recorded costs are counted. The result's ``point`` and ``cost`` are rssm's
+        best iterate and its cost (`rssm.Result.x`, ``fun``), ``gradient_norm`` is
+        ||P_T(G)||_F at that point, ``step_size`` the mean step per iteration over the
+        last recorded interval, and ``time`` is wall time; ``log["rssm_result"]`` holds
+        rssm's own `rssm.Result` (trace, flops, stop reason, the last iterate).
         """
         start = time.time()
         counted = None
@@ -170,6 +181,10 @@ class _RssmOptimizer(Optimizer):
             shape, cost, grad = pymanopt_oracles(problem)
             counted = _CountedCost(cost)
             rproblem = FunctionProblem(counted, grad, None, shape=shape, name="pymanopt")
+        if self._method == "rssm" and rproblem.shape[1] < 2:
+            raise InvalidValue("problem", f"RSSM needs p >= 2 columns to form 2 blocks, got "
+                               f"Stiefel({rproblem.shape[0]}, {rproblem.shape[1]}); use "
+                               "rssm.interop.pymanopt.RSM")
         self._initialize_log(optimizer_parameters={
             "method": self._method, "stepsize": repr(self.stepsize), **self._options()})
         verbose = self._verbosity
@@ -217,7 +232,8 @@ class _RssmOptimizer(Optimizer):
                 # Pymanopt gives no partial gradient: the full one is sliced, documented.
                 res = minimize(rproblem, initial_point, method=self._method,
                                stepsize=self.stepsize, max_iter=self._max_iterations,
-                               max_time=self._max_time, seed=self.seed,
+                               max_time=(None if self._max_time == math.inf
+                                         else self._max_time), seed=self.seed,
                                record=self.record_every, callback=watch,
                                stop=None if counted is None else _CostBudget(
                                    counted, self._max_cost_evaluations, state),
@@ -239,13 +255,13 @@ class _RssmOptimizer(Optimizer):
         for _attempt in range(3):
             try:
                 with HeldInterrupt() as held:
-                    out = self._finish(res, state, counted, start, verbose)
+                    out = self._finish(res, state, counted, start, verbose, rproblem)
                 late = late or held.interrupted
                 break
             except KeyboardInterrupt:
                 late = True
         else:
-            out = self._finish(res, state, counted, start, verbose)
+            out = self._finish(res, state, counted, start, verbose, rproblem)
         if late and res.stop_reason.value != "interrupted":
             res.stop_reason = StopReason.INTERRUPTED
             res.message = f"interrupted by the user after the run ({res.message})"
@@ -254,8 +270,10 @@ class _RssmOptimizer(Optimizer):
                                       "together.")
         return out
 
-    def _finish(self, res, state, counted, start, verbose) -> OptimizerResult:
-        """Pymanopt's result of rssm's run ``res``."""
+    def _finish(self, res, state, counted, start, verbose, rproblem) -> OptimizerResult:
+        """Pymanopt's result of rssm's run ``res``: its ``gradient_norm`` is the one at
+        the returned ``point`` (rssm's best iterate, which need not be the last recorded
+        one: it was the last row's, of another point; a user's audit)."""
         why = state["why"] if state.get("fired") else None
         if why is None:
             why = _WORDS.get(res.stop_reason.value, "Terminated - {message}.").format(
@@ -264,12 +282,16 @@ class _RssmOptimizer(Optimizer):
             print(why)
         if self._log is not None:
             self._log["rssm_result"] = res
+        grad = state["grad"]
+        prev = state["prev"]
+        if prev is None or not np.array_equal(prev[1], res.x):
+            grad = float(np.linalg.norm(rproblem.riemannian_subgradient(np.array(res.x))))
         sys.stdout.flush()
         return self._return_result(
             start_time=start, point=res.x, cost=res.fun, iterations=res.n_iter,
             stopping_criterion=why,
             cost_evaluations=state["evals"] if counted is None else counted.calls,
-            step_size=state["step"], gradient_norm=state["grad"])
+            step_size=state["step"], gradient_norm=grad)
 
 
 #: Pymanopt's wording of the stops both libraries have; others quote rssm's message.
@@ -307,7 +329,9 @@ verbosity, log_verbosity
         with 1e-10 the default RSSM and RSM calls on an l1 PCA cost (8 x 60 data,
         St(8, 3), seeds 0-2) stopped after 95-200 iterations, at costs 0.02-0.8 % above
         the ones they converge to (after 333-858). See `run` for how each is checked.
-        ``None`` switches ``min_gradient_norm`` or ``min_step_size`` off.
+        ``None`` switches ``min_gradient_norm``, ``min_step_size``, ``max_iterations``
+        or ``max_time`` off (``max_time=numpy.inf`` too). Bad values are refused when
+        the optimizer is built, by these names.
 
     Examples
     --------
@@ -330,8 +354,8 @@ verbosity, log_verbosity
     def __init__(self, n_blocks: int | None = None, stepsize=None, *,
                  selection: str = "uniform",
                  seed: int | np.random.Generator | None = None,
-                 record_every: int | None = None, max_time: float = 1000,
-                 max_iterations: int = 1000, min_gradient_norm: float | None = 1e-6,
+                 record_every: int | None = None, max_time: float | None = 1000,
+                 max_iterations: int | None = 1000, min_gradient_norm: float | None = 1e-6,
                  min_step_size: float | None = None, max_cost_evaluations: int = 5000,
                  verbosity: int = 2, log_verbosity: int = 0):
         # (named here, not passed on as **kwargs: the signature is what help(), an IDE
