@@ -520,3 +520,25 @@ def test_a_target_error_of_zero_is_taken_as_target_error_zero_is(dpcp8):
     assert res.n_iter == 20 and res.stop_reason.value == "max_iter"
     same = rssm.minimize(dpcp8, stop=TargetError(0), max_iter=20)
     assert np.array_equal(res.x, same.x)
+
+
+def test_a_float32_torch_start_is_checked_to_float32_precision():
+    # a user's audit: a torch float32 x0 (off St by 4e-7, its rounding) was checked to
+    # float64's 1e-8 and refused as "not on the Stiefel manifold", while the same matrix
+    # as a NumPy float32 array passed at 1e-5
+    torch = pytest.importorskip("torch")
+    from rssm.stiefel import FLOAT16_ATOL, FLOAT32_ATOL, low_precision_atol
+
+    assert low_precision_atol(torch.float32) == low_precision_atol(np.float32) == FLOAT32_ATOL
+    assert low_precision_atol(torch.float16) == low_precision_atol(torch.bfloat16) \
+        == FLOAT16_ATOL
+    assert low_precision_atol(torch.float64) is None and low_precision_atol(None) is None
+    prob = rssm.problems.DPCP.synthetic(n=20, d=3, n_inliers=100, n_outliers=50, seed=0)
+    q = np.linalg.qr(np.random.default_rng(0).standard_normal((20, 17)))[0]
+    w = torch.from_numpy(q).float()
+    assert 1e-8 < rssm.stiefel.check_point(w.double().numpy(), atol=1.0) < FLOAT32_ATOL
+    a = rssm.minimize(prob, x0=w, max_iter=3, seed=0)
+    b = rssm.minimize(prob, x0=w.numpy(), max_iter=3, seed=0)
+    assert np.array_equal(a.x, b.x)
+    with pytest.raises(ValueError, match="not on the Stiefel manifold"):
+        rssm.minimize(prob, x0=2 * w, max_iter=3)

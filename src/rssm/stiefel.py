@@ -942,21 +942,31 @@ PROJECT_ABOVE = 1e-13
 
 def low_precision_atol(dtype) -> float | None:
     """The check's tolerance for a point of ``dtype`` rounded from an orthonormal matrix
-    (float32, float16), or None for float64 and the rest.
+    (float32, float16, bfloat16), or None for float64 and the rest.
 
     Parameters
     ----------
-    dtype : numpy.dtype, type or None
-        The point's dtype (None for input without one, such as a list).
+    dtype : numpy.dtype, type, torch.dtype or None
+        The point's dtype (None for input without one, such as a list). Read by name, so
+        that a torch tensor's ``torch.float32`` counts as float32 (it was checked to
+        float64's 1e-8 while the same matrix in NumPy passed; a user's audit) and so do
+        JAX's and ml_dtypes' ``bfloat16``.
 
     Returns
     -------
     float or None
-        `FLOAT32_ATOL` for float32, `FLOAT16_ATOL` for float16, else None.
+        `FLOAT32_ATOL` for float32, `FLOAT16_ATOL` for float16 and bfloat16 (whose
+        rounding of an orthonormal matrix measured 5e-4 to 2.4e-3), else None.
     """
-    if dtype == np.float32:
+    if dtype is None:
+        return None
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = str(dtype).rsplit(".", 1)[-1]      # torch.float32 -> "float32"
+    if name == "float32":
         return FLOAT32_ATOL
-    if dtype == np.float16:
+    if name in ("float16", "bfloat16"):
         return FLOAT16_ATOL
     return None
 
