@@ -101,6 +101,27 @@ def test_full_disk_while_writing_the_folder(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["settings.json", "trace.csv"]
     doc = json.loads((out / "settings.json").read_text())
     assert "X.npy" not in doc["files"] and doc["summary"]["n_iter"] == 2
+    assert "disk full" not in lines[0]      # (no guess: the reason is the system's)
+    # the summary is printed before the error (it was not: a user's audit)
+    assert "stop reason" in proc.stdout and "final cost" in proc.stdout
+
+
+def test_a_single_file_that_cannot_be_written_leaves_the_summary_on_stdout(tmp_path):
+    """A user's audit: with ``--out run.json`` and a file size limit nothing of the run
+    survived (the error came before the summary was printed)."""
+    out = tmp_path / "run.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cmd = (f"ulimit -f 8; exec {sys.executable} -m rssm solve dpcp --n 30 --d 3 "
+           f"--n-inliers 60 --n-outliers 40 --max-iter 300 --record-every 1 --tol 0 "
+           f"--quiet --out {out}")
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"rssm: error: could not write {out}")
+    assert "nothing was written" in lines[0] and not out.exists()
+    assert "iterations" in proc.stdout and "300" in proc.stdout
+    assert "final cost" in proc.stdout
 
 
 # -- defect 12: Ctrl-C exits 130, every setting written, l1_procrustes --data ---------------

@@ -255,6 +255,6 @@ def write(target: Target, doc: dict[str, Any], trace: dict[str, np.ndarray],
         failed.append(f"settings.json ({_size(len(text))}): {exc.strerror or exc}")
     if failed:
         kept = ", ".join(written) if written else "nothing"
-        raise WriteError(f"could not write {'; '.join(failed)} in {folder} (disk full or a "
-                         f"file size limit?); kept: {kept}; no temporary file is left")
+        raise WriteError(f"could not write {'; '.join(failed)} in {folder}; kept: {kept}; "
+                         "no temporary file is left")
     return written

@@ -536,6 +536,7 @@ def run(args, argv: Sequence[str]) -> int:
     ]
     interrupted = res.stop_reason is StopReason.INTERRUPTED
     written = []
+    write_error = None
     if target is not None:
         # the files first: a reader that closes stdout early (``| head``), or a figure of
         # the summary that fails, must not cost the run. Ctrl-C (or SIGTERM) is held while
@@ -545,13 +546,20 @@ def run(args, argv: Sequence[str]) -> int:
 
         with HeldInterrupt() as held:
             doc = document(args, argv, res, instance, problem)
-            written = output.write(target, doc, res.trace, res.x)
+            try:
+                written = output.write(target, doc, res.trace, res.x)
+            except output.WriteError as exc:
+                # raised after the summary: a write that failed (a full disk) left the
+                # run's outcome nowhere, with a .csv or .json target (a user's audit)
+                write_error = exc
         interrupted = interrupted or held.interrupted
     # Problem-specific figures (e.g. sparse PCA's explained variance and sparsity).
     extra = problem.summary(res.x) if callable(getattr(problem, "summary", None)) else {}
     rows += [(k.replace("_", " "), f"{v:.6g}") for k, v in extra.items()
              if k not in ("cost", "error")]
     out(_summary(rows))
+    if write_error is not None:
+        raise write_error
     if target is not None:
         points = len(res.trace["iteration"])
         out(f"{', '.join(written)} ({points} recorded points) written to {target.path}"
