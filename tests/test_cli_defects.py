@@ -328,6 +328,49 @@ def test_a_pandas_row_index_is_refused_not_read_as_a_feature(tmp_path, capsys):
     assert "argument --data: " in _one_line(capsys, 2, rc)
 
 
+def test_a_delimiter_ending_every_line_is_an_empty_column_not_a_missing_value(tmp_path):
+    """A user's audit: a CSV whose every line ends with ',' (some exporters write one) was
+    refused as "a missing value", with a hint to use --header yes for a line of data."""
+    a = np.random.default_rng(0).standard_normal((20, 4))
+    body = "".join(",".join(repr(float(v)) for v in row) + ",\n" for row in a)
+    (tmp_path / "t.csv").write_text(body)
+    np.testing.assert_array_equal(dio.read_csv(tmp_path / "t.csv"), a)
+    (tmp_path / "h.csv").write_text("a,b,c,d,\n" + body)          # a header ending so too
+    np.testing.assert_array_equal(dio.read_csv(tmp_path / "h.csv"), a)
+    (tmp_path / "h2.csv").write_text("a,b,c,d\n" + body)          # or not
+    np.testing.assert_array_equal(dio.read_csv(tmp_path / "h2.csv"), a)
+    # a real missing value is still one, named where it is (not the empty last cell)
+    bad = body.split("\n")
+    bad[3] = bad[3].replace(repr(float(a[3, 1])), "NA")
+    (tmp_path / "m.csv").write_text("\n".join(bad))
+    with pytest.raises(dio.DataFileError, match=r"column 2 is not numeric \(line 4: 'NA'\); "
+                                                r"a missing value"):
+        dio.read_csv(tmp_path / "m.csv")
+    # one line without the trailing delimiter: not every line ends so, and the empty
+    # cell is a missing value (no header hint: an empty cell is no column name)
+    mixed = body.split("\n")
+    mixed[5] = mixed[5].rstrip(",")
+    (tmp_path / "x.csv").write_text("\n".join(mixed))
+    with pytest.raises(dio.DataFileError, match=r"column 5 is not numeric \(line 1: ''\); a "
+                                                r"missing value: fill or drop it first$"):
+        dio.read_csv(tmp_path / "x.csv")
+
+
+def test_hexadecimal_floats_are_refused_as_such(tmp_path):
+    """A user's audit: a file of float.hex() values was taken as having a header, and the
+    error named the first sample as a column."""
+    a = np.random.default_rng(0).standard_normal((5, 3))
+    (tmp_path / "x.csv").write_text("".join(",".join(float(v).hex() for v in row) + "\n"
+                                            for row in a))
+    with pytest.raises(dio.DataFileError, match=r"line 1 holds hexadecimal floats \('0x1"
+                                                r".*float.fromhex"):
+        dio.read_csv(tmp_path / "x.csv")
+    (tmp_path / "y.csv").write_text("a,b,c\n" + (tmp_path / "x.csv").read_text())
+    with pytest.raises(dio.DataFileError, match=r"column 1 \('a'\) is not numeric \(line 2: "
+                                                r"'0x1.*a hexadecimal float"):
+        dio.read_csv(tmp_path / "y.csv")
+
+
 def test_fixed_width_text(tmp_path):
     a = np.random.default_rng(0).standard_normal((30, 4))
     np.savetxt(tmp_path / "f.txt", a, fmt="%10.4f")

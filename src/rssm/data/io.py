@@ -120,6 +120,8 @@ def _delimiter(line: str) -> str | None:
 
 #: A number written with a comma inside (a decimal comma, or a thousands separator).
 _COMMA_NUMBER = re.compile(r"^[+-]?\d+,\d+$")
+#: A float written in hexadecimal (``float.hex``: 0x1.4faff69cef371p-7).
+_HEX_FLOAT = re.compile(r"^[+-]?0x[0-9a-f]*\.?[0-9a-f]*p[+-]?\d+$", re.IGNORECASE)
 
 
 def _looks_like_column_numbers(cells: list[str]) -> bool:
@@ -140,6 +142,12 @@ def _header_line(first: list[str], second: list[str] | None, header: str, path: 
         return False
     numeric = [_is_number(c) or bool(_COMMA_NUMBER.match(c.strip())) for c in first]
     if not any(numeric):      # (numbers with a comma inside are data, refused as such)
+        if any(_HEX_FLOAT.match(c.strip()) for c in first):
+            # (taken as a header, the file's first sample was then named as a column in
+            # the error on line 2; a user's audit)
+            raise DataFileError("path", f"{path} line 1 holds hexadecimal floats "
+                                f"({first[0]!r}): rssm reads decimal numbers only; convert "
+                                "them first (float.fromhex)")
         return True
     # (refused above integer lines too: pandas' `to_csv(index=False)` writes 0..n-1 over
     # pixel counts, and taking it as a sample added one silently; a user's audit)
@@ -157,9 +165,10 @@ def _decimal_comma(cell: str, delimiter: str | None) -> bool:
 
 
 def _first_bad_cell(path: Path, delimiter: str | None, skip: int, width: int,
-                    names: list[str] | None) -> str:
+                    names: list[str] | None, drop_last: bool = False) -> str:
     """Where a text file that `numpy.loadtxt` refused goes wrong, as one message (read
-    again line by line: only on this error path)."""
+    again line by line: only on this error path); ``drop_last``: every line ends with the
+    delimiter, and its empty last cell is not looked at."""
     for i, line in _lines(path):
         if i < skip:
             continue
@@ -167,14 +176,19 @@ def _first_bad_cell(path: Path, delimiter: str | None, skip: int, width: int,
         if len(cells) != width:
             return (f"{path} line {i + 1} has {len(cells)} columns, the first data line has "
                     f"{width}")
+        if drop_last:
+            cells = cells[:-1]
         for j, cell in enumerate(cells):
             if not _is_number(cell):
                 name = f" ({names[j]!r})" if names is not None and j < len(names) else ""
                 what = ("a missing value: fill or drop it first" if cell.lower() in (
                     "", "na", "n/a", "null", "none", "?") else "every column must hold numbers")
+                if _HEX_FLOAT.match(cell.strip()):
+                    what = ("a hexadecimal float: rssm reads decimal numbers only; convert "
+                            "them first (float.fromhex)")
                 comma = _decimal_comma(cell, delimiter)
                 hint = "; if line 1 is a header, use header='yes'" if (
-                    names is None and i == 0 and not comma) else ""
+                    names is None and i == 0 and not comma and cell) else ""
                 if comma:
                     hint += ("; the file seems to write numbers with a comma inside (0,5 or "
                              "1,000): rssm reads neither decimal commas nor thousands "
@@ -231,8 +245,24 @@ def read_csv(path: str | os.PathLike, header: str = "auto") -> np.ndarray:
         arr = np.loadtxt(path, dtype=np.float64, delimiter=delimiter, skiprows=skip,
                          quotechar='"', comments="#", encoding="utf-8-sig", ndmin=2)
     except ValueError:
+        arr = None
+        trailing = (delimiter is not None and width > 1
+                    and _trailing_delimiter(path, delimiter, skip, width))
+        if trailing:
+            # every line ends with the delimiter (some exporters write one): an empty
+            # last column, not a missing value (it was refused as one, with a hint to
+            # use --header yes; a user's audit)
+            try:
+                arr = np.loadtxt(path, dtype=np.float64, delimiter=delimiter,
+                                 skiprows=skip, quotechar='"', comments="#",
+                                 encoding="utf-8-sig", ndmin=2, usecols=range(width - 1))
+            except ValueError:
+                pass
+            if has_header and first_cells and not first_cells[-1]:
+                first_cells = first_cells[:-1]
+    if arr is None:
         names = first_cells if has_header else None
-        said = _first_bad_cell(path, delimiter, skip, width, names)
+        said = _first_bad_cell(path, delimiter, skip, width, names, drop_last=trailing)
         raise DataFileError("path", said, said.replace("header='yes'", "--header yes")) \
             from None
     if has_header and _index_column(first_cells, arr):
@@ -243,6 +273,18 @@ def read_csv(path: str | os.PathLike, header: str = "auto") -> np.ndarray:
                             "writes one unless index=False), not a feature; save the file "
                             "with index=False, or drop or name that column")
     return arr
+
+
+def _trailing_delimiter(path: Path, delimiter: str, skip: int, width: int) -> bool:
+    """Every data line has ``width`` cells and an empty last one: each line ends with the
+    delimiter (read again line by line: only on `read_csv`'s error path)."""
+    for i, line in _lines(path):
+        if i < skip:
+            continue
+        cells = _cells(line, delimiter)
+        if len(cells) != width or cells[-1]:
+            return False
+    return True
 
 
 def _index_column(names: list[str], arr: np.ndarray) -> bool:
