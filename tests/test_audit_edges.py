@@ -4,6 +4,7 @@ fails on the code before its fix."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -542,3 +543,29 @@ def test_a_float32_torch_start_is_checked_to_float32_precision():
     assert np.array_equal(a.x, b.x)
     with pytest.raises(ValueError, match="not on the Stiefel manifold"):
         rssm.minimize(prob, x0=2 * w, max_iter=3)
+
+
+def test_data_of_zeros_are_refused_and_a_synthetic_draw_of_none_too():
+    # a user's audit: ODL.synthetic(theta=1e-4) on n = 10 drew no nonzero code, Y = 0,
+    # and the default run said "converged" at its start, error 3.4 from X*; ODL(0) and
+    # DPCP(0) were accepted too (f is 0 at every X)
+    with pytest.raises(ValueError, match=r"drew no nonzero code entry \(theta n m = 0.32 "
+                                         r"expected\): raise theta or m"):
+        rssm.problems.ODL.synthetic(n=10, theta=1e-4, seed=0)
+    with pytest.raises(ValueError, match="y is all zeros: f is 0 at every X"):
+        rssm.problems.ODL(np.zeros((10, 300)))
+    with pytest.raises(ValueError, match="yt is all zeros: f is 0 at every X"):
+        rssm.problems.DPCP(np.zeros((10, 300)), p=3)
+    # one nonzero entry is data
+    y = np.zeros((10, 300))
+    y[2, 7] = 1.0
+    assert rssm.problems.ODL(y).m == 300
+
+
+def test_a_synthetic_dpcp_of_few_samples_gives_no_layout_advice():
+    # a user's audit: DPCP.synthetic(n=10, n_inliers=1, n_outliers=0) told the user to
+    # transpose an array they never passed (the instance is built as columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prob = rssm.problems.DPCP.synthetic(n=10, d=3, n_inliers=1, n_outliers=0, seed=0)
+    assert prob.m == 1

@@ -26,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from rssm._validation import as_float_matrix, check_data_scale, library_stacklevel, max_abs
+from rssm._validation import (
+    InvalidValue,
+    as_float_matrix,
+    check_data_scale,
+    library_stacklevel,
+    max_abs,
+)
 from rssm.blocks import Partition
 from rssm.data.chunked import ChunkedData, as_data_matrix
 from rssm.data.engine import DataOracle, one_pass
@@ -107,10 +113,13 @@ class DataProblem(Problem):
     #: mu of mu ||X||_1.
     l1_penalty: float = 0.0
 
-    def _set_data(self, value, name: str, *, layout_check: str | None = None):
+    def _set_data(self, value, name: str, *, layout_check: str | None = None,
+                  refuse_zero: bool = False):
         """Keep the data argument (an n x m array as float64, a `ChunkedData` for
         out-of-core arrays, or a store as it is) and its store; set m. With ``layout_check`` (the
-        problem's name), warn when m < n (`rssm.data.store.warn_if_transposed`)."""
+        problem's name), warn when m < n (`rssm.data.store.warn_if_transposed`). With
+        ``refuse_zero``, data in memory that are all zeros are refused (f is then 0 at
+        every X: a run "converged" at its start; a user's audit)."""
         if isinstance(value, InMemory):
             arr = value.yt
             self._store = value
@@ -123,6 +132,9 @@ class DataProblem(Problem):
         if isinstance(self._store, InMemory):
             self._data_top = max_abs(self._store.yt)
             check_data_scale(self._data_top, name)
+            if refuse_zero and self._data_top == 0:
+                raise InvalidValue(name, f"{name} is all zeros: f is 0 at every X, so there is "
+                                   "nothing to fit")
         n, m = self._store.shape
         self.m = m
         if layout_check is not None:

@@ -19,10 +19,11 @@ from rssm._validation import (
     check_memory,
     make_rng,
     metric_inputs,
+    quieted,
 )
 from rssm.data.chunked import ChunkedData, as_data_matrix
 from rssm.data.engine import DataOracle
-from rssm.data.store import one_blas_thread
+from rssm.data.store import LayoutWarning, one_blas_thread
 from rssm.problem import start_rng
 from rssm.problems._data import DataProblem
 from rssm.problems.losses import NormLoss
@@ -120,7 +121,7 @@ class DPCP(DataProblem):
     name = "dpcp"
 
     def __init__(self, yt, p: int, subspace=None):
-        self.yt = self._set_data(yt, "yt", layout_check="DPCP")
+        self.yt = self._set_data(yt, "yt", layout_check="DPCP", refuse_zero=True)
         n, m = self._store.shape
         # p = n (d = 0) is refused: every orthogonal X then gives f = mean ||y_j||, and a
         # run "converged" at its start (a user's audit)
@@ -248,7 +249,11 @@ class DPCP(DataProblem):
         yt = np.concatenate([inl, out], axis=1)[:, perm]
         if noise > 0:
             yt[:, perm < n_in] += noise * rng.standard_normal((n, n_in))
-        prob = cls(yt, n - d, s)
+        with quieted(LayoutWarning):
+            # the instance is built with samples as columns: the layout check's guess
+            # (fewer samples than features, m < n) does not apply to it (it told the user
+            # to transpose an array they never passed; a user's audit)
+            prob = cls(yt, n - d, s)
         prob.n_inliers, prob.n_outliers = n_in, n_out
         return prob
 

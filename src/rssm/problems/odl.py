@@ -10,6 +10,7 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import (
+    InvalidValue,
     as_int,
     as_positive_float,
     check_array_size,
@@ -95,7 +96,7 @@ class ODL(DataProblem):
     name = "odl"
 
     def __init__(self, y, p: int | None = None, dictionary=None):
-        self.y = self._set_data(y, "y", layout_check="ODL")
+        self.y = self._set_data(y, "y", layout_check="ODL", refuse_zero=True)
         n, _ = self._store.shape
         self.p = n if p is None else as_int(p, "p", minimum=1, maximum=n, maximum_is="n")
         self.shape = (n, self.p)
@@ -162,6 +163,12 @@ class ODL(DataProblem):
         rng = make_rng(seed)
         x_star = stiefel.random_point(n, n, rng)
         codes = rng.standard_normal((n, m)) * (rng.random((n, m)) < theta)
+        if not codes.any():
+            # (Y = 0: f is 0 at every X, and a run "converged" at its start, error 3.4 from
+            # X*; a user's audit)
+            raise InvalidValue("theta", f"ODL.synthetic(n={n}, theta={theta:g}, m={m}) drew no "
+                               f"nonzero code entry (theta n m = {theta * n * m:.2g} expected): "
+                               "raise theta or m")
         with quieted(LayoutWarning):
             # the instance is built with samples as columns: the layout check's guess
             # (fewer samples than features, m < n) does not apply to it
