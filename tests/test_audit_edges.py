@@ -569,3 +569,33 @@ def test_a_synthetic_dpcp_of_few_samples_gives_no_layout_advice():
         warnings.simplefilter("error")
         prob = rssm.problems.DPCP.synthetic(n=10, d=3, n_inliers=1, n_outliers=0, seed=0)
     assert prob.m == 1
+
+
+def test_small_inconsistencies_of_an_audit_are_gone(capsys):
+    """A user's audit (2026-11-28): each of these was taken in one place and refused in
+    another."""
+    from fractions import Fraction
+
+    from rssm.cli import main
+
+    # shape= as an array (x.shape or np.array([n, p])) was refused as "not a pair"
+    prob = rssm.Problem.from_functions(lambda x: float(np.abs(x).sum()), np.sign,
+                                       shape=np.array([8, 4]))
+    assert prob.shape == (8, 4) and all(type(v) is int for v in prob.shape)
+    # seed=3.0 seeded synthetic() and minimize() but initial_point(3.0) refused it, and
+    # Result.seed recorded 3.0
+    odl = rssm.problems.ODL.synthetic(n=8, seed=3)
+    assert np.array_equal(odl.initial_point(3.0), odl.initial_point(3))
+    res = rssm.minimize(odl, seed=3.0, max_iter=2)
+    assert res.seed == 3 and type(res.seed) is int
+    with pytest.raises(TypeError, match="got float"):
+        odl.initial_point(3.5)
+    # a callable rule returning a Fraction was refused, stepsize=Fraction(1, 100) taken
+    dp = rssm.problems.DPCP.synthetic(n=20, seed=0)
+    a = rssm.minimize(dp, stepsize=lambda k, ctx: Fraction(1, 100), max_iter=3, seed=0)
+    b = rssm.minimize(dp, stepsize=Fraction(1, 100), max_iter=3, seed=0)
+    assert np.array_equal(a.x, b.x)
+    # --a 0 was refused by the command line (PaperSchedule takes a = 0)
+    assert main(["solve", "dpcp", "--n", "12", "--stepsize", "paper", "--a", "0", "--rho",
+                 "1", "--max-iter", "3", "--quiet"]) == 0
+    assert "a=0.0, rho=1.0" in capsys.readouterr().out

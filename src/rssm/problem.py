@@ -29,6 +29,7 @@ from rssm._validation import (
     as_int,
     as_positive_float,
     check_signature,
+    integer_valued,
     is_quiet,
     real_value,
     type_name,
@@ -74,6 +75,9 @@ def start_rng(rng, name: str = "rng") -> np.random.Generator:
         return rng
     if rng is None:
         rng = 0
+    # an integer-valued float (3.0) as every other seed argument takes it (it was refused
+    # here only; a user's audit)
+    rng = integer_valued(rng)
     if isinstance(rng, bool) or not isinstance(rng, (int, np.integer)):
         raise TypeError(
             f"{name} must be None, a non-negative int seed or a numpy.random.Generator, got "
@@ -625,6 +629,8 @@ class FunctionProblem(Problem):
                                "partial_subgradient(x, cols)"), ("error", error, "error(x)")):
             if fn is not None:
                 check_signature(fn, 2 if arg == "partial_subgradient" else 1, arg, call)
+        if isinstance(shape, np.ndarray) and shape.ndim == 1:
+            shape = tuple(shape.tolist())   # (x.shape of an array, or np.array([n, p]))
         if not isinstance(shape, (tuple, list)) or len(shape) != 2:
             raise TypeError(f"shape must be a pair (n, p), got {shape!r}")
         n = as_int(shape[0], "shape[0] (n)", minimum=1)

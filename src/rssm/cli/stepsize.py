@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rssm.cli._common import UsageError, positive_float
+from rssm.cli._common import UsageError, nonneg_float, positive_float
 
 __all__ = ["PARAMS", "add_options", "spec_from_args"]
 
@@ -58,8 +58,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
                         "odl) is of that kind (default: default)")
     s.add_argument("--delta", type=positive_float, default=None,
                    help="paper: Delta (default: the problem's, e.g. 0.9 for dpcp, 1e-3 for odl)")
-    s.add_argument("--a", type=positive_float, default=None,
-                   help="paper: exponent a (default: the problem's)")
+    s.add_argument("--a", type=nonneg_float, default=None,
+                   help="paper: exponent a >= 0 (default: the problem's)")
     s.add_argument("--rho", type=positive_float, default=None,
                    help="paper: decay rho in (0, 1] (default: the problem's)")
     s.add_argument("--mu0", type=positive_float, default=None,

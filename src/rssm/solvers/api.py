@@ -21,6 +21,7 @@ from rssm._validation import (
     as_int,
     as_positive_float,
     describe,
+    integer_valued,
     make_rng,
     type_name,
 )
@@ -510,6 +511,7 @@ def _seed_setting(seed: Any) -> Any:
         return "Generator"
     if seed is None:
         return 0
+    seed = integer_valued(seed)            # (3.0 was recorded as 3.0; it seeds as 3)
     return int(seed) if isinstance(seed, (int, np.integer)) else seed
 
 

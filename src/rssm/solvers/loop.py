@@ -15,6 +15,7 @@ region.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -140,16 +141,19 @@ def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
             f"{type(exc).__name__}: {exc}")) from None
     if type(gamma) is float and 0.0 < gamma < math.inf:
         return gamma                  # the common case, without the checks below
+    # any real number (a Fraction too, as ``stepsize=Fraction(1, 100)`` is taken; a
+    # user's audit) or a 0-d real array
     ok = (not isinstance(gamma, (bool, np.bool_))
-          and isinstance(gamma, (int, float, np.integer, np.floating, np.ndarray))
-          and np.ndim(gamma) == 0 and np.asarray(gamma).dtype.kind in "iuf")
+          and (isinstance(gamma, numbers.Real)
+               or (isinstance(gamma, np.ndarray) and gamma.ndim == 0
+                   and gamma.dtype.kind in "iuf")))
     value = float(gamma) if ok else math.nan
     if ok and math.isfinite(value) and value > 0:
         return value
     if k == 0:
         raise ValueError(
             f"stepsize returned gamma_{k} = {describe(gamma)}; it must be a finite real "
-            "number > 0 (int, float or a NumPy real scalar)")
+            "number > 0 (int, float, a Fraction or a NumPy real scalar)")
     if ok and value == 0:
         why = (f"the step size gamma_{k} of {_rule_name(stepsize)} reached 0 (a rule that "
                "decays more slowly goes further)")
