@@ -599,3 +599,21 @@ def test_small_inconsistencies_of_an_audit_are_gone(capsys):
     assert main(["solve", "dpcp", "--n", "12", "--stepsize", "paper", "--a", "0", "--rho",
                  "1", "--max-iter", "3", "--quiet"]) == 0
     assert "a=0.0, rho=1.0" in capsys.readouterr().out
+
+
+def test_a_rule_whose_steps_move_x_by_rounding_alone_is_named_at_the_budget():
+    # a user's audit: stepsize=1e-20 ran its budget of 3000, the error falling from 0.19
+    # to 1e-3 through the convergence test's checks alone, and the message said only that
+    # the limit came before the test held
+    prob = rssm.problems.DPCP.synthetic(n=30, seed=0)
+    res = rssm.minimize(prob, method="rsm", stepsize=1e-20, max_iter=300, seed=0)
+    assert res.stop_reason.value == "max_iter"
+    assert re.search(r"no step of the step-size rule Constant\(c=1e-20\) moved X by more than "
+                     r"[0-9.e-]+ \(rounding; step size 1e-20\), so what progress there was came "
+                     r"from the convergence test's checks: a rule with longer steps goes "
+                     r"further$", res.message), res.message
+    off = rssm.minimize(prob, method="rsm", stepsize=1e-20, max_iter=300, seed=0, tol=0)
+    assert "checks" not in off.message and off.stop_reason.value == "max_iter"
+    # a rule that moves X is not told so
+    fine = rssm.minimize(prob, method="rsm", stepsize=1e-3, max_iter=300, seed=0)
+    assert "rounding" not in fine.message

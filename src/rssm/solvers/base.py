@@ -218,6 +218,8 @@ class SolverState:
         Cost evaluations by the solver (trials and the recorded rows' f included).
     n_clipped : int, default=0
         Steps the loop shortened to `rssm.solvers.max_step`.
+    longest_step : float, default=0.0
+        The longest step of the rule so far, ||X_{k+1} - X_k||_F.
     """
 
     x: np.ndarray
@@ -234,6 +236,7 @@ class SolverState:
     flops: float = 0.0
     n_cost: int = 0
     n_clipped: int = 0
+    longest_step: float = 0.0
 
     def __post_init__(self) -> None:
         if self.best_x is None:

@@ -403,6 +403,8 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                         "returning the best finite iterate")) from None
                 st.gamma = gamma
                 ctx.previous_gamma = gamma
+                if st.step_norm > st.longest_step:
+                    st.longest_step = st.step_norm
             st.k = k + 1
             certificate = None
             if cert is not None:
@@ -765,6 +767,22 @@ def _at_zero(f: float, level: float) -> str:
 NEVER_LOWER_AFTER = 10
 
 
+#: A rule none of whose steps moved X by more than this times ||X||_F moved it by rounding
+#: alone (the polar factor of X - gamma G recomputed: about 1e-16 ||X||_F); the budget-end
+#: message then says so (`_rounding_steps`).
+ROUNDING_STEP = 1e-13
+
+
+def _rounding_steps(st, stepsize: StepSize, checks: bool) -> str:
+    """The advice a budget-ended run gets where no step of its rule moved X beyond
+    rounding (a user's audit: ``stepsize=1e-20`` ran its budget, the error falling from
+    0.19 to 1e-3 through the convergence test's checks alone, under the rule's name)."""
+    return (f"; no step of {_rule_name(stepsize)} moved X by more than "
+            f"{st.longest_step:.2g} (rounding; step size {st.gamma:.3g})"
+            + (", so what progress there was came from the convergence test's checks"
+               if checks else "") + ": a rule with longer steps goes further")
+
+
 def _test_holds(cert: GoldsteinTest | None) -> bool:
     """The convergence test's last value holds (a limit of the user's that fired with it
     in an `AllOf` ends the run, and its message says the test held there too)."""
@@ -854,6 +872,9 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     if reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and use_best and st.best_k == 0 \
             and st.k >= NEVER_LOWER_AFTER:
         message += _never_lower(fun, st.n_clipped, st.k, stepsize)
+    elif reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and st.k >= NEVER_LOWER_AFTER \
+            and 0 < st.longest_step <= ROUNDING_STEP * math.sqrt(x.shape[1]):
+        message += _rounding_steps(st, stepsize, cert is not None)
     # Ctrl-C held while the Result is built (real SIGINTs landed in the feasibility's
     # product and lost a finished run), then noted on it
     with HeldInterrupt() as held:
