@@ -874,7 +874,7 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
         message += _never_lower(fun, st.n_clipped, st.k, stepsize)
     elif reason in (StopReason.MAX_ITER, StopReason.MAX_TIME) and st.k >= NEVER_LOWER_AFTER \
             and 0 < st.longest_step <= ROUNDING_STEP * math.sqrt(x.shape[1]):
-        message += _rounding_steps(st, stepsize, cert is not None)
+        message += _rounding_steps(st, stepsize, cert is not None and cert.moves > 0)
     # Ctrl-C held while the Result is built (real SIGINTs landed in the feasibility's
     # product and lost a finished run), then noted on it
     with HeldInterrupt() as held:
