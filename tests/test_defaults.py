@@ -688,6 +688,28 @@ def test_a_small_slope_along_a_sharp_costs_minimizers_is_not_called_converged(
         assert res.stop_reason is StopReason.MAX_ITER
 
 
+@pytest.mark.parametrize(("shape", "k", "seed"), [((8, 3), 4, 0), ((20, 2), 6, 2)])
+@pytest.mark.parametrize("weight", [1e4, 1e5])
+def test_an_exact_penalty_is_not_called_converged_where_f_falls_along_its_set(
+        shape, k, seed, weight):
+    """A user's audit: f(X) = K ||A X - B||_1 + <C, X> (minimize <C, X> on A X = B by an
+    exact penalty). The default call said converged on the set A X = B (||A X - B||_1
+    5e-11) where <C, X> falls along it at slope 2.8 (St(8, 3)): f 1.82 there, -1.09
+    reachable. The penalty's subgradients, K ||A|| large, cancel to 5e-5 (K = 1e4) and
+    5e-6 (K = 1e5) of their norm, which passed `BUNDLE_STATIONARY` (1e-4 then); at 1e-6
+    the bundle check goes on, finds the descent, and these runs end on their budget."""
+    n, p = shape
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((k, n))
+    b = a @ stiefel.random_point(n, p, rng)
+    c = rng.standard_normal((n, p))
+    prob = rssm.Problem.from_functions(
+        lambda x: weight * float(np.abs(a @ x - b).sum()) + float(np.sum(c * x)),
+        lambda x: weight * a.T @ np.sign(a @ x - b) + c, shape=shape)
+    res = rssm.minimize(prob)
+    assert not res.success and res.stop_reason is StopReason.MAX_ITER, res.message
+
+
 @pytest.mark.parametrize("seed", [2, 3])
 def test_a_run_falling_again_after_a_freeze_is_not_called_converged(seed):
     """A user's audit: f(X) = ||A X - B||_1 with B = A X* (f* = 0, sharp; A 50 x 8, St(8, 3)).
