@@ -75,7 +75,11 @@ def test_a_float32_tensor_with_a_dimension_meeting_a_0d_value_of_x_is_refused():
     fine = [(lambda x: c32 * (at @ x - bt).abs().sum(), 1e-9),
             (lambda x: torch.tensor(0.0) + (at @ x - bt).abs().sum(), 1e-9),
             # (A rounded to float32 by choice: off by its rounding, about 1e-4 here)
-            (lambda x: ((c64 * at.float()).double() @ x - bt).abs().sum(), 1e-2)]
+            (lambda x: ((c64 * at.float()).double() @ x - bt).abs().sum(), 1e-2),
+            # (a review: a comparison's bool result, and X cast to float32 by choice
+            # divided by a 0-d value of X, were refused by the first version of this)
+            (lambda x: (at @ x - bt).abs().sum() * (w32 > x.norm() + 10).sum(), 1e-9),
+            (lambda x: (at.float() @ x.float() / x.norm()).abs().sum() * 0, 1e-9)]
     for cost, tol in fine:
         value = rssm.Problem.from_torch(cost, shape=xs.shape).cost(xs)
         assert value == pytest.approx(0.0, abs=tol)

@@ -328,6 +328,30 @@ def test_a_pandas_row_index_is_refused_not_read_as_a_feature(tmp_path, capsys):
     assert "argument --data: " in _one_line(capsys, 2, rc)
 
 
+def test_a_write_error_is_not_lost_when_stdout_closes_early(tmp_path, capsys, monkeypatch):
+    """A review: with the summary printed before the write error, ``| head -1`` closed
+    stdout during the summary and the run exited 141 without a word, no file written."""
+    import errno
+
+    from rssm.cli import _common, output, solve
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def closed(text):
+        raise _common.StdoutClosed
+
+    monkeypatch.setattr(output, "_atomic", full)
+    monkeypatch.setattr(solve, "out", closed)
+    rc = main(["solve", "dpcp", *TINY, "--quiet", "--out", str(tmp_path / "t.csv")])
+    line = _one_line(capsys, 1, rc)
+    assert "could not write" in line and "No space left on device" in line
+    # no write error: a closed stdout is still the quiet exit 141
+    monkeypatch.undo()
+    monkeypatch.setattr(solve, "out", closed)
+    assert main(["solve", "dpcp", *TINY, "--quiet"]) == 141
+
+
 def test_a_delimiter_ending_every_line_is_an_empty_column_not_a_missing_value(tmp_path):
     """A user's audit: a CSV whose every line ends with ',' (some exporters write one) was
     refused as "a missing value", with a hint to use --header yes for a line of data."""
@@ -339,6 +363,12 @@ def test_a_delimiter_ending_every_line_is_an_empty_column_not_a_missing_value(tm
     np.testing.assert_array_equal(dio.read_csv(tmp_path / "h.csv"), a)
     (tmp_path / "h2.csv").write_text("a,b,c,d\n" + body)          # or not
     np.testing.assert_array_equal(dio.read_csv(tmp_path / "h2.csv"), a)
+    # a header that names the empty last column: a feature of missing values (pandas'
+    # to_csv of an all-NaN column), refused as such, not dropped (a review)
+    (tmp_path / "n.csv").write_text("x,y,z\n1,2,\n3,4,\n5,6,\n")
+    with pytest.raises(dio.DataFileError, match=r"column 3 \('z'\) is not numeric \(line 2: "
+                                                r"''\); a missing value"):
+        dio.read_csv(tmp_path / "n.csv")
     # a real missing value is still one, named where it is (not the empty last cell)
     bad = body.split("\n")
     bad[3] = bad[3].replace(repr(float(a[3, 1])), "NA")

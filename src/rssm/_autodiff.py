@@ -220,16 +220,24 @@ def _mixed_precision_mode(torch, xt):
             xdep = any(from_x(t) for t in ins)
             # casts are what the message asks for (A.to(X), A.type_as(X), or X cast to
             # A's dtype by choice)
-            if self.found is None and name not in _CASTS:
-                low = {t.dtype for t in ins if t.is_floating_point() and t.dim() > 0
-                       and t.dtype != torch.float64}
-                f64 = any(t.dtype == torch.float64 and (t.dim() > 0 or from_x(t))
-                          for t in ins)
-                if low and f64:
-                    self.found = (name, sorted(str(d) for d in low))
+            check = self.found is None and name not in _CASTS
+            low = [t for t in ins if t.is_floating_point() and t.dim() > 0
+                   and t.dtype != torch.float64] if check else []
+            if low and any(t.dtype == torch.float64 and t.dim() > 0 for t in ins):
+                self.found = (name, sorted({str(t.dtype) for t in low}))
+                low = []
             out = func(*args, **kwargs)
+            outs = list(tensors(out if isinstance(out, (list, tuple)) else (out,)))
+            if low and any(t.dtype == torch.float64 and from_x(t) for t in ins):
+                # a 0-d value of X beside lower-precision data: refused where the result
+                # took their dtype (a comparison's bool result carries no rounding, and X
+                # cast by choice is the user's; a review found both refused)
+                data = {str(t.dtype) for t in low if not from_x(t)}
+                if data and any(o.is_floating_point() and o.dtype != torch.float64
+                                for o in outs):
+                    self.found = (name, sorted(data))
             if xdep:
-                for t in tensors(out if isinstance(out, (list, tuple)) else (out,)):
+                for t in outs:
                     mark(t)
             return out
 

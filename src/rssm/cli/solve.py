@@ -24,6 +24,7 @@ from rssm.cli._common import (
     Formatter,
     Given,
     Parser,
+    StdoutClosed,
     UsageError,
     first_line,
     given,
@@ -557,7 +558,14 @@ def run(args, argv: Sequence[str]) -> int:
     extra = problem.summary(res.x) if callable(getattr(problem, "summary", None)) else {}
     rows += [(k.replace("_", " "), f"{v:.6g}") for k, v in extra.items()
              if k not in ("cost", "error")]
-    out(_summary(rows))
+    try:
+        out(_summary(rows))
+    except StdoutClosed:
+        # the reader left (``| head``): the write error still comes first, exit 1 (a
+        # review: it was lost in the quiet exit 141 of a closed stdout)
+        if write_error is not None:
+            raise write_error from None
+        raise
     if write_error is not None:
         raise write_error
     if target is not None:

@@ -246,7 +246,10 @@ def read_csv(path: str | os.PathLike, header: str = "auto") -> np.ndarray:
                          quotechar='"', comments="#", encoding="utf-8-sig", ndmin=2)
     except ValueError:
         arr = None
-        trailing = (delimiter is not None and width > 1
+        # (not where a header names that last column: an all-empty named feature, as
+        # pandas writes an all-NaN one, is missing values, not a delimiter; a review)
+        named = has_header and len(first_cells) == width and bool(first_cells[-1])
+        trailing = (delimiter is not None and width > 1 and not named
                     and _trailing_delimiter(path, delimiter, skip, width))
         if trailing:
             # every line ends with the delimiter (some exporters write one): an empty
