@@ -1230,3 +1230,11 @@ def test_omp_codes_default_to_a_tenth_of_the_atoms():
         odl = OrthogonalDictionaryLearning(transform_algorithm="omp", max_iter=100,
                                            random_state=0).fit(x)
     assert set(np.count_nonzero(odl.transform(x), axis=1)) == {2}    # max(1, 20 // 10)
+
+
+def test_dictionary_learning_on_zeros_is_refused_in_the_estimators_words():
+    """A review: ODL's refusal of data of zeros leaked out of `fit` as "y is all zeros:
+    f is 0 at every X", where y is fit's ignored target and X the user's data."""
+    with pytest.raises(ValueError, match=r"^OrthogonalDictionaryLearning: X is all zeros: "
+                                         r"every orthogonal dictionary fits it equally"):
+        OrthogonalDictionaryLearning(random_state=0).fit(np.zeros((50, 5)))

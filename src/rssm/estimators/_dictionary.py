@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_array, check_is_fitted
 
 import rssm
-from rssm._validation import library_stacklevel, quieted
+from rssm._validation import InvalidValue, library_stacklevel, quieted
 from rssm.data import LayoutWarning, is_out_of_core
 from rssm.estimators._base import (
     SolverMixin,
@@ -172,7 +172,14 @@ class OrthogonalDictionaryLearning(ClassNamePrefixFeaturesOutMixin, TransformerM
         with quieted(LayoutWarning):
             # The layout is the estimator's own (one sample per row, passed transposed):
             # ODL's guess from few samples (m < n) does not apply to it.
-            problem = ODL(data, p)
+            try:
+                problem = ODL(data, p)
+            except InvalidValue as exc:
+                if exc.argument != "y":
+                    raise
+                # (in the estimator's words: ODL's "y" is X here, and "X" the dictionary)
+                raise ValueError(f"{name}: X is all zeros: every orthogonal dictionary fits "
+                                 "it equally, so there is nothing to learn") from None
         x0 = None
         if self.dict_init is not None:
             init = check_array(self.dict_init, dtype=np.float64, input_name="dict_init")
