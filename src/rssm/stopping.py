@@ -149,6 +149,11 @@ class StoppingCriterion(abc.ABC):
         """
         return f"{type(self).__name__} fired after {iterations(progress.iteration)}"
 
+    def reset(self) -> None:
+        """Called by `rssm.minimize` before a run's first check: forget what an earlier
+        run left (a criterion object may serve several runs). Default: nothing."""
+        return None
+
     def final(self, progress: Progress) -> None:
         """Called once with the last recorded row when the run stopped on a row that was
         not checked: a time limit, an iteration limit between recording points or a
@@ -461,10 +466,16 @@ class CostStagnation(StoppingCriterion):
         self.epoch = as_positive_float(epoch, "epoch")
         self._hist: list[tuple[int, float]] = []
 
+    def reset(self) -> None:
+        """Forget the best costs of an earlier run (a reused criterion first asked after
+        that run's last iteration judged the new run on the old one's costs, and stopped
+        it at once; a user's audit)."""
+        self._hist = []
+
     def check(self, progress: Progress) -> StopReason | None:
         """Whether the best cost stalled over the last ``window`` epochs. Keeps the best
-        cost of recent rows (forgotten when ``progress.iteration`` is 0 or goes back: a
-        new run).
+        cost of recent rows (forgotten by `reset`, and when ``progress.iteration`` is 0
+        or goes back: a new run).
 
         Parameters
         ----------
@@ -679,6 +690,12 @@ class _Combination(StoppingCriterion):
         `StoppingCriterion.message`."""
         return self.fired().message(progress) if self._fired is not None else ""
 
+    def reset(self) -> None:
+        """Resets every member. See `StoppingCriterion.reset`."""
+        self._fired = None
+        for c in self.criteria:
+            c.reset()
+
     def final(self, progress: Progress) -> None:
         """Calls every member's `final`. See `StoppingCriterion.final`."""
         for c in self.criteria:
@@ -739,14 +756,23 @@ class AnyOf(_Combination):
 
 
 class AllOf(_Combination):
-    """Stop when every member fires; the reason is the last member's.
+    """Stop when every member fires at the same check; the reason is that of a member
+    whose stop means success (`Converged`, `TargetError`, `MinStationarity`) where one is
+    among them, else the last member's.
+
+    Every member is asked at every check (those with ``needs_record`` only at recording
+    points), whatever the others say, so the order of the members does not matter: asked
+    in order until one did not fire, a stateful member placed second (`CostStagnation`)
+    missed the rows where the first did not fire and stopped the run elsewhere, and
+    ``Converged() & MaxIterations(50)`` ended ``max_iter`` where the reversed order ended
+    ``converged`` (a user's audit).
 
     ``a & b`` builds ``AllOf(a, b)``.
 
     Parameters
     ----------
     *criteria : StoppingCriterion
-        The members, asked in order until one does not fire.
+        The members.
     """
 
     _joiner = " & "
@@ -757,7 +783,7 @@ class AllOf(_Combination):
         return all(c.limits_run for c in self.criteria)
 
     def check(self, progress: Progress) -> StopReason | None:
-        """Ask the members in order until one returns None.
+        """Ask every member.
 
         Parameters
         ----------
@@ -767,18 +793,27 @@ class AllOf(_Combination):
         Returns
         -------
         StopReason or None
-            The last member's reason when every member returns one, else None (always
-            None between recording points when a member has ``needs_record``).
+            When every member returns a reason: the first of a member whose stop means
+            convergence (that member is then `fired`), else the last member's; None
+            otherwise (always None between recording points when a member has
+            ``needs_record``).
         """
-        reason = None
+        fired = []
+        every = True
         for c in self.criteria:
             if c.needs_record and progress.cost is None:
-                return None
-            reason = checked_reason(c, c.check(progress))
-            if reason is None:
-                return None
-            self._fired = c
-        return reason
+                every = False
+                continue
+            r = checked_reason(c, c.check(progress))
+            if r is None:
+                every = False
+            else:
+                fired.append((c, r))
+        if not every:
+            return None
+        c, r = next(((c, r) for c, r in fired if c.fired().indicates_convergence), fired[-1])
+        self._fired = c
+        return r
 
 
 class Converged(StoppingCriterion):

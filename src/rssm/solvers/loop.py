@@ -324,6 +324,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     prog = None
     dead = False           # the oracle can no longer be called (DataError)
     try:
+        stop.reset()           # (a criterion object may serve several runs)
         for obs in observers:
             obs.start(info)
         prog = _record(rec, st, None, observers)
