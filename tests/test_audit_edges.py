@@ -663,3 +663,57 @@ def test_a_reused_criterion_starts_each_run_afresh(dpcp8):
     fresh = rssm.minimize(dpcp8, stop=After(30) & CostStagnation(3, rtol=1e-12),
                           max_iter=200, **kw)
     assert (reused.n_iter, reused.stop_reason) == (fresh.n_iter, fresh.stop_reason)
+
+
+class _L1Fit(rssm.Problem):
+    """||A X - B||_1 on St(6, 2) as a direct subclass (cost and subgradient only)."""
+
+    def __init__(self, shape=(6, 2), listed=False, error_value=0.0):
+        rng = np.random.default_rng(0)
+        self.a = rng.standard_normal((30, 6))
+        self.b = self.a @ rssm.stiefel.random_point(6, 2, rng)
+        if shape is not None:
+            self.shape = shape
+        self.listed, self.error_value = listed, error_value
+
+    def cost(self, x):
+        return float(np.abs(self.a @ x - self.b).sum())
+
+    def subgradient(self, x):
+        g = self.a.T @ np.sign(self.a @ x - self.b)
+        return g.tolist() if self.listed else g
+
+    def error(self, x):
+        return self.error_value
+
+
+def test_a_direct_subclass_gets_clear_words_for_its_shape_its_lists_and_its_error():
+    """A user's audit: a subclass without shape met a bare AttributeError (and repr too),
+    (10,) or "10x4" an unpacking error; a subgradient returned as a list ran with RSM and
+    failed RSSM with "list indices must be integers"; an error returning None or an array
+    gave NumPy's words."""
+    from rssm.diagnostics import check_subgradient
+
+    for shape, words in ((None, r"_L1Fit sets no shape: a subclass of rssm.Problem must "
+                                r"set self.shape = \(n, p\)"),
+                         ((6,), r"_L1Fit.shape must be a pair \(n, p\), got \(6,\)"),
+                         ("6x2", r"_L1Fit.shape must be a pair \(n, p\), got '6x2'")):
+        prob = _L1Fit(shape=shape)
+        with pytest.raises(TypeError, match=words):
+            rssm.minimize(prob, max_iter=3)
+        with pytest.raises(TypeError, match=words):
+            check_subgradient(prob)
+        assert repr(prob).startswith("_L1Fit(shape=")
+    with pytest.raises(ValueError, match=r"_L1Fit.shape\[1\] \(p\) must be <= "):
+        rssm.minimize(_L1Fit(shape=(2, 6)), max_iter=3)
+    floats = _L1Fit(shape=(6.0, 2.0))
+    assert rssm.minimize(floats, max_iter=3, seed=0).n_iter == 3
+    assert floats.shape == (6, 2) and all(type(v) is int for v in floats.shape)
+    # a list subgradient: RSSM as RSM takes it
+    a = rssm.minimize(_L1Fit(listed=True), method="rssm", max_iter=20, seed=0)
+    b = rssm.minimize(_L1Fit(), method="rssm", max_iter=20, seed=0)
+    assert np.array_equal(a.x, b.x)
+    for bad, kind in ((None, "NoneType"), (np.array([0.1]), r"ndarray with shape \(1,\)")):
+        with pytest.raises(TypeError, match=rf"_L1Fit.error must return a real number, "
+                                            rf"got {kind}"):
+            rssm.minimize(_L1Fit(error_value=bad), max_iter=3)

@@ -27,7 +27,7 @@ import numpy as np
 from rssm import stiefel
 from rssm._validation import as_int, as_positive_float, make_rng, quieted
 from rssm.blocks import Partition
-from rssm.problem import FullSubgradientWarning, Problem
+from rssm.problem import FullSubgradientWarning, Problem, checked_shape
 
 __all__ = ["check_subgradient", "SubgradientCheck", "CheckItem"]
 
@@ -191,7 +191,7 @@ def check_subgradient(
     radius = as_positive_float(radius, "radius")
     fd_tol = as_positive_float(fd_tol, "fd_tol")
     tol = as_positive_float(tol, "tol")
-    n, p = problem.shape
+    n, p = checked_shape(problem)
     x0 = problem.initial_point(rng) if x is None else problem.check_x(x, "x", atol=1e-6)
 
     # St(1, 1) = {-1, 1} has no tangent directions: no curve to take differences along

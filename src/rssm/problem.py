@@ -88,6 +88,47 @@ def start_rng(rng, name: str = "rng") -> np.random.Generator:
     return np.random.default_rng([int(rng), 1])
 
 
+def checked_shape(problem) -> tuple[int, int]:
+    """``problem.shape`` as (n, p), checked: a pair of integers 1 <= p <= n (a subclass of
+    `Problem` sets it; one without it, or with (10,), "10x4" or (4, 10), met a bare
+    AttributeError or an unpacking error inside the solver; a user's audit). A pair of
+    integer-valued floats or a NumPy array is stored back as Python ints where it can be.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem.
+
+    Returns
+    -------
+    tuple of int
+        (n, p).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the subclass and what ``shape`` must be.
+    """
+    name = type(problem).__name__
+    shape = getattr(problem, "shape", None)
+    if shape is None:
+        raise TypeError(f"{name} sets no shape: a subclass of rssm.Problem must set "
+                        "self.shape = (n, p), the size of X on St(n, p)")
+    pair = tuple(shape.tolist()) if isinstance(shape, np.ndarray) and shape.ndim == 1 \
+        else shape
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise TypeError(f"{name}.shape must be a pair (n, p), got {shape!r}")
+    n = as_int(pair[0], f"{name}.shape[0] (n)", minimum=1)
+    p = as_int(pair[1], f"{name}.shape[1] (p)", minimum=1, maximum=n,
+               maximum_is=f"{name}.shape[0] (n)")
+    if not (type(shape) is tuple and all(type(v) is int for v in shape)):
+        try:
+            problem.shape = (n, p)
+        except AttributeError:          # (a read-only property: used as given)
+            pass
+    return n, p
+
+
 class NoGroundTruth(ValueError):
     """`Problem.error` of a problem without a ground truth (a run records NaN for it)."""
 
@@ -154,7 +195,10 @@ class Problem(abc.ABC):
             ``cols`` (by Prop. ``prop-structural``, an element of the partial
             subdifferential for C).
         """
-        return np.ascontiguousarray(self.subgradient(x)[:, cols])
+        # (as float64: a subclass's subgradient may return a list, float32 or a tensor,
+        # which RSM took and RSSM's slice refused with "list indices must be integers";
+        # a user's audit)
+        return np.ascontiguousarray(np.asarray(self.subgradient(x), dtype=np.float64)[:, cols])
 
     def riemannian_subgradient(self, x: np.ndarray) -> np.ndarray:
         """P_T(subgradient(X)), the Riemannian subgradient (eq. ``eq-Rsubdiff``).
@@ -351,7 +395,11 @@ class Problem(abc.ABC):
         return stiefel.checked_point(x, name, self.shape, atol)
 
     def __repr__(self) -> str:
-        n, p = self.shape
+        shape = getattr(self, "shape", None)
+        try:
+            n, p = shape
+        except (TypeError, ValueError):         # (a subclass that set none, or a bad one)
+            return f"{type(self).__name__}(shape={shape!r})"
         return f"{type(self).__name__}(n={n}, p={p})"
 
     # -- bring your own objective -------------------------------------------------------

@@ -27,7 +27,7 @@ from rssm._validation import (
 )
 from rssm.blocks import epoch_iterations
 from rssm.data.store import DataError
-from rssm.problem import Problem, start_rng
+from rssm.problem import Problem, checked_shape, start_rng
 from rssm.solvers.loop import run
 from rssm.solvers.options import (
     DEFAULT_METHOD,
@@ -236,7 +236,7 @@ def minimize(
     if not isinstance(method, str) or method.lower() not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {describe(method)}")
     method = method.lower()
-    n, p = problem.shape
+    n, p = checked_shape(problem)
     opts = as_options(method, kw["options"], p)
     threads = check_threads(threads)
     rec = as_record(kw["record"])

@@ -23,6 +23,7 @@ from rssm._validation import (
     check_signature,
     describe,
     integer_valued,
+    real_value,
     type_name,
 )
 from rssm.problem import NoGroundTruth
@@ -367,6 +368,9 @@ def error_at(problem: Any, x: np.ndarray, no_truth: Any = math.nan) -> Any:
     """
     try:
         hook = getattr(problem, "_error_of_iterate", None)
-        return float(hook(x) if hook is not None else problem.error(x.copy()))
+        # (named: a subclass's error returning an array or None gave NumPy's "only
+        # 0-dimensional arrays can be converted"; a user's audit)
+        return real_value(hook(x) if hook is not None else problem.error(x.copy()),
+                          f"{type(problem).__name__}.error")
     except NoGroundTruth:
         return no_truth
