@@ -717,3 +717,40 @@ def test_a_direct_subclass_gets_clear_words_for_its_shape_its_lists_and_its_erro
         with pytest.raises(TypeError, match=rf"_L1Fit.error must return a real number, "
                                             rf"got {kind}"):
             rssm.minimize(_L1Fit(error_value=bad), max_iter=3)
+
+
+def test_a_finished_runs_step_size_record_does_not_follow_its_rule(dpcp8):
+    """A user's audit: Result.stepsize held the rule's own list; editing the rule for a
+    second run changed the first run's record (and what to_dict writes)."""
+
+    class Scaled(rssm.stepsizes.StepSize):
+        def __init__(self, scales):
+            self.scales = scales
+
+        def __call__(self, k, ctx):
+            return 0.01 * self.scales[0]
+
+    rule = Scaled([1.0])
+    first = rssm.minimize(dpcp8, method="rssm", stepsize=rule, max_iter=5, tol=0)
+    rule.scales[0] = 50.0
+    rssm.minimize(dpcp8, method="rssm", stepsize=rule, max_iter=5, tol=0)
+    assert first.stepsize == {"rule": "Scaled", "scales": [1.0]}
+    assert first.to_dict()["stepsize"]["scales"] == [1.0]
+
+
+def test_a_rule_in_a_torch_parameter_group_is_refused_in_words_that_say_where_rules_go():
+    """A user's audit: "param_groups[0]['lr'] must be a finite number > 0, got
+    Geometric(...)" read as if rules were not taken, while lr= takes one."""
+    torch = pytest.importorskip("torch")
+    import rssm.torch as rt
+
+    w = torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(6, 3, dtype=torch.float64)))
+    v = torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(5, 2, dtype=torch.float64)))
+    words = r"is a step-size rule .*: a rule is set for the whole optimizer, as its lr="
+    with pytest.raises(ValueError, match=r"param_groups\[0\]\['lr'\] " + words):
+        rt.RSSM([{"params": [w], "lr": rssm.stepsizes.Geometric(0.1, 0.9)}], lr=0.01)
+    opt = rt.RSSM([w], lr=rssm.stepsizes.Geometric(0.1, 0.9))
+    with pytest.raises(ValueError, match=r"param_groups\[1\]\['lr'\] " + words):
+        opt.add_param_group({"params": [v], "lr": rssm.stepsizes.InverseSqrt(0.1)})
+    opt.add_param_group({"params": [v], "lr": 0.5})      # a number scales the rule
+    assert len(opt.param_groups) == 2

@@ -214,6 +214,13 @@ class _StiefelOptimizer(torch.optim.Optimizer):
         gi, group = len(self.param_groups) - 1, self.param_groups[-1]
         try:
             lr = group["lr"]
+            if isinstance(lr, StepSize) or (callable(lr) and not isinstance(lr, torch.Tensor)):
+                # (a user's audit: "must be a finite number > 0" read as if rules were not
+                # taken at all, while lr= takes one)
+                raise ValueError(
+                    f"param_groups[{gi}]['lr'] is a step-size rule ({lr!r}): a rule is set "
+                    "for the whole optimizer, as its lr= argument; a group's lr is a finite "
+                    "number > 0 that scales the rule's steps for that group")
             if not ((_is_number(lr) or (isinstance(lr, torch.Tensor) and lr.numel() == 1))
                     and math.isfinite(float(lr)) and float(lr) > 0):
                 raise ValueError(f"param_groups[{gi}]['lr'] must be a finite number > 0, "

@@ -896,13 +896,25 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     return res
 
 
+def _settings_copy(described: dict) -> dict:
+    """A rule's `describe` as the run had it: a copy, so that a list or array setting the
+    rule keeps (and its user later changes) does not change a finished run's record (a
+    user's audit: a reused rule's edited list showed in the first run's Result)."""
+    import copy
+
+    try:
+        return copy.deepcopy(described)
+    except Exception:          # (a setting that cannot be copied is kept as it is)
+        return dict(described)
+
+
 def _result(solver, st, rec, stepsize, settings, tol, reason, message, converged, x, fun,
             last_fun, use_best, trace, error, cl, part) -> Result:
     return Result(
         x=x.copy(), fun=float(fun), n_iter=st.k, time=st.time, flops=st.flops,
         stop_reason=reason, trace=trace, error=error,
         feasibility=stiefel.feasibility(x), method=solver.method, n_blocks=solver.n_blocks,
-        selection=settings.get("selection"), stepsize=stepsize.describe(),
+        selection=settings.get("selection"), stepsize=_settings_copy(stepsize.describe()),
         seed=settings.get("seed"),
         partition=None if part is None else [b.copy() for b in part.blocks],
         message=message, stationarity=float(rec.last_value("stationarity")), certificate=cl,
