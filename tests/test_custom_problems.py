@@ -290,7 +290,9 @@ def test_check_subgradient_names_the_wrong_oracle():
 
     wrong_scale = rssm.Problem.from_functions(cost, lambda x: 0.5 * sub(x), shape=(20, 5))
     rep = check_subgradient(wrong_scale, rng=0)
-    assert [f.name for f in rep.failures] == ["subgradient vs finite differences of cost"]
+    assert [f.name for f in rep.failures] == [
+        "subgradient vs finite differences of cost",
+        "subgradient vs finite differences of cost, at a second point"]
     assert "DISAGREES" in str(rep) and "problem.subgradient(X) is not a derivative" in str(rep)
 
     wrong_partial = rssm.Problem.from_functions(
