@@ -790,3 +790,23 @@ def test_check_subgradient_catches_a_frozen_cache_and_reports_what_it_raised_on(
     rep = check_subgradient(FullWidth(shape=(6, 4)), rng=0)
     assert not rep.ok and not rep["partial_subgradient vs columns of subgradient"].ok
     assert "the oracle failed on the partial subgradient" in str(rep)
+
+
+def test_a_direct_subclass_without_a_partial_subgradient_is_warned_as_from_functions_is():
+    """A user's audit: FullSubgradientWarning came only from from_functions problems; a
+    direct subclass ran RSSM on full subgradients without a word."""
+    from rssm.problem import FullSubgradientWarning
+
+    prob = _L1Fit(shape=(6, 4))
+    with pytest.warns(FullSubgradientWarning, match="_L1Fit has no partial subgradient"):
+        rssm.minimize(prob, method="rssm", max_iter=5, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rssm.minimize(prob, method="rssm", max_iter=5, seed=0)       # once per object
+        rssm.minimize(_L1Fit(shape=(6, 4)), method="rsm", max_iter=5)   # RSM: never
+
+        class WithPartial(_L1Fit):
+            def partial_subgradient(self, x, cols):
+                return np.ascontiguousarray(self.subgradient(x)[:, cols])
+
+        rssm.minimize(WithPartial(shape=(6, 4)), method="rssm", max_iter=5, seed=0)

@@ -236,6 +236,18 @@ class Problem(abc.ABC):
             problem's `cost`, `subgradient` and `partial_subgradient`; data problems
             return an incremental one).
         """
+        if (partition is not None
+                and type(self).partial_subgradient is Problem.partial_subgradient
+                and not getattr(self, "_warned_full", False)
+                and not is_quiet(FullSubgradientWarning)):
+            # (as for from_functions: a direct subclass without a partial subgradient ran
+            # RSSM on full subgradients without a word; a user's audit)
+            self._warned_full = True
+            warnings.warn(
+                f"{type(self).__name__} has no partial subgradient, so each RSSM iteration "
+                "computes a full subgradient and keeps |C| of its p columns; define "
+                "partial_subgradient(x, cols) for O(|C|) iterations",
+                FullSubgradientWarning, stacklevel=user_stacklevel())
         return GenericOracle(self, x, partition)
 
     def _exact_fit_level(self, f: float) -> float | None:
