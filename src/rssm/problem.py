@@ -124,7 +124,7 @@ def checked_shape(problem) -> tuple[int, int]:
     if not (type(shape) is tuple and all(type(v) is int for v in shape)):
         try:
             problem.shape = (n, p)
-        except AttributeError:          # (a read-only property: used as given)
+        except Exception:     # (a read-only property, a frozen class: used as given)
             pass
     return n, p
 
@@ -242,7 +242,10 @@ class Problem(abc.ABC):
                 and not is_quiet(FullSubgradientWarning)):
             # (as for from_functions: a direct subclass without a partial subgradient ran
             # RSSM on full subgradients without a word; a user's audit)
-            self._warned_full = True
+            try:
+                self._warned_full = True
+            except Exception:     # (an immutable subclass, a frozen dataclass: warned each
+                pass              # run rather than failing it; a review)
             warnings.warn(
                 f"{type(self).__name__} has no partial subgradient, so each RSSM iteration "
                 "computes a full subgradient and keeps |C| of its p columns; define "

@@ -149,9 +149,10 @@ class StoppingCriterion(abc.ABC):
         """
         return f"{type(self).__name__} fired after {iterations(progress.iteration)}"
 
-    def reset(self) -> None:
+    def _reset_for_run(self) -> None:
         """Called by `rssm.minimize` before a run's first check: forget what an earlier
-        run left (a criterion object may serve several runs). Default: nothing."""
+        run left (a criterion object may serve several runs). Default: nothing. (Private:
+        a public ``reset`` clashed with users' criteria that have their own; a review.)"""
         return None
 
     def final(self, progress: Progress) -> None:
@@ -466,7 +467,7 @@ class CostStagnation(StoppingCriterion):
         self.epoch = as_positive_float(epoch, "epoch")
         self._hist: list[tuple[int, float]] = []
 
-    def reset(self) -> None:
+    def _reset_for_run(self) -> None:
         """Forget the best costs of an earlier run (a reused criterion first asked after
         that run's last iteration judged the new run on the old one's costs, and stopped
         it at once; a user's audit)."""
@@ -474,8 +475,8 @@ class CostStagnation(StoppingCriterion):
 
     def check(self, progress: Progress) -> StopReason | None:
         """Whether the best cost stalled over the last ``window`` epochs. Keeps the best
-        cost of recent rows (forgotten by `reset`, and when ``progress.iteration`` is 0
-        or goes back: a new run).
+        cost of recent rows (forgotten before each run, and when ``progress.iteration``
+        is 0 or goes back).
 
         Parameters
         ----------
@@ -690,11 +691,11 @@ class _Combination(StoppingCriterion):
         `StoppingCriterion.message`."""
         return self.fired().message(progress) if self._fired is not None else ""
 
-    def reset(self) -> None:
-        """Resets every member. See `StoppingCriterion.reset`."""
+    def _reset_for_run(self) -> None:
+        """Resets every member (`StoppingCriterion._reset_for_run`)."""
         self._fired = None
         for c in self.criteria:
-            c.reset()
+            c._reset_for_run()
 
     def final(self, progress: Progress) -> None:
         """Calls every member's `final`. See `StoppingCriterion.final`."""

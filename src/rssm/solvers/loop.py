@@ -324,7 +324,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
     prog = None
     dead = False           # the oracle can no longer be called (DataError)
     try:
-        stop.reset()           # (a criterion object may serve several runs)
+        stop._reset_for_run()   # (a criterion object may serve several runs)
         for obs in observers:
             obs.start(info)
         prog = _record(rec, st, None, observers)
@@ -896,16 +896,24 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     return res
 
 
-def _settings_copy(described: dict) -> dict:
-    """A rule's `describe` as the run had it: a copy, so that a list or array setting the
-    rule keeps (and its user later changes) does not change a finished run's record (a
-    user's audit: a reused rule's edited list showed in the first run's Result)."""
-    import copy
+def _settings_copy(value):
+    """A rule's `describe` as the run had it: containers (dict, list, tuple, set) and small
+    arrays (at most `SETTINGS_COPY_MAX` entries) copied, so that a list or array setting the
+    rule keeps, which its user later changes, does not change a finished run's record (a
+    user's audit); anything else, a large table or an object, kept as it is (a review: a
+    deep copy held 160 MB per Result of a rule's lookup table)."""
+    if isinstance(value, dict):
+        return {k: _settings_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return type(value)(_settings_copy(v) for v in value)
+    if isinstance(value, np.ndarray) and value.size <= SETTINGS_COPY_MAX \
+            and not isinstance(value, np.memmap):
+        return value.copy()
+    return value
 
-    try:
-        return copy.deepcopy(described)
-    except Exception:          # (a setting that cannot be copied is kept as it is)
-        return dict(described)
+
+#: Arrays of at most this many entries in a rule's settings are copied into its Result.
+SETTINGS_COPY_MAX = 10_000
 
 
 def _result(solver, st, rec, stepsize, settings, tol, reason, message, converged, x, fun,

@@ -368,9 +368,16 @@ def error_at(problem: Any, x: np.ndarray, no_truth: Any = math.nan) -> Any:
     """
     try:
         hook = getattr(problem, "_error_of_iterate", None)
-        # (named: a subclass's error returning an array or None gave NumPy's "only
-        # 0-dimensional arrays can be converted"; a user's audit)
-        return real_value(hook(x) if hook is not None else problem.error(x.copy()),
-                          f"{type(problem).__name__}.error")
+        out = hook(x) if hook is not None else problem.error(x.copy())
+        if type(out) is float:
+            return out
+        try:
+            # what float() takes (a torch tensor of one entry, a NumPy bool: a review
+            # found them refused by the stricter check below)
+            return float(out)
+        except (TypeError, ValueError):
+            # named: a subclass's error returning an array or None gave NumPy's "only
+            # 0-dimensional arrays can be converted" (a user's audit)
+            return real_value(out, f"{type(problem).__name__}.error")
     except NoGroundTruth:
         return no_truth
