@@ -875,3 +875,41 @@ def test_the_review_of_the_second_batch_regressions_are_gone(dpcp8):
     res = rssm.minimize(dpcp8, stepsize=rule, max_iter=3, tol=0, seed=0)
     assert res.stepsize["table"] is big                 # large: kept, not copied
     assert res.stepsize["small"] == [1.0] and res.stepsize["small"] is not rule.small
+
+
+def test_building_blocks_refuse_what_they_silently_got_wrong():
+    """A user's audit of the building blocks: a custom EntrywiseLoss working in place
+    corrupted the oracle's cache of X^T Y (its subgradient off by 28 against entries of
+    25) without an offset; submanifold_step with a repeated column returned two different
+    new columns for it; full_step on a finite g near 1e308 never returned (an SVD of inf)."""
+    from rssm import stiefel as st
+    from rssm.problems import CompositeProblem, EntrywiseLoss
+
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal((8, 40))
+
+    def in_place(t):
+        t *= t
+        return np.log1p(t)
+
+    prob = CompositeProblem(y, 3, EntrywiseLoss(in_place, lambda t: 2 * t / (1 + t * t)))
+    x = st.random_point(8, 3, rng)
+    with pytest.raises(ValueError, match=r"changed its input in place; it must return a new "
+                                         r"array"):
+        prob.cost(x)
+    fine = CompositeProblem(y, 3, EntrywiseLoss(lambda t: np.log1p(t * t),
+                                                lambda t: 2 * t / (1 + t * t)))
+    z = x.T @ y
+    np.testing.assert_allclose(fine.cost(x), np.log1p(z * z).sum(), rtol=1e-13)
+    g = rng.standard_normal((8, 1))
+    with pytest.raises(ValueError, match=r"sel repeats a column: \[1, 1\]"):
+        st.submanifold_step(x, np.array([1, 1]), np.c_[g, g], 0.3)
+    with pytest.raises(ValueError, match=r"cols holds a column index outside 0\.\.2"):
+        st.block_tangent_projection(x, np.array([0, 5]), rng.standard_normal((8, 2)))
+    huge = rng.standard_normal((8, 3))
+    huge *= 1e308 / np.abs(huge).max()
+    with pytest.raises(ValueError, match=r"the step gamma \* P\(g\) overflows float64"):
+        st.full_step(x, huge, 1.0)
+    with pytest.raises(ValueError, match=r"the step gamma \* P\(g\) overflows float64"):
+        st.submanifold_step(x, np.array([0, 1]), huge[:, :2], 1.0)
+    assert st.check_point(st.full_step(x, rng.standard_normal((8, 3)), 0.5)) < 1e-14

@@ -20,6 +20,7 @@ from rssm._validation import (
     as_int,
     as_positive_float,
     check_generator,
+    describe,
     max_abs,
 )
 from rssm.threads import single_blas
@@ -92,7 +93,8 @@ def skew(a: np.ndarray) -> np.ndarray:
     return 0.5 * (a - a.T)
 
 
-def _checked(x, xi, name: str, cols=None) -> tuple[np.ndarray, np.ndarray]:
+def _checked(x, xi, name: str, cols=None, cols_name: str = "sel"
+             ) -> tuple[np.ndarray, np.ndarray]:
     """``x`` (n x p, p <= n) and ``xi`` (n x p, or n x |C| with ``cols``) as finite
     float64 matrices, or a ValueError / TypeError naming the argument (an audit: an xi of
     shape (6, 1) beside an x of (6, 3) broadcast into a (6, 3) result without a word)."""
@@ -102,6 +104,19 @@ def _checked(x, xi, name: str, cols=None) -> tuple[np.ndarray, np.ndarray]:
     if p > n:
         raise InvalidValue("x", f"x must be n x p with p <= n (a point of St(n, p)), got "
                                 f"shape {x.shape}")
+    if cols is not None and not isinstance(cols, slice):
+        idx = np.asarray(cols)
+        if idx.dtype.kind not in "iu" or idx.ndim != 1:
+            raise InvalidValue(cols_name, f"{cols_name} must be a slice or a 1-D array of "
+                                          f"column indices (integers), got {describe(cols)}")
+        if idx.size and (idx.min() < -p or idx.max() >= p):
+            raise InvalidValue(cols_name, f"{cols_name} holds a column index outside "
+                                          f"0..{p - 1}: {idx.tolist()}")
+        if np.unique(idx % p).size != idx.size:
+            # (a repeated column returned two different new columns for it; a user's
+            # audit)
+            raise InvalidValue(cols_name, f"{cols_name} repeats a column: {idx.tolist()}; a "
+                                          "column set C names each column once")
     want = (n, p) if cols is None else (n, int(np.arange(p)[cols].size))
     if xi.shape != want:
         raise InvalidValue(name, f"{name} must have shape {want}"
@@ -183,7 +198,7 @@ def block_tangent_projection(
         P(xi_C), the tangent vector of M_{X_{-C}} at X_C, in float64 (the partial
         Riemannian subgradient P(G_C) for xi_C = G_C).
     """
-    x, xi_c = _checked(x, xi_c, "xi_c", cols)
+    x, xi_c = _checked(x, xi_c, "xi_c", cols, "cols")
     y = x.T @ xi_c
     yc = y[cols, :]
     y[cols, :] = 0.5 * (yc + yc.T)
@@ -508,7 +523,9 @@ def submanifold_step(
     """
     x, g = _checked(x, g, "g", sel)
     gamma = _gamma(gamma)
-    neg, _ = block_descent_direction(x, sel, g)
+    with np.errstate(over="ignore", invalid="ignore"):
+        neg, _ = block_descent_direction(x, sel, g)
+    _check_step_finite(neg, gamma)
     with np.errstate(over="ignore"):      # (huge steps: the polar factor rescales)
         return block_step(x, sel, neg, gamma)
 
@@ -536,8 +553,23 @@ def full_step(x: np.ndarray, g: np.ndarray, gamma: float) -> np.ndarray:
     """
     x, g = _checked(x, g, "g")
     gamma = _gamma(gamma)
+    with np.errstate(over="ignore", invalid="ignore"):
+        neg = descent_direction(x, g)
+    _check_step_finite(neg, gamma)
     with np.errstate(over="ignore"):      # (huge steps: the polar factor rescales)
-        return full_retraction_step(x, descent_direction(x, g), gamma)
+        return full_retraction_step(x, neg, gamma)
+
+
+def _check_step_finite(neg: np.ndarray, gamma: float) -> None:
+    """A ValueError naming ``g`` where the step gamma P(G) overflows float64: the SVD of the
+    polar factor then ran on inf and NaN, and never returned (a user's audit: a finite g
+    with entries near 1e308)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = abs(gamma) * float(np.abs(neg).max()) if neg.size else 0.0
+    if not (math.isfinite(top) and np.isfinite(neg).all()):
+        raise InvalidValue("g", "the step gamma * P(g) overflows float64 (g has entries up "
+                                "to its range, or gamma is too large beside it): scale g "
+                                "or gamma down")
 
 
 def block_descent_direction(x, sel, g):
@@ -791,7 +823,7 @@ def project_submanifold_block(
         P(Xi), float64: c orthonormal columns orthogonal to X_{-C}, so that X with its
         columns C replaced by them is on St(n, p).
     """
-    x, xi = _checked(x, big_xi, "big_xi", cols)
+    x, xi = _checked(x, big_xi, "big_xi", cols, "cols")
     w = x.T @ xi
     w[cols, :] = 0.0
     q = polar(xi - x @ w)                # checked (finite, nonzero) and rescaled

@@ -52,7 +52,20 @@ def _apply(fn: ArrayFn, t: np.ndarray, out: np.ndarray) -> np.ndarray:
     if isinstance(fn, np.ufunc) or getattr(fn, "supports_out", False):
         fn(t, out=out)
     else:
-        res = fn(t)
+        # a read-only view: t may be the oracle's cache of X^T Y, which a function that
+        # works in place (t *= t) corrupted without a word, and only where no offset was
+        # given (a user's audit)
+        view = t.view()
+        view.flags.writeable = False
+        try:
+            res = fn(view)
+        except ValueError as exc:
+            if "read-only" not in str(exc):
+                raise
+            raise ValueError(
+                f"a loss function ({getattr(fn, '__name__', type(fn).__name__)}) changed its "
+                "input in place; it must return a new array (t * t, not t *= t): its input "
+                "is the problem's cache") from None
         if np.shape(res) != t.shape:
             # (assigning would broadcast a scalar or a row: a wrong cost, silently)
             raise ValueError(
