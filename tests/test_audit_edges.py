@@ -913,3 +913,12 @@ def test_building_blocks_refuse_what_they_silently_got_wrong():
     with pytest.raises(ValueError, match=r"the step gamma \* P\(g\) overflows float64"):
         st.submanifold_step(x, np.array([0, 1]), huge[:, :2], 1.0)
     assert st.check_point(st.full_step(x, rng.standard_normal((8, 3)), 0.5)) < 1e-14
+
+
+def test_a_transposed_sparse_basis_is_refused():
+    """A user's audit: PlantedSparseBasis(Q.T, 3) built an (n = 300, m = 8) problem and
+    the default run said converged on it."""
+    q = np.linalg.qr(np.random.default_rng(0).standard_normal((300, 8)))[0]
+    with pytest.raises(ValueError, match=r"q must be m x n with m >= n.*got 8 x 300.*q\.T"):
+        rssm.problems.PlantedSparseBasis(q.T, 3)
+    assert rssm.problems.PlantedSparseBasis(q, 3).shape == (8, 3)

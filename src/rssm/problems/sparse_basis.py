@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from rssm import stiefel
-from rssm._validation import as_int, as_positive_float, make_rng
+from rssm._validation import InvalidValue, as_int, as_positive_float, make_rng
 from rssm.data.chunked import as_rows_matrix
 from rssm.problems.composite import CompositeProblem, EntrywiseLoss, signed_permutation_distance
 from rssm.stepsizes import Geometric
@@ -50,6 +50,13 @@ class PlantedSparseBasis(CompositeProblem):
     def __init__(self, q, p: int, x_true=None):
         super().__init__(as_rows_matrix(q, "q"), p, EntrywiseLoss.l1(), name="sparse_basis",
                          y_name="q")
+        n = self.shape[0]
+        if self.m < n:
+            # (a transposed basis, 8 x 300, was taken as 300 dimensions in R^8 and the run
+            # "converged" on that; a user's audit)
+            raise InvalidValue("q", f"q must be m x n with m >= n, a basis of an "
+                               f"n-dimensional subspace of R^m as columns; got {self.m} x {n}, "
+                               "which spans at most R^m: pass q.T?")
         self.x_true = stiefel.as_point(x_true, "x_true", self.shape)
 
     @classmethod
