@@ -922,3 +922,20 @@ def test_a_transposed_sparse_basis_is_refused():
     with pytest.raises(ValueError, match=r"q must be m x n with m >= n.*got 8 x 300.*q\.T"):
         rssm.problems.PlantedSparseBasis(q.T, 3)
     assert rssm.problems.PlantedSparseBasis(q, 3).shape == (8, 3)
+
+
+def test_a_norm_loss_that_does_not_act_per_sample_is_refused():
+    """A user's audit: NormLoss(lambda r: r.mean(), ...) gave a cost of 1.54 where the
+    per-sample terms sum to 61.5, without a word (EntrywiseLoss already checks this)."""
+    from rssm.problems import CompositeProblem, NormLoss
+
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal((8, 40))
+    x = rssm.stiefel.random_point(8, 3, rng)
+    bad = CompositeProblem(y, 3, NormLoss(lambda r: r.mean(), lambda r: np.ones_like(r)))
+    with pytest.raises(ValueError, match=r"must act per sample: given the 40 row norms it "
+                                         r"returned shape \(\)"):
+        bad.cost(x)
+    good = CompositeProblem(y, 3, NormLoss(lambda r: np.log1p(r), lambda r: 1 / (1 + r)))
+    r = np.linalg.norm(x.T @ y, axis=0)
+    np.testing.assert_allclose(good.cost(x), np.log1p(r).sum(), rtol=1e-13)
