@@ -939,3 +939,16 @@ def test_a_norm_loss_that_does_not_act_per_sample_is_refused():
     good = CompositeProblem(y, 3, NormLoss(lambda r: np.log1p(r), lambda r: 1 / (1 + r)))
     r = np.linalg.norm(x.T @ y, axis=0)
     np.testing.assert_allclose(good.cost(x), np.log1p(r).sum(), rtol=1e-13)
+
+
+def test_a_transposed_design_matrix_is_named_as_such():
+    """A user's audit: L1Procrustes(A.T, B) said "b has shape (50, 3), expected (6, 'any')",
+    naming b and printing a quoted 'any'."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((50, 6))
+    b = a @ rssm.stiefel.random_point(6, 3, rng)
+    with pytest.raises(ValueError, match=r"a has 6 rows and b has 50: b needs one row per "
+                                         r"row \(sample\) of a, and a has 50 columns; pass a\.T"):
+        rssm.problems.L1Procrustes(a.T, b)
+    with pytest.raises(ValueError, match=r"b has shape \(40, 3\), expected \(50, any\)$"):
+        rssm.problems.L1Procrustes(a, b[:40])

@@ -339,11 +339,9 @@ def as_float_matrix(
     if shape is not None:
         for axis, want in enumerate(shape):
             if want is not None and arr.shape[axis] != want:
-                raise InvalidValue(
-                    name,
-                    f"{name} has shape {arr.shape}, expected "
-                    f"{tuple('any' if s is None else s for s in shape)}"
-                )
+                want_text = ", ".join("any" if s is None else str(s) for s in shape)
+                raise InvalidValue(name, f"{name} has shape {arr.shape}, expected "
+                                         f"({want_text})")
     check_float64_range(arr, name)
     out = np.array(arr, dtype=np.float64, copy=True, order="C") if copy else np.ascontiguousarray(
         arr, dtype=np.float64

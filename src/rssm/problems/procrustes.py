@@ -15,6 +15,7 @@ import numpy as np
 
 from rssm import stiefel
 from rssm._validation import (
+    InvalidValue,
     as_float_matrix,
     as_int,
     as_positive_float,
@@ -59,6 +60,11 @@ class L1Procrustes(CompositeProblem):
                 raise ValueError(f"b has {b.m} rows; it must have m = {m}, as a")
             pb = b.n
         else:
+            b_rows = np.shape(b)[0] if np.ndim(b) == 2 else None
+            if b_rows is not None and b_rows != m and b_rows == n:
+                # (a transposed a: the error named b, "expected (6, 'any')"; a user's audit)
+                raise InvalidValue("a", f"a has {m} rows and b has {b_rows}: b needs one row "
+                                   f"per row (sample) of a, and a has {n} columns; pass a.T?")
             b = as_float_matrix(b, "b", shape=(m, None))
             check_data_scale(max_abs(b), "b")
             pb = b.shape[1]
