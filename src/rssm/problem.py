@@ -88,6 +88,19 @@ def start_rng(rng, name: str = "rng") -> np.random.Generator:
     return np.random.default_rng([int(rng), 1])
 
 
+def _shape_pair(shape, label: str, maximum_is: str | None = None) -> tuple[int, int]:
+    """(n, p) from ``shape``, a pair (tuple, list, or a 1-D array such as ``x.shape`` of an
+    array) of integers with 1 <= p <= n; errors name it ``label`` (`checked_shape` and
+    `Problem.from_functions` share it)."""
+    if isinstance(shape, np.ndarray) and shape.ndim == 1:
+        shape = tuple(shape.tolist())   # (x.shape of an array, or np.array([n, p]))
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        raise TypeError(f"{label} must be a pair (n, p), got {shape!r}")
+    n = as_int(shape[0], f"{label}[0] (n)", minimum=1)
+    p = as_int(shape[1], f"{label}[1] (p)", minimum=1, maximum=n, maximum_is=maximum_is)
+    return n, p
+
+
 def checked_shape(problem) -> tuple[int, int]:
     """``problem.shape`` as (n, p), checked: a pair of integers 1 <= p <= n (a subclass of
     `Problem` sets it; one without it, or with (10,), "10x4" or (4, 10), met a bare
@@ -114,13 +127,7 @@ def checked_shape(problem) -> tuple[int, int]:
     if shape is None:
         raise TypeError(f"{name} sets no shape: a subclass of rssm.Problem must set "
                         "self.shape = (n, p), the size of X on St(n, p)")
-    pair = tuple(shape.tolist()) if isinstance(shape, np.ndarray) and shape.ndim == 1 \
-        else shape
-    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-        raise TypeError(f"{name}.shape must be a pair (n, p), got {shape!r}")
-    n = as_int(pair[0], f"{name}.shape[0] (n)", minimum=1)
-    p = as_int(pair[1], f"{name}.shape[1] (p)", minimum=1, maximum=n,
-               maximum_is=f"{name}.shape[0] (n)")
+    n, p = _shape_pair(shape, f"{name}.shape", maximum_is=f"{name}.shape[0] (n)")
     if not (type(shape) is tuple and all(type(v) is int for v in shape)):
         try:
             problem.shape = (n, p)
@@ -692,12 +699,7 @@ class FunctionProblem(Problem):
                                "partial_subgradient(x, cols)"), ("error", error, "error(x)")):
             if fn is not None:
                 check_signature(fn, 2 if arg == "partial_subgradient" else 1, arg, call)
-        if isinstance(shape, np.ndarray) and shape.ndim == 1:
-            shape = tuple(shape.tolist())   # (x.shape of an array, or np.array([n, p]))
-        if not isinstance(shape, (tuple, list)) or len(shape) != 2:
-            raise TypeError(f"shape must be a pair (n, p), got {shape!r}")
-        n = as_int(shape[0], "shape[0] (n)", minimum=1)
-        p = as_int(shape[1], "shape[1] (p)", minimum=1, maximum=n)
+        n, p = _shape_pair(shape, "shape")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         self.shape = (n, p)

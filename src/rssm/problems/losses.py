@@ -47,25 +47,29 @@ def _in_place(fn) -> Callable:
     return fn
 
 
+def _on_view(fn: ArrayFn, t: np.ndarray):
+    """fn(t) on a read-only view of ``t``: t may be the oracle's cache (X^T Y, or the row
+    norms), which a loss function that works in place (t *= t) corrupted without a word,
+    and only where no offset was given (a user's audit); such a function is refused."""
+    view = t.view()
+    view.flags.writeable = False
+    try:
+        return fn(view)
+    except ValueError as exc:
+        if "read-only" not in str(exc):
+            raise
+        raise ValueError(
+            f"a loss function ({getattr(fn, '__name__', type(fn).__name__)}) changed its "
+            "input in place; it must return a new array (t * t, not t *= t): its input is "
+            "the problem's cache") from None
+
+
 def _apply(fn: ArrayFn, t: np.ndarray, out: np.ndarray) -> np.ndarray:
     """out = fn(t), in place when fn is a ufunc or marked `_in_place` (t may be out)."""
     if isinstance(fn, np.ufunc) or getattr(fn, "supports_out", False):
         fn(t, out=out)
     else:
-        # a read-only view: t may be the oracle's cache of X^T Y, which a function that
-        # works in place (t *= t) corrupted without a word, and only where no offset was
-        # given (a user's audit)
-        view = t.view()
-        view.flags.writeable = False
-        try:
-            res = fn(view)
-        except ValueError as exc:
-            if "read-only" not in str(exc):
-                raise
-            raise ValueError(
-                f"a loss function ({getattr(fn, '__name__', type(fn).__name__)}) changed its "
-                "input in place; it must return a new array (t * t, not t *= t): its input "
-                "is the problem's cache") from None
+        res = _on_view(fn, t)
         if np.shape(res) != t.shape:
             # (assigning would broadcast a scalar or a row: a wrong cost, silently)
             raise ValueError(
@@ -81,9 +85,7 @@ def _per_sample(fn: ArrayFn, r: np.ndarray) -> np.ndarray:
     """fn(r) for a `NormLoss`'s psi or psi', checked to act per sample, as `_apply` checks
     an `EntrywiseLoss` (a user's audit: ``NormLoss(lambda r: r.mean(), ...)`` gave a cost
     of 1.54 where the per-sample terms sum to 61.5, without a word)."""
-    view = r.view()
-    view.flags.writeable = False        # (r is the oracle's row norms: see `_apply`)
-    res = np.asarray(fn(view), dtype=np.float64)
+    res = np.asarray(_on_view(fn, r), dtype=np.float64)
     if res.shape != r.shape:
         raise ValueError(
             f"a loss function ({getattr(fn, '__name__', type(fn).__name__)}) must act per "
