@@ -12,6 +12,7 @@ import math
 import re
 import shutil
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -872,3 +873,60 @@ def test_report_words_for_unreached_targets_budgets_and_near_ties():
     if committed.exists():
         assert "RSSM (l=5): geometric(mu0=0.01, beta=0.9) at 0.3058 s (328 iterations)" \
             in committed.read_text()
+
+
+def _spy_lines(monkeypatch):
+    import matplotlib.axes
+
+    drawn = []
+    plot = matplotlib.axes.Axes.plot
+
+    def spy(self, *a, **k):
+        drawn.append((np.asarray(a[0], dtype=float), np.asarray(a[1], dtype=float),
+                      k.get("linewidth", 0)))
+        return plot(self, *a, **k)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    return drawn
+
+
+def test_an_exact_zero_error_is_drawn_on_a_labelled_floor(tmp_path, monkeypatch):
+    """An audit: errors of exactly 0 (an exact recovery; read_rows takes them) were
+    dropped by the log axis; with every error 0 both panels were empty, exit 0."""
+    from rssm.experiments import plots
+
+    drawn = _spy_lines(monkeypatch)
+    zeros = [_trace_run("rsm", s, [0.0, 1e6, 2e6], [0.0, 0.0, 0.0]) for s in range(2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no "cannot be log-scaled" warning
+        plots.plot_comparison(zeros, "t", "err", str(tmp_path / "z"), formats=("png",))
+    assert plots.zero_floor(zeros) == 1e-16
+    assert drawn and all((y == 1e-16).all() for _, y, _ in drawn)
+    drawn.clear()
+    mixed = [_trace_run("rsm", 0, [0.0, 1e6, 2e6], [0.1, 1e-9, 0.0]),
+             _trace_run("rsm", 1, [0.0, 1e6, 2e6], [0.1, 1e-5, 1e-12])]
+    assert plots.zero_floor(mixed) == pytest.approx(1e-13, rel=1e-12)
+    plots.plot_comparison(mixed, "t", "err", str(tmp_path / "m"), formats=("png",))
+    ys = np.concatenate([y for _, y, _ in drawn])
+    assert ys.min() == pytest.approx(1e-13, rel=1e-12) and (ys > 0).all()
+    assert plots.zero_floor([_trace_run("rsm", 0, [0.0, 1.0], [0.1, 1e-3])]) is None
+
+
+def test_unknown_errors_break_the_median_and_an_all_unknown_figure_says_so(tmp_path,
+                                                                        monkeypatch):
+    """An audit: a nan error (unknown) dropped the grid points of the median, which then
+    ran straight across the gap; every error nan gave two empty panels and no word."""
+    from rssm.experiments import plots
+    from rssm.experiments.analysis import median_band
+
+    nan = float("nan")
+    runs = [_trace_run("rsm", 0, [0.0, 1e6, 2e6, 4e6, 8e6], [1.0, 0.1, nan, 1e-3, 1e-4]),
+            _trace_run("rsm", 1, [0.0, 1e6, 2e6, 4e6, 8e6], [1.0, 0.2, 0.02, 2e-3, 2e-4])]
+    grid, med, lo, hi = median_band(runs, "flops")
+    inside = (grid >= 2e6) & (grid < 4e6)
+    assert inside.any() and np.isnan(med[inside]).all() and np.isnan(lo[inside]).all()
+    assert np.isfinite(med[grid >= 4e6]).all() and np.isfinite(med[grid < 2e6]).all()
+    unknown = [_trace_run("rsm", s, [0.0, 1e6], [nan, nan]) for s in range(2)]
+    assert median_band(unknown, "flops")[0].size == 0
+    with pytest.warns(UserWarning, match="nan .unknown. in every row"):
+        plots.plot_comparison(unknown, "t", "err", str(tmp_path / "u"), formats=("png",))

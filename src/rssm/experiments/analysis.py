@@ -130,7 +130,8 @@ def median_band(runs: Sequence[Run], axis: str, n_grid: int = 160):
         From the first recorded point of any run (x > 0) to the median of the runs' ends;
         a run not yet at its first point counts with its starting error, a run that ended
         earlier with its last error, each run's errors held between its records (the
-        seeds' thin lines are drawn the same way).
+        seeds' thin lines are drawn the same way); nan where any run's error is nan, and
+        all empty when that is everywhere.
     """
     firsts = [getattr(r, axis)[getattr(r, axis) > 0] for r in runs]
     firsts = [f for f in firsts if f.size]
@@ -148,9 +149,17 @@ def median_band(runs: Sequence[Run], axis: str, n_grid: int = 160):
     # began at the first iterates' errors, 1.5e-3 on DPCP against 0.12 in the time panel)
     starts = np.array([[r.error[0] if r.error.size else np.nan] for r in runs])
     vals, grid = np.hstack([starts, vals]), np.r_[grid[0], grid]
-    keep = ~np.isnan(vals).any(axis=0)
-    vals, grid = vals[:, keep], grid[keep]
-    return grid, np.median(vals, axis=0), vals.min(axis=0), vals.max(axis=0)
+    # where a run's error is unknown (nan) the median and band are nan, so the lines break
+    # there (the grid points were dropped, and the line ran straight across the gap, which
+    # the legend's "held until the next record" does not describe; an audit)
+    gap = np.isnan(vals).any(axis=0)
+    if gap.all():
+        empty = np.empty(0)
+        return empty, empty, empty, empty
+    with np.errstate(invalid="ignore"):
+        med, lo, hi = np.median(vals, axis=0), vals.min(axis=0), vals.max(axis=0)
+    med[gap] = lo[gap] = hi[gap] = np.nan
+    return grid, med, lo, hi
 
 
 def first_reach(run: Run, level: float, axis: str, stay: bool = True) -> float:

@@ -4,8 +4,10 @@ against flops and against CPU seconds, median over seeds with a min-max band.
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from rssm.experiments.analysis import Run, median_band, method_order  # noqa: E4
 from rssm.experiments.configs import MethodSpec, temp_prefix  # noqa: E402
 from rssm.experiments.io import replace_atomically  # noqa: E402
 
-__all__ = ["STYLES", "plot_comparison", "seed_line"]
+__all__ = ["STYLES", "plot_comparison", "seed_line", "zero_floor"]
 
 #: Colour, line style and marker per method key (distinct also in grey print).
 STYLES = {
@@ -62,6 +64,31 @@ def seed_line(xs: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return xp, ep
 
 
+def zero_floor(runs: Sequence[Run]) -> float | None:
+    """Where an error of exactly 0 is drawn on the log axis, or None if no run has one.
+
+    An error of 0 is an exact recovery, which a log axis cannot show: matplotlib drops
+    the points, so a run that reached it ended in mid-air, and a figure whose errors were
+    all 0 was empty (an audit). They are drawn at a tenth of the least positive error of
+    the figure (1e-16 when there is none), on a dotted line labelled "0".
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        The runs of one figure.
+
+    Returns
+    -------
+    float or None
+        The floor, or None when no error is 0.
+    """
+    errs = [r.error for r in runs if r.error.size]
+    if not errs or not any((e == 0).any() for e in errs):
+        return None
+    pos = [float(e[e > 0].min()) for e in errs if (e > 0).any()]
+    return min(pos) / 10.0 if pos else 1e-16
+
+
 def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
                     out_stem: str | os.PathLike, formats: Sequence[str] = ("png", "pdf"),
                     stepsizes: dict[str, str] | None = None) -> list[Path]:
@@ -87,6 +114,15 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
     list of Path
         Files written.
     """
+    floor = zero_floor(runs)
+    if floor is not None:
+        lifted = []
+        for r in runs:
+            r = copy.copy(r)
+            r.error = np.where(r.error == 0, floor, r.error)
+            lifted.append(r)
+        runs = lifted
+    known = any(np.isfinite(r.error).any() for r in runs)
     by_method: dict[str, list[Run]] = {}
     for r in runs:
         by_method.setdefault(r.method, []).append(r)
@@ -119,6 +155,14 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
                           strict=True):
         ax.set_xscale("log")
         ax.set_yscale("log")
+        if floor is not None:
+            ax.axhline(floor, color="grey", linestyle=":", linewidth=0.9)
+            ax.annotate("error 0 (exact)", (0.01, floor), xycoords=("axes fraction", "data"),
+                        xytext=(2, 3), textcoords="offset points", fontsize=8, color="grey")
+        if not known:
+            # (an audit: every error nan, "unknown", drew two empty panels and no legend)
+            ax.text(0.5, 0.5, "no known error to draw:\nthe column error is nan in every row",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=10)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(f"error  {error_label}")
         ax.grid(True, which="major", alpha=0.35)
@@ -151,6 +195,9 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
                        "record (no median or band)"),
                    title_fontsize=9)
     fig.suptitle(title, fontsize=12)
+    if not known:
+        warnings.warn(f"{title}: the column error is nan (unknown) in every row; the figure "
+                      "has no curve", UserWarning, stacklevel=2)
     out_stem = Path(out_stem)
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     written = []
