@@ -39,6 +39,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rssm._validation import library_stacklevel
+
 __all__ = ["torch_oracles", "jax_oracles", "pymanopt_oracles"]
 
 
@@ -54,6 +56,61 @@ def _import(name: str):
 
 _TRACED = ("X is a traced jax array: jax.numpy functions only, no NumPy calls or float() "
            "on values derived from X")
+
+#: The jax.errors that a NumPy call or float() on a traced X raises (others, a shape
+#: mismatch among them, got the hint of `_TRACED` too, which pointed at the wrong fix; an
+#: audit).
+_TRACER_ERRORS = ("ConcretizationTypeError", "TracerArrayConversionError",
+                  "TracerIntegerConversionError", "TracerBoolConversionError")
+
+#: Float dtypes below float64 that a cost's closed-over data may have.
+_LOW_FLOATS = ("float32", "float16", "bfloat16")
+
+
+def _jax_note(jax, exc: BaseException, shape) -> str:
+    """The note for an exception raised while JAX traced the cost."""
+    if any(isinstance(exc, getattr(jax.errors, name, ())) for name in _TRACER_ERRORS):
+        return _TRACED
+    at = f" of shape {tuple(shape)}" if shape is not None else ""
+    return f"X is a float64 jax array{at}, as shape= gave"
+
+
+def _jax_warnings(jax, own: Callable, xj) -> None:
+    """Warn, once per problem, about a cost whose value does not depend on X through JAX
+    (a constant, or X under ``jax.lax.stop_gradient``: subgradient 0, so a run stops at
+    once, as `torch_oracles` warns) and about float32 (or lower) arrays it closes over
+    (their values carry that rounding, though the cost is computed in float64: recovery
+    errors of 3e-8 where float64 data gives 7e-13; the torch bridge refuses such a mix, an
+    audit found JAX silent). Read from the cost's jaxpr; nothing is said where it cannot
+    be traced."""
+    try:
+        closed = jax.make_jaxpr(own)(xj)
+    except Exception:
+        return
+    jaxpr = closed.jaxpr
+    low = [f"{v.aval.dtype}{list(v.aval.shape)}" for v in jaxpr.constvars
+           if str(getattr(v.aval, "dtype", "")) in _LOW_FLOATS and v.aval.shape != ()]
+    if low:
+        warnings.warn(
+            "the cost given to Problem.from_jax closes over " + ", ".join(low[:3])
+            + (" and more" if len(low) > 3 else "") + " data: its values carry that "
+            "precision's rounding (1e-7 for float32) although the cost is computed in "
+            "float64; make the arrays from NumPy float64, or with jnp.asarray inside "
+            "jax.enable_x64() (JAX's default makes float32)", UserWarning,
+            stacklevel=library_stacklevel())
+    # which values depend on X (stop_gradient cuts the dependence, as detach does in torch)
+    deps = {id(v) for v in jaxpr.invars}
+    for eqn in jaxpr.eqns:
+        if str(eqn.primitive) == "stop_gradient":
+            continue
+        if any(id(v) in deps for v in eqn.invars):
+            deps.update(id(v) for v in eqn.outvars)
+    if not any(id(v) in deps for v in jaxpr.outvars):
+        warnings.warn(
+            "the cost given to Problem.from_jax returned a value that does not depend on X "
+            "through jax operations (a constant, or X under jax.lax.stop_gradient?); its "
+            "subgradient is 0, so a run stops at once", UserWarning,
+            stacklevel=library_stacklevel())
 
 
 #: Exceptions carry notes (PEP 678) from Python 3.11 on.
@@ -149,7 +206,7 @@ def torch_oracles(cost: Callable) -> tuple[Callable, Callable]:
                         "the cost given to Problem.from_torch returned a value that does not "
                         "depend on X through torch operations (X detached, or turned into "
                         "NumPy and back?); its subgradient is taken as 0, so a run stops at "
-                        "once", UserWarning, stacklevel=2)
+                        "once", UserWarning, stacklevel=library_stacklevel())
                 return np.zeros(xt.shape)
             # allow_unused: a cost that reads other tensors with grad but not X
             (g,) = torch.autograd.grad(out, xt, allow_unused=True)
@@ -292,8 +349,9 @@ def jax_oracles(cost: Callable, shape: tuple[int, int] | None = None
             try:
                 compiled["value"] = value_jit.lower(xj).compile()
             except Exception as exc:
-                _note(exc, "from_jax", _TRACED)
+                _note(exc, "from_jax", _jax_note(jax, exc, xj.shape))
                 raise
+            _jax_warnings(jax, own, xj)
             try:
                 compiled["grad"] = grad_jit.lower(xj).compile()
             except Exception:       # (not differentiable: the subgradient says so)
