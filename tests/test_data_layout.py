@@ -225,3 +225,19 @@ def test_trial_cost_is_pure_and_equals_the_cost_after_the_step(problems, name):
             x[:, sel] = values
             oracle.update(cols)
             assert oracle.cost() == trial
+
+
+def test_the_layout_warning_is_for_arrays_whose_layout_was_not_stated():
+    """An audit: DPCP(rssm.data.samples(rows[:5]), p=4) warned "pass yt.T, or
+    rssm.data.samples(array)", which is what the call did."""
+    import warnings
+
+    from rssm.data.store import LayoutWarning
+
+    rows = np.random.default_rng(0).standard_normal((5, 12))       # 5 samples in R^12
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert DPCP(samples(rows), p=4).m == 5
+        assert ODL(ChunkedData(rows.T, rows_are_samples=False)).m == 5
+    with pytest.warns(LayoutWarning, match=r"yt is 12 x 5, read as 5 samples"):
+        DPCP(rows.T, p=4)
