@@ -200,7 +200,15 @@ def test_resume_with_other_settings_names_what_differs(outdir, tmp_path, capsys)
     bigger = ["reproduce", "all", "--budget", str(2 * BUDGET), "--seeds", str(SEEDS),
               "--tuned", "--quiet", "--out", str(out), "--resume"]
     assert main(bigger) == 2
-    assert "the sizes or budgets of dpcp, odl differ" in capsys.readouterr().err
+    assert (f"the budgets (--budget {BUDGET:g} there, --budget {2 * BUDGET:g} now) differ"
+            in capsys.readouterr().err)
+    # an audit: without --budget the refusal named --quick, which neither command used
+    for opts, now in (([], "the full budgets"), (["--quick"], "--quick")):
+        assert main(["reproduce", "all", *opts, "--seeds", str(SEEDS), "--tuned", "--quiet",
+                     "--out", str(out), "--resume"]) == 2
+        err = capsys.readouterr().err
+        assert f"the budgets (--budget {BUDGET:g} there, {now} now) differ" in err, err
+        assert "sizes or budgets of" not in err
     # results made while the paper's steps were clipped are not mixed with unclipped ones
     doc = json.loads((out / "results.json").read_text())
     del doc["settings"]["paper_steps_clipped"]

@@ -26,6 +26,7 @@ from rssm.experiments.configs import (
     FIGURE_FORMATS,
     PAPER_METHODS,
     PROBLEMS,
+    QUICK_DIVISOR,
     THRESHOLDS,
     TUNED_TARGET,
     TUNING_SEED,
@@ -372,9 +373,25 @@ _RESUME_KEYS = ("problems", "methods", "quick", "thresholds", "tuned_target", "t
                 "paper_steps_clipped")
 
 
+def _reduction(settings: dict) -> str:
+    """The option that set a run's budgets, as a user typed it: ``--quick``, ``--budget
+    S`` or none (the full budgets)."""
+    if not settings.get("quick"):
+        return "the full budgets"
+    scale = settings.get("budget_scale")
+    if not isinstance(scale, (int, float)) or scale == 1.0 / QUICK_DIVISOR:
+        return "--quick"
+    return f"--budget {scale:g}"
+
+
 def _differences(old: dict, new: dict) -> list[str]:
     """What makes a resumed run's settings differ from the folder's, in words."""
     out = []
+    # (an audit: a folder of --budget 0.01 resumed without it was said to differ in
+    # "--quick (on there)", an option neither command used)
+    length = _reduction(old), _reduction(new)
+    if length[0] != length[1]:
+        out.append(f"the budgets ({length[0]} there, {length[1]} now)")
     for k in _RESUME_KEYS:
         if old.get(k) == new.get(k):
             continue
@@ -383,11 +400,11 @@ def _differences(old: dict, new: dict) -> list[str]:
             if a != b:
                 out.append(f"the experiments ({', '.join(sorted(a)) or 'none'} there, "
                            f"{', '.join(sorted(b)) or 'none'} now)")
-            else:
+            elif length[0] == length[1]:
                 changed = sorted(n for n in a if old[k][n] != new[k][n])
                 out.append(f"the sizes or budgets of {', '.join(changed)}")
         elif k == "quick":
-            out.append(f"--quick ({'on' if old.get(k) else 'off'} there)")
+            continue                   # (said above, with the budgets)
         elif k == "paper_steps_clipped":
             out.append("the clipping of the paper's steps (results made before rssm ran "
                        "them unclipped, Algorithm 1 to the letter)")
