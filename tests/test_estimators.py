@@ -848,9 +848,16 @@ def test_fit_leaves_a_step_rule_given_as_a_parameter_unchanged():
     (lambda: RobustSubspace(2, max_iter=1.5), "RobustSubspace: max_iter must be an integer"),
     (lambda: OrthogonalSparsePCA(2, max_iter="100"), "OrthogonalSparsePCA: max_iter must be"),
     (lambda: OrthogonalDictionaryLearning(tol="x"), "OrthogonalDictionaryLearning: tol must"),
+    # (an audit: "2 <= n_blocks <= p = 4" excluded the 1 that runs RSM and named a p the
+    # user never chose; and tol's message called the iterate X, the data's name here)
     (lambda: RobustSubspace(2, n_blocks=100),
-     r"RobustSubspace: n_blocks must satisfy 2 <= n_blocks <= p = 4, got 100 \(p = 4: the "
-     "columns of the iterate"),
+     r"RobustSubspace: n_blocks must be an integer from 1 to 4, the number of directions "
+     r"normal to the subspace \(n_features - n_components = 4\), got 100; 1 runs RSM"),
+    (lambda: OrthogonalDictionaryLearning(5, n_blocks=0, method="rssm"),
+     r"OrthogonalDictionaryLearning: n_blocks must be an integer from 2 to 5, the number of "
+     r"components \(n_components = 5\), got 0 for method='rssm'"),
+    (lambda: OrthogonalSparsePCA(2, tol=2.0),
+     r"OrthogonalSparsePCA: tol must be in \[0, 1\), got 2.0: the run stops"),
     (lambda: RobustSubspace(2, stepsize=-1), "RobustSubspace: stepsize: a constant step"),
     (lambda: RobustSubspace(2, stepsize=[1]), "RobustSubspace: stepsize must be a StepSize"),
     (lambda: RobustSubspace(2, method="xx"), "RobustSubspace: method must be None, 'rsm'"),
@@ -1238,3 +1245,55 @@ def test_dictionary_learning_on_zeros_is_refused_in_the_estimators_words():
     with pytest.raises(ValueError, match=r"^OrthogonalDictionaryLearning: X is all zeros: "
                                          r"every orthogonal dictionary fits it equally"):
         OrthogonalDictionaryLearning(random_state=0).fit(np.zeros((50, 5)))
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_robust_subspace_refuses_data_without_a_direction(center):
+    """An audit: all-zero X (constant X with center=True) was fitted to an arbitrary
+    coordinate axis, converged_ True after 0 iterations, where the other estimators
+    refuse it."""
+    x = np.zeros((10, 4)) + (3.0 if center else 0.0)
+    with pytest.raises(ValueError, match="so there is nothing to learn"):
+        RobustSubspace(1, center=center).fit(x)
+    x[3, 1] = 1.0                             # one sample off: a direction to fit
+    RobustSubspace(1, center=center).fit(x)
+
+
+def test_robust_subspace_scores_finite_samples_at_any_scale():
+    """An audit: a finite sample at 1e308 scored nan (the product with the normals
+    overflowed, then inf / inf); its distance is beyond float64's range, -inf. Samples at
+    ordinary scale keep the bits of the product itself."""
+    x = np.random.default_rng(1).standard_normal((200, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = RobustSubspace(2, max_iter=50, random_state=0).fit(x)
+    far = np.vstack([np.full(6, 1e308), np.full(6, 3e307), np.full(6, 1e200), x[:3]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = est.score_samples(far)
+    assert s[0] == -np.inf
+    dist = np.linalg.norm(est.normal_components_ @ np.ones(6))
+    np.testing.assert_allclose(s[1:3], [-3e307 * dist, -1e200 * dist], rtol=1e-14)
+    from rssm.estimators._subspace import _row_norms
+
+    # ordinary samples: the bits of the product itself, as before (and as the fit's offset)
+    c = x[:3] - est.mean_
+    assert np.array_equal(s[3:], -_row_norms(c @ est.normal_components_.T))
+    assert np.array_equal(est.predict(far)[:3], [-1, -1, -1])
+
+
+def test_a_bool_memmap_is_refused_with_what_to_do(tmp_path):
+    """An audit: the same bool array was fitted in memory and refused memory-mapped with
+    "needs real numbers", which did not say why the other worked or what to do."""
+    x = np.random.default_rng(0).standard_normal((50, 6)) > 0
+    np.save(tmp_path / "b.npy", x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert OrthogonalSparsePCA(2, max_iter=20).fit(x).components_.shape == (2, 6)
+    with pytest.raises(ValueError, match=r"got dtype bool; in memory \(np.asarray\(X\)\) it "
+                       r"is converted .*store it as uint8"):
+        OrthogonalSparsePCA(2, max_iter=20).fit(np.load(tmp_path / "b.npy", mmap_mode="r"))
+    np.save(tmp_path / "u.npy", x.astype(np.uint8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        OrthogonalSparsePCA(2, max_iter=20).fit(np.load(tmp_path / "u.npy", mmap_mode="r"))

@@ -131,6 +131,11 @@ class SolverMixin:
                 raise InvalidParameterError(f"{type(self).__name__}: {exc}") from None
         return params
 
+    def _columns_meaning(self, p: int) -> str:
+        """What the p columns of the run's iterate are, in the estimator's parameters
+        (for messages)."""
+        return f"number of components (n_components = {p})"
+
     def _run(self, problem: rssm.Problem, x0: np.ndarray | None = None,
              random_start: bool = False) -> rssm.Result:
         try:
@@ -139,9 +144,21 @@ class SolverMixin:
             if exc.argument not in SOLVER_PARAMS + ("options",):
                 raise
             text = str(exc).replace("options: ", "")
+            p = problem.shape[1]
             if "<= p =" in text:
-                text += (f" (p = {problem.shape[1]}: the columns of the iterate this fit "
-                         f"solves for)")
+                # in the estimator's words (an audit: "2 <= n_blocks <= p = 5" refused 0
+                # where 1 runs RSM, and named a p the user never chose)
+                method = str(getattr(self, "method", None) or "").lower()
+                low = 2 if method == "rssm" else 1
+                text = (f"n_blocks must be an integer from {low} to {p}, the "
+                        f"{self._columns_meaning(p)}, got {self.n_blocks!r}"
+                        + ("; 1 runs RSM" if low == 1 else " for method='rssm'"))
+            elif "is relative (the recent iterates" in text:
+                # (an audit: the solver's words, X for the iterate where X is the data)
+                text = (f"tol must be in [0, 1), got {self.tol!r}: the run stops when its "
+                        "recent iterates lie within tol times the size of the solution's "
+                        "basis of each other, which at 1 or more holds from the start; "
+                        "the default is 1e-10, 0 turns the test off")
             raise InvalidParameterError(f"{type(self).__name__}: {text}") from None
         self._interrupted_run = res.stop_reason.value == "interrupted"   # raised once fitted
         hold = getattr(self, "_hold_after_run", None)
@@ -200,7 +217,14 @@ def check_X(est: Any, X: Any, *, reset: bool) -> Any:
         raise ValueError(f"Expected a 2D array (n_samples, n_features), got an array with "
                          f"shape {shape}")
     if dtype.kind not in "iuf":
-        raise ValueError(f"{name} needs real numbers (int or float dtypes), got dtype {dtype}")
+        # (an audit: a bool memmap was refused where the same array in memory is taken,
+        # converted by scikit-learn's check; rssm's data layer reads numbers only, so say
+        # what to do)
+        hint = ("; in memory (np.asarray(X)) it is converted to 0 and 1 as scikit-learn "
+                "converts it, out of core store it as uint8 or a float dtype"
+                if dtype.kind == "b" else "")
+        raise ValueError(f"{name} reads an out-of-core X as real numbers (int or float "
+                         f"dtypes), got dtype {dtype}{hint}")
     if shape[0] < 1 or shape[1] < 1:
         raise ValueError(f"Found array with shape {shape} while a minimum of 1 sample and 1 "
                          f"feature is required by {name}.")

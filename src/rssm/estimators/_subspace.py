@@ -278,16 +278,27 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         nl = n + center
         weights = np.empty(m)
         scatter = np.zeros((nl, nl))
-        top = 0.0
+        top = spread = 0.0
         for lo, hi, blk in row_chunks(X):
             y = _lifted(blk, shift, lift) if center else blk
             top = max(top, max_abs(y))
+            spread = max(spread, max_abs(y[:, :n]))
             norms = np.linalg.norm(y, axis=1)
             inv = np.zeros_like(norms)
             np.divide(1.0, norms, out=inv, where=norms > 0)
             weights[lo:hi] = inv / m
             yn = y * inv[:, None]
             scatter += yn.T @ yn
+        if spread == 0 and m:
+            # (an audit: all-zero X was fitted to an arbitrary coordinate axis, "converged"
+            # at iteration 0, where the other estimators refuse it)
+            raise ValueError(
+                f"{type(self).__name__}: " + (
+                    ("X has 1 sample (n_samples = 1)" if m == 1 else
+                     "every sample of X is the same point") + ", and with center=True "
+                    "every affine subspace through it fits X equally" if center else
+                    "X is all zeros: every subspace fits it equally")
+                + ", so there is nothing to learn")
         evals, evecs = np.linalg.eigh(scatter)
         if isinstance(self.n_components, str):
             d = auto_dimension(evals, 1 + center) - center
@@ -365,6 +376,10 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         self.noise_dof_ = self._noise_dof(X, dist[:, 0], dist[:, 1]) if auto else math.nan
         self.offset_ = self._offset(dist[:, 0], dist[:, 1], self.noise_dof_)
         return self
+
+    def _columns_meaning(self, p: int) -> str:
+        return (f"number of directions normal to the subspace (n_features - n_components "
+                f"= {p})")
 
     def _span(self, data, d: int) -> np.ndarray | None:
         """An orthonormal basis V (n' x r) of the span of the samples (n' x m, lifted when
@@ -470,12 +485,30 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         return rssm.data.samples(da.concatenate([src - shift, ones], axis=1),
                                  check_finite=False, cache="auto" if native else "disk")
 
+    def _distances(self, c: np.ndarray) -> np.ndarray:
+        """The distance of each row of ``c`` (samples minus ``mean_``) to the linear
+        subspace. Rows with an entry above `HUGE_ROW` are divided by it before the product
+        (which overflowed: a finite sample at 1e308 scored nan, not -inf; an audit), the
+        others are not, so their bits are those of the product itself."""
+        top = np.abs(c).max(axis=1, initial=0.0)
+        huge = ~(top <= HUGE_ROW)
+        if not huge.any():
+            return _row_norms(c @ self.normal_components_.T)
+        dist = np.empty(c.shape[0])
+        fine = ~huge
+        dist[fine] = _row_norms(c[fine] @ self.normal_components_.T)
+        big, scale = c[huge], top[huge]
+        with np.errstate(over="ignore", invalid="ignore"):
+            part = _row_norms((big / np.where(np.isfinite(scale), scale, 1.0)[:, None])
+                              @ self.normal_components_.T) * scale
+        dist[huge] = np.where(np.isfinite(scale), part, np.inf)
+        return dist
+
     def _dist_and_norm(self, blk: np.ndarray) -> np.ndarray:
         c = blk - self.mean_
         # (the distance as `score_samples` computes it: a training sample at the offset
         # gets the same score there, to the last bit)
-        return np.column_stack([_row_norms(c @ self.normal_components_.T),
-                                np.linalg.norm(c, axis=1)])
+        return np.column_stack([self._distances(c), np.linalg.norm(c, axis=1)])
 
     def _offset(self, dist: np.ndarray, norms: np.ndarray, k: float) -> float:
         if not isinstance(self.contamination, str):
@@ -583,8 +616,8 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
         """
         check_is_fitted(self)
         X = check_X(self, X, reset=False)
-        return map_rows(X, lambda b: -_row_norms((b - self.mean_) @ self.normal_components_.T),
-                        None)
+        with np.errstate(over="ignore"):
+            return map_rows(X, lambda b: -self._distances(b - self.mean_), None)
 
     def decision_function(self, X):
         """``score_samples(X) - offset_``: negative for outliers.
@@ -615,6 +648,11 @@ class RobustSubspace(ClassNamePrefixFeaturesOutMixin, OutlierMixin, TransformerM
             +1 or -1 per sample.
         """
         return np.where(self.decision_function(X) >= 0, 1, -1)
+
+
+#: Samples (minus the mean) with an entry above this are scaled before their product with
+#: the normals, which could overflow (n entries of 1e300 times up to 1).
+HUGE_ROW = 1e150
 
 
 def _row_norms(r: np.ndarray) -> np.ndarray:
