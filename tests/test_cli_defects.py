@@ -1075,3 +1075,23 @@ def test_an_error_on_file_data_names_data(tmp_path, capsys, no_run):
                                       str(tmp_path / "one_col.npy"), "--p", "1"]))
     assert line == ("rssm: error: argument --data: l1_procrustes needs at least 2 columns (n "
                     ">= 1 design columns, then p >= 1 target columns), the file has 1"), line
+
+
+def test_the_command_prints_warnings_as_its_own_lines(tmp_path):
+    """A review: `rssm plot` on a CSV whose errors are all nan warned as
+    "<frozen runpy>:88: UserWarning: ..." with a line of rssm's code under it; the command
+    now prints "rssm: warning: ... (UserWarning)". Python callers of `main` keep Python's
+    format."""
+    from rssm.experiments.io import CSV_COLUMNS
+
+    rows = [",".join(CSV_COLUMNS)]
+    for i in range(3):
+        rows.append(f"paper,dpcp,rsm,1,0,paper,{i},{0.1 * i},{1e6 * i},1.0,nan")
+    (tmp_path / "results.csv").write_text("\n".join(rows) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "rssm", "plot", str(tmp_path / "results.csv"),
+                           "--formats", "png", "--no-report"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("rssm: warning: ") and proc.stderr.rstrip().endswith(
+        "the figure has no curve (UserWarning)"), proc.stderr
+    assert "runpy" not in proc.stderr and "plot_comparison(" not in proc.stderr

@@ -1192,7 +1192,12 @@ def test_from_jax_notes_name_what_is_wrong_and_warn_of_a_constant_cost_and_float
     notes = " ".join(info.value.__notes__)
     assert "X is a float64 jax array of shape (10, 4), as shape= gave" in notes
     assert "no NumPy calls" not in notes
-    for const in (lambda X: 1.5, lambda X: 2.0 + 0 * jax.lax.stop_gradient(X).sum()):
+    def cut(X):
+        return 2.0 + 0 * jax.lax.stop_gradient(X).sum()
+
+    # (the review: the checks read the top level only, and a jitted cost hides its body
+    # and its constants in a nested jaxpr)
+    for const in (lambda X: 1.5, cut, jax.jit(cut), lambda X: jax.jit(cut)(X) + 1.0):
         with pytest.warns(UserWarning, match="does not depend on X through jax") as rec:
             res = rssm.minimize(rssm.Problem.from_jax(const, shape=(10, 4)), x0,
                                 method="rsm", max_iter=20, seed=0)
@@ -1203,14 +1208,23 @@ def test_from_jax_notes_name_what_is_wrong_and_warn_of_a_constant_cost_and_float
     with x64(False):
         y32 = jnp.asarray(np.random.default_rng(0).standard_normal((10, 30)))
     assert y32.dtype == jnp.float32
-    with pytest.warns(UserWarning, match=r"closes over float32\[10, 30\] data"):
-        rssm.Problem.from_jax(lambda X: jnp.abs(y32.T @ X).sum(), shape=(10, 4)).cost(x0)
+    def l1(X):
+        return jnp.abs(y32.T @ X).sum()
+
+    for cost in (l1, jax.jit(l1), lambda X: 2.0 * jax.jit(l1)(X)):
+        with pytest.warns(UserWarning, match=r"closes over float32\[10, 30\] data"):
+            rssm.Problem.from_jax(cost, shape=(10, 4)).cost(x0)
     y64 = np.random.default_rng(0).standard_normal((10, 30))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         prob = rssm.Problem.from_jax(lambda X: jnp.abs(y64.T @ X).sum(), shape=(10, 4))
         prob.cost(x0)
         prob.subgradient(x0)
+        # jitted and checkpointed costs that depend on X, a cond on X: no warning
+        for fine in (jax.jit(lambda X: jnp.abs(y64.T @ X).sum()),
+                     jax.checkpoint(lambda X: jnp.abs(X).sum()),
+                     lambda X: jax.lax.cond(X[0, 0] > 0, jnp.sum, lambda x: -x.sum(), X)):
+            rssm.Problem.from_jax(fine, shape=(10, 4)).cost(x0)
         # X cast to float32 by choice is the user's, as in from_torch
         rssm.Problem.from_jax(lambda X: jnp.abs(X.astype(jnp.float32)).sum().astype(
             jnp.float64), shape=(10, 4)).cost(x0)

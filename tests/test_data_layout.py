@@ -227,7 +227,7 @@ def test_trial_cost_is_pure_and_equals_the_cost_after_the_step(problems, name):
             assert oracle.cost() == trial
 
 
-def test_the_layout_warning_is_for_arrays_whose_layout_was_not_stated():
+def test_the_layout_warning_is_for_arrays_whose_layout_was_not_stated(tmp_path):
     """An audit: DPCP(rssm.data.samples(rows[:5]), p=4) warned "pass yt.T, or
     rssm.data.samples(array)", which is what the call did."""
     import warnings
@@ -241,3 +241,8 @@ def test_the_layout_warning_is_for_arrays_whose_layout_was_not_stated():
         assert ODL(ChunkedData(rows.T, rows_are_samples=False)).m == 5
     with pytest.warns(LayoutWarning, match=r"yt is 12 x 5, read as 5 samples"):
         DPCP(rows.T, p=4)
+    # a raw memmap states nothing either (the review: it was silent while a first fix
+    # warned for in-memory arrays only), nor does a Dask array
+    np.save(tmp_path / "rows.npy", rows.T)
+    with pytest.warns(LayoutWarning, match=r"yt is 12 x 5, read as 5 samples"):
+        DPCP(np.load(tmp_path / "rows.npy", mmap_mode="r"), p=4)

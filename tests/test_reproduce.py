@@ -209,6 +209,16 @@ def test_resume_with_other_settings_names_what_differs(outdir, tmp_path, capsys)
         err = capsys.readouterr().err
         assert f"the budgets (--budget {BUDGET:g} there, {now} now) differ" in err, err
         assert "sizes or budgets of" not in err
+    # budgets typed otherwise but the same are not a difference (the review of that fix)
+    from rssm.experiments.runner import _differences, _settings
+
+    def settings(quick, scale):
+        return _settings(make_configs(quick=quick, scale=scale), range(SEEDS),
+                         quick or scale is not None, False,
+                         scale if scale is not None else 1 / 15 if quick else 1.0)
+
+    assert _differences(settings(False, BUDGET), settings(False, BUDGET * 1.00001)) == []
+    assert _differences(settings(True, None), settings(False, 1 / 15 + 1e-9)) == []
     # results made while the paper's steps were clipped are not mixed with unclipped ones
     doc = json.loads((out / "results.json").read_text())
     del doc["settings"]["paper_steps_clipped"]
@@ -936,5 +946,6 @@ def test_unknown_errors_break_the_median_and_an_all_unknown_figure_says_so(tmp_p
     assert np.isfinite(med[grid >= 4e6]).all() and np.isfinite(med[grid < 2e6]).all()
     unknown = [_trace_run("rsm", s, [0.0, 1e6], [nan, nan]) for s in range(2)]
     assert median_band(unknown, "flops")[0].size == 0
-    with pytest.warns(UserWarning, match="nan .unknown. in every row"):
+    with pytest.warns(UserWarning, match="nan .unknown. in every row") as rec:
         plots.plot_comparison(unknown, "t", "err", str(tmp_path / "u"), formats=("png",))
+    assert rec[0].filename == __file__          # (the review: it named rssm's own line)

@@ -87,9 +87,9 @@ def _jax_warnings(jax, own: Callable, xj) -> None:
         closed = jax.make_jaxpr(own)(xj)
     except Exception:
         return
-    jaxpr = closed.jaxpr
-    low = [f"{v.aval.dtype}{list(v.aval.shape)}" for v in jaxpr.constvars
-           if str(getattr(v.aval, "dtype", "")) in _LOW_FLOATS and v.aval.shape != ()]
+    low = list(dict.fromkeys(
+        f"{aval.dtype}{list(aval.shape)}" for aval in _jaxpr_consts(closed)
+        if str(getattr(aval, "dtype", "")) in _LOW_FLOATS and getattr(aval, "shape", ())))
     if low:
         warnings.warn(
             "the cost given to Problem.from_jax closes over " + ", ".join(low[:3])
@@ -98,19 +98,72 @@ def _jax_warnings(jax, own: Callable, xj) -> None:
             "float64; make the arrays from NumPy float64, or with jnp.asarray inside "
             "jax.enable_x64() (JAX's default makes float32)", UserWarning,
             stacklevel=library_stacklevel())
-    # which values depend on X (stop_gradient cuts the dependence, as detach does in torch)
-    deps = {id(v) for v in jaxpr.invars}
-    for eqn in jaxpr.eqns:
-        if str(eqn.primitive) == "stop_gradient":
-            continue
-        if any(id(v) in deps for v in eqn.invars):
-            deps.update(id(v) for v in eqn.outvars)
-    if not any(id(v) in deps for v in jaxpr.outvars):
+    if not any(_depends(closed.jaxpr, [True] * len(closed.jaxpr.invars))):
         warnings.warn(
             "the cost given to Problem.from_jax returned a value that does not depend on X "
             "through jax operations (a constant, or X under jax.lax.stop_gradient?); its "
             "subgradient is 0, so a run stops at once", UserWarning,
             stacklevel=library_stacklevel())
+
+
+#: Primitives that call one jaxpr on their operands, in order (a jitted function called in
+#: the cost, `jax.jit` on the cost itself, `jax.checkpoint`): the dependence is followed
+#: inside. Others with inner jaxprs count every output as depending on every operand:
+#: `cond`, `scan`, `while_loop`, and `custom_jvp`/`custom_vjp`, whose rule may give a
+#: gradient where the primal computation has none.
+_CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr",
+          "core_call": "call_jaxpr", "remat": "jaxpr", "checkpoint": "jaxpr"}
+
+
+def _inner_jaxprs(value):
+    """The jaxprs (closed or not) in an equation's parameter ``value``."""
+    if hasattr(value, "jaxpr") and hasattr(value, "consts"):       # ClosedJaxpr
+        yield value
+    elif hasattr(value, "eqns") and hasattr(value, "invars"):        # Jaxpr
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _inner_jaxprs(v)
+
+
+def _jaxpr_consts(jaxpr, depth: int = 0) -> list:
+    """The abstract values of the constants of ``jaxpr`` and of the jaxprs inside it (the
+    data a cost closes over sits in a nested jaxpr's constants when the cost, or a
+    function it calls, is jitted; the review of the first check found it looked at the
+    top level only)."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    out = [v.aval for v in getattr(inner, "constvars", ())]
+    if depth > 50:
+        return out
+    for eqn in getattr(inner, "eqns", ()):
+        for value in eqn.params.values():
+            for sub in _inner_jaxprs(value):
+                out += _jaxpr_consts(sub, depth + 1)
+    return out
+
+
+def _depends(jaxpr, given: list[bool], depth: int = 0) -> list[bool]:
+    """Which outputs of ``jaxpr`` depend on its inputs flagged in ``given``, through
+    operations other than ``stop_gradient`` (which cuts it, as ``detach`` does in torch)."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    deps = {id(v) for v, g in zip(inner.invars, given, strict=False) if g}
+    for eqn in inner.eqns:
+        name = str(eqn.primitive)
+        if name == "stop_gradient":
+            continue
+        flags = [id(v) in deps for v in eqn.invars]
+        if not any(flags):
+            continue
+        sub = eqn.params.get(_CALLS.get(name, ""), None)
+        sub_inner = getattr(sub, "jaxpr", sub)
+        if (sub is not None and depth < 50 and hasattr(sub_inner, "invars")
+                and len(sub_inner.invars) == len(flags)
+                and len(sub_inner.outvars) == len(eqn.outvars)):
+            outs = _depends(sub, flags, depth + 1)
+        else:
+            outs = [True] * len(eqn.outvars)
+        deps.update(id(v) for v, d in zip(eqn.outvars, outs, strict=True) if d)
+    return [id(v) in deps for v in inner.outvars]
 
 
 #: Exceptions carry notes (PEP 678) from Python 3.11 on.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 
 from rssm._interrupt import term_as_interrupt, term_interrupt, term_received
@@ -112,6 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 143 if (term.received and status == 130) else status
 
 
+def _command_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as the ``rssm`` command prints it (`warnings.formatwarning`'s signature)."""
+    return f"rssm: warning: {message} ({category.__name__})\n"
+
+
 def console() -> int:
     """The ``rssm`` command itself (``python -m rssm`` too): `main`, and after an
     interrupted run (status 130 or 143) further Ctrl-Cs are ignored while the process
@@ -119,6 +125,10 @@ def console() -> int:
     printed ended the process by the signal (status -2 to a caller reading the raw
     status, where the docs promise 130; an audit, 6 of 12 double Ctrl-Cs 50-100 ms
     apart). Not in `main`, which a Python caller may run in its own process."""
+    # warnings as the command's own lines, "rssm: warning: ... (UserWarning)": Python's
+    # format named a line of runpy or of rssm's code, and printed that source line, to a
+    # user of the command (a review: "<frozen runpy>:88: UserWarning: ...")
+    warnings.formatwarning = _command_warning
     status = main()
     if status in (130, 143):
         try:

@@ -134,6 +134,8 @@ class SolverMixin:
     def _columns_meaning(self, p: int) -> str:
         """What the p columns of the run's iterate are, in the estimator's parameters
         (for messages)."""
+        if getattr(self, "n_components", p) is None:
+            return f"number of components ({p}, one per feature with n_components=None)"
         return f"number of components (n_components = {p})"
 
     def _run(self, problem: rssm.Problem, x0: np.ndarray | None = None,
@@ -152,7 +154,10 @@ class SolverMixin:
                 low = 2 if method == "rssm" else 1
                 text = (f"n_blocks must be an integer from {low} to {p}, the "
                         f"{self._columns_meaning(p)}, got {self.n_blocks!r}"
-                        + ("; 1 runs RSM" if low == 1 else " for method='rssm'"))
+                        + (" for method='rssm'" if low == 2 else
+                           " (method='rsm' does not use it, and it is checked so that one "
+                           "n_blocks serves both methods)" if method == "rsm" else
+                           "; 1 runs RSM"))
             elif "is relative (the recent iterates" in text:
                 # (an audit: the solver's words, X for the iterate where X is the data)
                 text = (f"tol must be in [0, 1), got {self.tol!r}: the run stops when its "

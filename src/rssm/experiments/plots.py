@@ -18,6 +18,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from rssm._validation import library_stacklevel  # noqa: E402
 from rssm.experiments.analysis import Run, median_band, method_order  # noqa: E402
 from rssm.experiments.configs import MethodSpec, temp_prefix  # noqa: E402
 from rssm.experiments.io import replace_atomically  # noqa: E402
@@ -197,7 +198,7 @@ def plot_comparison(runs: Sequence[Run], title: str, error_label: str,
     fig.suptitle(title, fontsize=12)
     if not known:
         warnings.warn(f"{title}: the column error is nan (unknown) in every row; the figure "
-                      "has no curve", UserWarning, stacklevel=2)
+                      "has no curve", UserWarning, stacklevel=library_stacklevel())
     out_stem = Path(out_stem)
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     written = []

@@ -388,10 +388,10 @@ def _differences(old: dict, new: dict) -> list[str]:
     """What makes a resumed run's settings differ from the folder's, in words."""
     out = []
     # (an audit: a folder of --budget 0.01 resumed without it was said to differ in
-    # "--quick (on there)", an option neither command used)
+    # "--quick (on there)", an option neither command used; so the budgets are named as
+    # typed, where they differ: options that give the same budgets, --quick and --budget
+    # 0.0667, resume)
     length = _reduction(old), _reduction(new)
-    if length[0] != length[1]:
-        out.append(f"the budgets ({length[0]} there, {length[1]} now)")
     for k in _RESUME_KEYS:
         if old.get(k) == new.get(k):
             continue
@@ -400,11 +400,15 @@ def _differences(old: dict, new: dict) -> list[str]:
             if a != b:
                 out.append(f"the experiments ({', '.join(sorted(a)) or 'none'} there, "
                            f"{', '.join(sorted(b)) or 'none'} now)")
-            elif length[0] == length[1]:
+            elif length[0] != length[1]:
+                out.append(f"the budgets ({length[0]} there, {length[1]} now)")
+            else:
                 changed = sorted(n for n in a if old[k][n] != new[k][n])
                 out.append(f"the sizes or budgets of {', '.join(changed)}")
         elif k == "quick":
-            continue                   # (said above, with the budgets)
+            if old.get("problems") == new.get("problems"):
+                out.append(f"the budgets ({length[0]} there, {length[1]} now)")
+            # (else said with the problems)
         elif k == "paper_steps_clipped":
             out.append("the clipping of the paper's steps (results made before rssm ran "
                        "them unclipped, Algorithm 1 to the letter)")

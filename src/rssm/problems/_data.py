@@ -117,8 +117,8 @@ class DataProblem(Problem):
                   refuse_zero: bool = False):
         """Keep the data argument (an n x m array as float64, a `ChunkedData` for
         out-of-core arrays, or a store as it is) and its store; set m. With ``layout_check`` (the
-        problem's name), warn when m < n for an array in memory, whose layout the user did
-        not state (`rssm.data.store.warn_if_transposed`). With
+        problem's name), warn when m < n for an array (in memory or out of core) whose
+        layout the user did not state (`rssm.data.store.warn_if_transposed`). With
         ``refuse_zero``, data in memory that are all zeros are refused (f is then 0 at
         every X: a run "converged" at its start; a user's audit)."""
         if isinstance(value, InMemory):
@@ -138,9 +138,10 @@ class DataProblem(Problem):
                                    "nothing to fit")
         n, m = self._store.shape
         self.m = m
-        if layout_check is not None and isinstance(self._store, InMemory):
-            # (only for an array whose layout the user did not state: rssm.data.samples,
-            # ChunkedData and the stores name it, and the warning's "pass yt.T, or
+        if layout_check is not None and not isinstance(value, SampleStore):
+            # (only for an array whose layout the user did not state, in memory or out of
+            # core (a memmap, which as_data_matrix wraps as columns); rssm.data.samples,
+            # ChunkedData and the stores state it, and the warning's "pass yt.T, or
             # rssm.data.samples(array)" told a user of samples() to do what they did; an
             # audit)
             warn_if_transposed(n, m, layout_check, name, stacklevel=4)
