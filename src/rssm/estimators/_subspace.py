@@ -659,8 +659,10 @@ def _row_norms(r: np.ndarray) -> np.ndarray:
     """The Euclidean norm of each row of ``r``, scaled by the row's largest entry so that
     its squares neither overflow nor underflow (`score_samples` takes samples at any
     scale: a sample at 1e200 is far away, not a NaN). Per row, not by the block's
-    largest entry as `rssm.problems._data._column_norms`: a sample's score must not depend
-    on the others in its batch."""
+    largest entry as `rssm.problems._data._column_norms`: a sample's scaling, and so
+    whether its score is finite, must not depend on the others in its batch. (Its last
+    bits may: the product before this comes from BLAS, whose kernels for one row and for
+    many sum in different orders, as in scikit-learn's own transforms.)"""
     top = np.abs(r).max(axis=1, initial=0.0)
     safe = np.where(top > 0, top, 1.0)
     return top * np.linalg.norm(r / safe[:, None], axis=1)
