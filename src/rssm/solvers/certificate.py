@@ -155,6 +155,11 @@ VANISH = 1e-3
 WINDOW = 8
 #: Horizons over which a settled cost must not move (the second way to pass part 1).
 SETTLE = 4
+#: Horizons of iterations a restart at a relaxed verdict (`GoldsteinTest.restart_relaxed`)
+#: has to lower the least cost by more than tol |f|; where it does not, the verdict
+#: stands. A new default call from the two false verdicts of l1 Procrustes found such a
+#: point after 25 and 83 iterations (RSM, horizons of 8).
+RESTART_HORIZONS = 16
 #: ... and how far above that least cost f may be at the last horizon's iterates, relative
 #: to it. Measured at the relaxed verdicts of default runs before this band: 5e-9 to 8e-9
 #: above it on noisy ODL (6 runs), 6e-9 to 3.1e-3 on sparse PCA fits (7); 44 to 2e6 times
@@ -461,6 +466,12 @@ class GoldsteinTest:
         #: The loop's count of escapes at the last restart: the rule, started afresh, is
         #: told the escapes since (``StepContext.escapes``), as a new run would be.
         self.escape_base = 0
+        #: While a restart is on trial: the upheld verdict it set aside (``saved``), the
+        #: iteration it came at, and the iteration by which the restart must have lowered
+        #: the least cost by more than tol |f| (None: no trial).
+        self.saved: Certificate | None = None
+        self.saved_k = 0
+        self.trial_end: int | None = None
 
     def observe(self, key: tuple, vec: np.ndarray, norm: float, step_norm: float,
                 sel=slice(None), best_cost: float = math.nan,
@@ -705,8 +716,11 @@ class GoldsteinTest:
         """A relaxed verdict (iterates within up to sqrt(tol) ||X||_F) its checks upheld,
         at least cost ``best``: whether the run's rule starts afresh from the best
         iterate instead (True; the verdict is withdrawn), as a new default call from
-        there would. Once, and again only after the least cost fell by more than tol
-        |f| since the last restart: a verdict that comes back without that stands.
+        there would. The restart has `RESTART_HORIZONS` horizons to lower the least
+        cost by more than tol |f| (`trial_outcome`); where it does not (by then, or when
+        the budget ends first, or at a verdict that comes back without that), the
+        set-aside verdict stands. After a restart that did lower it, the next relaxed
+        verdict may restart again.
 
         A relaxed verdict is one of a stall as well as of a smooth minimizer: on l1
         Procrustes with 45 % outliers (an audit) the default rule settled 3e-6 from X*
@@ -731,7 +745,7 @@ class GoldsteinTest:
         bool
             True where a restart is due (`restart_due` is set).
         """
-        if not self.can_restart or c.vanish <= VANISH:
+        if not self.can_restart or c.vanish <= VANISH or self.trial_end is not None:
             # (where the subgradients vanish the verdict is a smooth minimizer's, which
             # the relaxed part is for: restarting those cost 5 % more iterations over 780
             # default RSSM calls, 8 verdicts lost to the budget, no f lower)
@@ -742,7 +756,40 @@ class GoldsteinTest:
         self.restarted_at = best
         self.restarts += 1
         self.restart_due = True
+        self.saved = replace(c, converged=True, probed=True)
         return True
+
+    def start_trial(self, k: int) -> None:
+        """The loop made the restart at iteration ``k``: it has `RESTART_HORIZONS`
+        horizons to lower the least cost by more than tol |f|."""
+        self.saved_k = k
+        self.trial_end = k + RESTART_HORIZONS * self.horizon
+
+    def lowered(self, best: float) -> bool:
+        """The least cost ``best`` is below the one at the last restart by more than tol
+        |f| (False when there was none)."""
+        last = self.restarted_at
+        return last is not None and last - best > self.tol * abs(last)
+
+    def trial_outcome(self, best: float, k: int) -> Certificate | None:
+        """At iteration ``k`` with least cost ``best``: the set-aside verdict, now the
+        run's (`last`), where a restart's trial ended without a lower cost; None while it
+        goes on, where it succeeded (the run goes on as any other), or without one."""
+        if self.trial_end is None:
+            return None
+        if self.lowered(best):
+            self.trial_end, self.saved = None, None
+            return None
+        if k < self.trial_end:
+            return None
+        return self.stand()
+
+    def stand(self) -> Certificate | None:
+        """The set-aside verdict becomes the run's: a restart that found nothing lower."""
+        self.trial_end = None
+        if self.saved is not None:
+            self.last = self.saved
+        return self.saved
 
     def confirm_by_bundle(self) -> Certificate:
         """Cyclic pairs: the bundle check found X stationary where part 2 failed on every

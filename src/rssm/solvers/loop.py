@@ -429,6 +429,12 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 certificate = _checked(cert, solver, st)
                 if cert.restart_due:
                     _restart(cert, solver, st, stepsize)
+                elif cert.trial_end is not None:
+                    # a restart that lowered f by tol |f| in its horizons goes on as any
+                    # run; one that did not leaves the verdict it set aside standing
+                    stood = cert.trial_outcome(st.best_fun, st.k)
+                    if stood is not None:
+                        certificate = stood
             if rec.due(st.k):
                 st.cost()      # the row's f(X_{k+1}) brings the caches up to date: solver work
             st.time += perf() - t0
@@ -504,7 +510,18 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             with HeldInterrupt() as held:
                 message = fired.message(prog)
                 converged = fired.indicates_convergence
-                if isinstance(fired, (MaxIterations, MaxTime)):
+                if converged and cert is not None and cert.saved is not None \
+                        and cert.last is cert.saved:
+                    message = _stood(cert, st.k)
+                if (isinstance(fired, (MaxIterations, MaxTime)) and cert is not None
+                        and cert.trial_end is not None and not cert.lowered(st.best_fun)):
+                    # the budget ended a restart's trial before it found f lower: the
+                    # verdict it set aside stands (the review of the restart: the same
+                    # point, called converged before, ended max_iter)
+                    cert.stand()
+                    reason, converged = StopReason.CONVERGED, True
+                    message = _stood(cert, st.k)
+                elif isinstance(fired, (MaxIterations, MaxTime)):
                     # (a time limit too: docs/convergence.md says so, and it said only
                     # "reached the time limit"; a user's audit)
                     held_too = _test_holds(cert)
@@ -551,6 +568,9 @@ def _still(solver: Solver, st, d: Direction, cert, stepsize: StepSize,
     moves = 0 if cert is None else cert.moves
     c = None if cert is None else _checked(cert, solver, st)
     if cert is not None and cert.moves != moves:
+        return None
+    if cert is not None and cert.restart_due:
+        _restart(cert, solver, st, stepsize)     # (a relaxed verdict at a kink: go on)
         return None
     if c is not None and c.converged:
         return _Halt(StopReason.CONVERGED, f"converged after {iterations(st.k)}: the step can "
@@ -635,6 +655,13 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     return cert.last
 
 
+def _stood(cert: GoldsteinTest, k: int) -> str:
+    """The message of a run whose verdict stood after a restart found f no lower."""
+    return (f"converged after {iterations(cert.saved_k)} ({cert.last.summary()}); the "
+            f"default rule, started afresh from the best iterate there, found f no lower "
+            f"by more than tol |f| in the {k - cert.saved_k} iterations after")
+
+
 def _restart(cert: GoldsteinTest, solver: Solver, st, stepsize) -> None:
     """Start the rule afresh from the best iterate (`GoldsteinTest.restart_relaxed`): X
     there (the oracle told), the rule (`Auto`) reset, and the escapes so far its base, as
@@ -646,6 +673,7 @@ def _restart(cert: GoldsteinTest, solver: Solver, st, stepsize) -> None:
         st.cost()
     stepsize.reset()
     cert.escape_base = cert.frozen + (cert.moves if solver.n_blocks > 1 else 0)
+    cert.start_trial(st.k)
 
 
 def _zigzag(cert: GoldsteinTest, solver: Solver, st) -> bool:
