@@ -1270,6 +1270,7 @@ def test_a_relaxed_verdict_at_a_stall_is_not_the_answer(fraction, seed):
     prob = L1Procrustes.synthetic(outlier_fraction=fraction, seed=seed)
     res = rssm.minimize(prob)
     assert res.success and res.stop_reason.value == "converged"
+    assert "the default rule was started afresh from the best iterate once" in res.message
     assert res.error < 1e-9, res.error
     assert res.fun - prob.cost(prob.x_true) <= 1e-10 * abs(res.fun)
     assert res.n_iter < 1000
@@ -1304,3 +1305,11 @@ def test_a_restart_that_finds_nothing_lower_leaves_its_verdict_standing():
         assert cut.success and cut.stop_reason.value == "converged", cut.message
         assert cut.n_iter == budget and np.array_equal(cut.x, res.x)
         assert cut.certificate == res.certificate
+    # a callback of the user's that stops the run during the trial (the second review: it
+    # ended "callback", success False, certificate None, where the code before had
+    # stopped converged at 2663)
+    stopped = rssm.minimize(prob, callback=lambda prog: prog.iteration >= 2700, record=1)
+    assert stopped.success and stopped.n_iter == 2700, stopped.message
+    assert stopped.certificate == res.certificate and "converged after 2663" in stopped.message
+    at = rssm.minimize(prob, max_iter=2663)
+    assert "the run ended where the default rule was to start afresh" in at.message

@@ -156,7 +156,7 @@ WINDOW = 8
 #: Horizons over which a settled cost must not move (the second way to pass part 1).
 SETTLE = 4
 #: Horizons of iterations a restart at a relaxed verdict (`GoldsteinTest.restart_relaxed`)
-#: has to lower the least cost by more than tol |f|; where it does not, the verdict
+#: has to lower the least cost by more than tol abs(f); where it does not, the verdict
 #: stands. A new default call from the two false verdicts of l1 Procrustes found such a
 #: point after 25 and 83 iterations (RSM, horizons of 8).
 RESTART_HORIZONS = 16
@@ -466,9 +466,12 @@ class GoldsteinTest:
         #: The loop's count of escapes at the last restart: the rule, started afresh, is
         #: told the escapes since (``StepContext.escapes``), as a new run would be.
         self.escape_base = 0
+        #: The iteration of the last restart: the rule, started afresh, counts its
+        #: iterations from it.
+        self.k_base = 0
         #: While a restart is on trial: the upheld verdict it set aside (``saved``), the
         #: iteration it came at, and the iteration by which the restart must have lowered
-        #: the least cost by more than tol |f| (None: no trial).
+        #: the least cost by more than tol abs(f) (None: no trial).
         self.saved: Certificate | None = None
         self.saved_k = 0
         self.trial_end: int | None = None
@@ -717,14 +720,15 @@ class GoldsteinTest:
         at least cost ``best``: whether the run's rule starts afresh from the best
         iterate instead (True; the verdict is withdrawn), as a new default call from
         there would. The restart has `RESTART_HORIZONS` horizons to lower the least
-        cost by more than tol |f| (`trial_outcome`); where it does not (by then, or when
-        the budget ends first, or at a verdict that comes back without that), the
-        set-aside verdict stands. After a restart that did lower it, the next relaxed
-        verdict may restart again.
+        cost by more than tol abs(f) (`trial_outcome`); where it does not, by then or
+        when the run ends first (the solver loop: its budget, a callback, a stall), the
+        set-aside verdict stands, and a verdict that comes back within them stands as it
+        is. After a restart that did lower it, the next relaxed verdict may restart
+        again.
 
         A relaxed verdict is one of a stall as well as of a smooth minimizer: on l1
         Procrustes with 45 % outliers (an audit) the default rule settled 3e-6 from X*
-        twice, the second time after its escape's long steps, with f 240 tol |f| above
+        twice, the second time after its escape's long steps, with f 240 tol abs(f) above
         f(X*), where the bundle check's 128 trial points (of 245 tangent dimensions)
         found no descent; a new default call from that point converged at 1e-11 in 68
         iterations.
@@ -761,13 +765,13 @@ class GoldsteinTest:
 
     def start_trial(self, k: int) -> None:
         """The loop made the restart at iteration ``k``: it has `RESTART_HORIZONS`
-        horizons to lower the least cost by more than tol |f|."""
+        horizons to lower the least cost by more than tol abs(f)."""
         self.saved_k = k
         self.trial_end = k + RESTART_HORIZONS * self.horizon
 
     def lowered(self, best: float) -> bool:
         """The least cost ``best`` is below the one at the last restart by more than tol
-        |f| (False when there was none)."""
+        abs(f) (False when there was none)."""
         last = self.restarted_at
         return last is not None and last - best > self.tol * abs(last)
 

@@ -108,12 +108,14 @@ def _rule_name(stepsize: StepSize) -> str:
     return f"the step-size rule {d.get('rule', type(stepsize).__name__)}({args})"
 
 
-def _ask(stepsize: StepSize, k: int, ctx: StepContext) -> float:
+def _ask(stepsize: StepSize, k: int, ctx: StepContext, base: int = 0) -> float:
     """gamma_k from the rule, checked. Before the first step a failing rule is a bad
     argument and raises; from iteration 1 on the run is kept and ends ``stalled``. What
-    the user's cost raised while the rule read f propagates unchanged."""
+    the user's cost raised while the rule read f propagates unchanged. The rule is asked
+    with ``k - base`` (``base``: the iteration of a restart, from which a rule started
+    afresh counts)."""
     try:
-        gamma = stepsize(k, ctx)
+        gamma = stepsize(k - base, ctx)
     except StepStall as exc:
         # A rule that read a non-finite f (the cost itself broke down) ends the run as the
         # loop would on reading it: non_finite, not a stall of the rule.
@@ -384,7 +386,9 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                     ctx.escapes = (cert.frozen + (cert.moves if solver.n_blocks > 1 else 0)
                                    - cert.escape_base)
                 try:
-                    gamma = _ask(stepsize, k, ctx)
+                    # (after a restart the rule counts from it, as a new run would: its
+                    # grace periods are in iterations of its own)
+                    gamma = _ask(stepsize, k, ctx, 0 if cert is None else cert.k_base)
                 except _Halt:
                     st.time += perf() - t0
                     raise
@@ -513,15 +517,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                 if converged and cert is not None and cert.saved is not None \
                         and cert.last is cert.saved:
                     message = _stood(cert, st.k)
-                if (isinstance(fired, (MaxIterations, MaxTime)) and cert is not None
-                        and cert.trial_end is not None and not cert.lowered(st.best_fun)):
-                    # the budget ended a restart's trial before it found f lower: the
-                    # verdict it set aside stands (the review of the restart: the same
-                    # point, called converged before, ended max_iter)
-                    cert.stand()
-                    reason, converged = StopReason.CONVERGED, True
-                    message = _stood(cert, st.k)
-                elif isinstance(fired, (MaxIterations, MaxTime)):
+                if isinstance(fired, (MaxIterations, MaxTime)) and not _standing(cert, st):
                     # (a time limit too: docs/convergence.md says so, and it said only
                     # "reached the time limit"; a user's audit)
                     held_too = _test_holds(cert)
@@ -531,6 +527,16 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             if held.interrupted:
                 reason, converged = StopReason.INTERRUPTED, False
                 message = f"{interrupted_by()} after {iterations(st.k)}"
+        if not converged and reason not in _NOT_STANDING and _standing(cert, st):
+            # the run ended (its budget, a time limit, a callback or another criterion
+            # of the user's, a stall) during a restart's trial, before it found f lower:
+            # the verdict it set aside stands (the reviews of the restart: the same point,
+            # called converged by the code before, ended max_iter or "callback")
+            cert.stand()
+            reason, converged = StopReason.CONVERGED, True
+            message = _stood(cert, st.k)
+        elif converged and cert is not None and cert.restarts and cert.last is not cert.saved:
+            message += _restarted(cert)
         # The built-in target error certifies the last iterate itself (its error, measured
         # there): that point is the one asked for. Any other criterion, a user's that
         # returns TARGET_ERROR included, gets the best iterate.
@@ -655,11 +661,34 @@ def _checked(cert: GoldsteinTest, solver: Solver, st) -> Certificate | None:
     return cert.last
 
 
+#: Stops after which a restart's set-aside verdict does not stand: the user's Ctrl-C,
+#: data gone, a value that is not finite.
+_NOT_STANDING = (StopReason.INTERRUPTED, StopReason.DATA_ERROR, StopReason.NON_FINITE)
+
+
+def _standing(cert: GoldsteinTest | None, st) -> bool:
+    """A restart's trial is on and has not lowered the least cost by tol |f|."""
+    return (cert is not None and cert.trial_end is not None and cert.saved is not None
+            and not cert.lowered(st.best_fun))
+
+
 def _stood(cert: GoldsteinTest, k: int) -> str:
     """The message of a run whose verdict stood after a restart found f no lower."""
-    return (f"converged after {iterations(cert.saved_k)} ({cert.last.summary()}); the "
-            f"default rule, started afresh from the best iterate there, found f no lower "
-            f"by more than tol |f| in the {k - cert.saved_k} iterations after")
+    text = f"converged after {iterations(cert.saved_k)} ({cert.last.summary()}); "
+    if k == cert.saved_k:
+        # (a review: "found f no lower ... in the 0 iterations after")
+        return text + ("the run ended where the default rule was to start afresh from "
+                       "the best iterate (a relaxed verdict at a kink)")
+    return text + (f"the default rule, started afresh from the best iterate there, found f "
+                   f"no lower by more than tol |f| in the {k - cert.saved_k} iterations "
+                   "after")
+
+
+def _restarted(cert: GoldsteinTest) -> str:
+    """What a converged message adds after restarts (at relaxed verdicts at a kink)."""
+    times = "once" if cert.restarts == 1 else f"{cert.restarts} times"
+    return (f"; the default rule was started afresh from the best iterate {times} on the "
+            f"way, the last at iteration {cert.saved_k} (a relaxed verdict at a kink)")
 
 
 def _restart(cert: GoldsteinTest, solver: Solver, st, stepsize) -> None:
@@ -673,6 +702,7 @@ def _restart(cert: GoldsteinTest, solver: Solver, st, stepsize) -> None:
         st.cost()
     stepsize.reset()
     cert.escape_base = cert.frozen + (cert.moves if solver.n_blocks > 1 else 0)
+    cert.k_base = st.k
     cert.start_trial(st.k)
 
 
