@@ -415,8 +415,8 @@ class SparsePCA(CompositeProblem):
         RSSM with l = 5 stopped at error 0.2 on one seed of 10. ``stepsize="auto"`` still
         selects `Auto`. At larger penalties the verdict comes short of the planted
         loadings: mu = 0.5, 1.0, 1.5 end `converged` at errors 5e-5, 3e-4-5e-4 and
-        2e-3-2.6e-3 (seeds 0-2), f up to 1e-5 of f above f(V); ``stepsize="auto"`` ends
-        closer (docs/convergence.md, "Sparse PCA at larger penalties").
+        2e-3-2.6e-3 (seeds 0-2), f up to 1e-5 of f above f(V); ``stepsize="auto"`` does
+        no better (docs/convergence.md, "Sparse PCA at larger penalties").
         """
         own = super().default_stepsize()
         if own is not None:

@@ -158,7 +158,7 @@ SETTLE = 4
 #: Horizons of iterations a restart at a relaxed verdict (`GoldsteinTest.restart_relaxed`)
 #: has to lower the least cost by more than tol abs(f); where it does not, the verdict
 #: stands. A new default call from the two false verdicts of l1 Procrustes found such a
-#: point after 25 and 83 iterations (RSM, horizons of 8).
+#: point after 25 and 33 iterations (RSM, horizons of 8).
 RESTART_HORIZONS = 16
 #: ... and how far above that least cost f may be at the last horizon's iterates, relative
 #: to it. Measured at the relaxed verdicts of default runs before this band: 5e-9 to 8e-9

@@ -680,7 +680,7 @@ def _stood(cert: GoldsteinTest, k: int) -> str:
         return text + ("the run ended where the default rule was to start afresh from "
                        "the best iterate (a relaxed verdict at a kink)")
     return text + (f"the default rule, started afresh from the best iterate there, found f "
-                   f"no lower by more than tol |f| in the {k - cert.saved_k} iterations "
+                   f"no lower by more than tol |f| in the {iterations(k - cert.saved_k)} "
                    "after")
 
 
