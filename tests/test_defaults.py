@@ -1313,3 +1313,17 @@ def test_a_restart_that_finds_nothing_lower_leaves_its_verdict_standing():
     assert stopped.certificate == res.certificate and "converged after 2663" in stopped.message
     at = rssm.minimize(prob, max_iter=2663)
     assert "the run ended where the default rule was to start afresh" in at.message
+
+
+def test_a_trial_that_ends_on_a_lower_last_iterate_is_not_called_no_lower():
+    """The last review of the restart: l1 Procrustes (45 % outliers) restarts at
+    iteration 220; with max_iter=245 and rows every 10 iterations f at the last iterate
+    (245) was first evaluated after the verdict had been restored, and the run said
+    "found f no lower" while returning that point, 82 tol |f| lower; with record=1 it
+    ended max_iter. Both end max_iter now, the same."""
+    prob = L1Procrustes.synthetic(outlier_fraction=0.45, seed=2)
+    runs = [rssm.minimize(prob, max_iter=245, record=r) for r in (10, 1)]
+    for res in runs:
+        assert res.stop_reason.value == "max_iter" and not res.success, res.message
+        assert res.best_iteration == 245 and res.certificate is None
+    assert runs[0].fun == runs[1].fun and runs[0].message == runs[1].message

@@ -510,6 +510,17 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
             wind_down.__exit__(None, None, None)
             raise
     try:
+        if (reason not in _NOT_STANDING and reason is not StopReason.CONVERGED
+                and _standing(cert, st)):
+            # f at the last iterate first: where the run stopped between recorded rows it
+            # was not evaluated, and it may be the lower point a restart's trial looked
+            # for (the last review: a run stopped at iteration 245 returned a point 82
+            # tol |f| lower with the message "found f no lower", with record=10, not 1)
+            try:
+                st.cost()
+            except KeyboardInterrupt:
+                reason, converged, fired = StopReason.INTERRUPTED, False, None
+                message = f"{interrupted_by()} after {iterations(st.k)}"
         if fired is not None:
             with HeldInterrupt() as held:
                 message = fired.message(prog)
@@ -934,6 +945,9 @@ def _finish(solver, st, rec, stop, cert, reason, message, converged, observers, 
     fun = st.best_fun if use_best else last_fun
     problem = solver.problem
     cl = None if cert is None else cert.last
+    if reason is StopReason.INTERRUPTED and cert is not None and cl is not None \
+            and cl is cert.saved:
+        cl = None       # (a verdict a restart set aside, restored, then Ctrl-C: not the run's)
     part = solver.partition
     # The run is over: Ctrl-C while its trace and error are put together (the error of
     # ODL's signed permutation, a Dask problem's ground truth) must not lose it.
