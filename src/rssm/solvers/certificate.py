@@ -754,14 +754,18 @@ class GoldsteinTest:
             # the relaxed part is for: restarting those cost 5 % more iterations over 780
             # default RSSM calls, 8 verdicts lost to the budget, no f lower)
             return False
-        last = self.restarted_at
-        if last is not None and not last - best > self.tol * abs(last):
+        if self.restarted_at is not None and not self.lowered(best):
             return False
         self.restarted_at = best
         self.restarts += 1
         self.restart_due = True
         self.saved = replace(c, converged=True, probed=True)
         return True
+
+    def escapes(self) -> int:
+        """The escapes a rule is told of (``StepContext.escapes``): the freezes, and for
+        RSSM the checks' moves too, since the last restart."""
+        return self.frozen + (self.moves if self.blocks else 0) - self.escape_base
 
     def start_trial(self, k: int) -> None:
         """The loop made the restart at iteration ``k``: it has `RESTART_HORIZONS`

@@ -383,8 +383,7 @@ def _run(solver, stepsize, stop, record, tol, observers, snapshot, track_best, s
                     # rule follows the drop in f a refutation brings by itself (counting
                     # refutations for RSM: 295 iterations instead of 189 on the paper's
                     # ODL, seed 10, the only default RSM call of seeds 1-10 it changes).
-                    ctx.escapes = (cert.frozen + (cert.moves if solver.n_blocks > 1 else 0)
-                                   - cert.escape_base)
+                    ctx.escapes = cert.escapes()
                 try:
                     # (after a restart the rule counts from it, as a new run would: its
                     # grace periods are in iterations of its own)
@@ -712,7 +711,7 @@ def _restart(cert: GoldsteinTest, solver: Solver, st, stepsize) -> None:
         st.fun_at = -1
         st.cost()
     stepsize.reset()
-    cert.escape_base = cert.frozen + (cert.moves if solver.n_blocks > 1 else 0)
+    cert.escape_base += cert.escapes()
     cert.k_base = st.k
     cert.start_trial(st.k)
 
